@@ -1,0 +1,84 @@
+"""config.pbtxt: build Triton's own ``ModelConfig`` protobuf, then write or parse it.
+
+Building and writing are separate steps (as in PyTriton's generator/parser):
+``build_config`` returns the protobuf, ``write_config`` renders it in protobuf
+text format (which applies protobuf string escaping to the contract JSON), and
+``read_config`` is the exact inverse.
+"""
+
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
+
+from mlflow_triton.runtime import RUNTIME_VERSION
+from mlflow_triton.shared_contract import CONTRACT_PARAMETER, Contract, ContractError
+
+from ._schema import TensorDeclaration
+
+RUNTIME_VERSION_PARAMETER = "mlflow_triton_runtime_version"
+DEVICE_KINDS = {
+    "cpu": model_config_pb2.ModelInstanceGroup.KIND_CPU,
+    "gpu": model_config_pb2.ModelInstanceGroup.KIND_GPU,
+}
+
+
+def build_config(model_name, layout, device="cpu"):
+    """A ``ModelConfig`` for the Python backend from a ``TensorLayout``."""
+    config = model_config_pb2.ModelConfig(name=model_name, backend="python", max_batch_size=0)
+    for declaration in layout.inputs:
+        config.input.append(
+            model_config_pb2.ModelInput(
+                name=declaration.name,
+                data_type=model_config_pb2.DataType.Value(declaration.data_type),
+                dims=list(declaration.dims),
+            )
+        )
+    for declaration in layout.outputs:
+        config.output.append(
+            model_config_pb2.ModelOutput(
+                name=declaration.name,
+                data_type=model_config_pb2.DataType.Value(declaration.data_type),
+                dims=list(declaration.dims),
+            )
+        )
+    config.instance_group.append(model_config_pb2.ModelInstanceGroup(count=1, kind=DEVICE_KINDS[device]))
+    config.parameters[CONTRACT_PARAMETER].string_value = layout.contract.to_json()
+    config.parameters[RUNTIME_VERSION_PARAMETER].string_value = RUNTIME_VERSION
+    return config
+
+
+def render_config(config):
+    return text_format.MessageToString(config)
+
+
+def parse_config(text):
+    """config.pbtxt text -> (ModelConfig, Contract); the contract is checked against the tensors."""
+    config = text_format.Parse(text, model_config_pb2.ModelConfig())
+    if CONTRACT_PARAMETER not in config.parameters:
+        raise ContractError(f"config.pbtxt has no '{CONTRACT_PARAMETER}' parameter")
+    contract = Contract.from_json(config.parameters[CONTRACT_PARAMETER].string_value)
+    contract.check_tensors([t.name for t in config.input], [t.name for t in config.output])
+    return config, contract
+
+
+def write_config(config, path):
+    path.write_text(render_config(config), encoding="utf-8")
+
+
+def read_config(path):
+    return parse_config(path.read_text(encoding="utf-8"))
+
+
+def declarations(config):
+    """The config's tensor entries as ``TensorDeclaration`` (inputs, outputs)."""
+
+    def convert(entries):
+        return tuple(
+            TensorDeclaration(
+                name=e.name,
+                data_type=model_config_pb2.DataType.Name(e.data_type),
+                dims=tuple(int(d) for d in e.dims),
+            )
+            for e in entries
+        )
+
+    return convert(config.input), convert(config.output)

@@ -1,0 +1,29 @@
+"""The mlflow-triton error family.
+
+Every error derives from ``MlflowTritonError`` (defined in the stdlib-only
+contract so the runtime shares it). Messages name the offending field and the
+allowed values.
+"""
+
+from mlflow_triton.shared_contract import ContractError, MlflowTritonError
+
+
+class InvalidArgumentError(MlflowTritonError, ValueError):
+    """An argument of a logging call is missing, malformed or unsupported."""
+
+
+class UnsupportedSchemaError(MlflowTritonError, ValueError):
+    """The MLflow signature cannot be mapped onto Triton tensors without an adapter."""
+
+
+class ValidationError(MlflowTritonError, RuntimeError):
+    """The example prediction or its tensor mapping failed before anything was logged."""
+
+
+__all__ = [
+    "ContractError",
+    "InvalidArgumentError",
+    "MlflowTritonError",
+    "UnsupportedSchemaError",
+    "ValidationError",
+]

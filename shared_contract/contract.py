@@ -1,0 +1,267 @@
+"""The MLflow <-> Triton tensor mapping ("mlflow_contract").
+
+Standard library only: this file is copied verbatim into every generated
+``1/model.py``, where this package is not installed.
+
+The contract says how the tensors declared in ``config.pbtxt`` are put together
+into the model's MLflow input and taken apart from its prediction:
+
+* ``columns``: a DataFrame; one rank-one tensor per column.
+* ``tensor``: a single ndarray; one tensor.
+* ``tensors``: a dict of named ndarrays; one tensor per key.
+
+Each field links an original MLflow name to a Triton tensor name. Datatypes and
+shapes are deliberately absent: they live in the config's ``input``/``output``
+entries, linked by tensor name, so there is a single source of truth.
+"""
+
+import dataclasses
+import json
+
+MAPPING_VERSION = 1
+SUPPORTED_MAPPING_VERSIONS = (1,)
+CONTRACT_PARAMETER = "mlflow_contract"
+
+STRUCTURES = ("columns", "tensor", "tensors")
+CONTENTS = ("text", "binary")
+
+# Triton config datatype -> numpy dtype name. The one table both directions
+# are derived from; TYPE_STRING is Triton's BYTES (numpy object arrays).
+TRITON_TO_NUMPY = {
+    "TYPE_BOOL": "bool",
+    "TYPE_UINT8": "uint8",
+    "TYPE_UINT16": "uint16",
+    "TYPE_UINT32": "uint32",
+    "TYPE_UINT64": "uint64",
+    "TYPE_INT8": "int8",
+    "TYPE_INT16": "int16",
+    "TYPE_INT32": "int32",
+    "TYPE_INT64": "int64",
+    "TYPE_FP16": "float16",
+    "TYPE_FP32": "float32",
+    "TYPE_FP64": "float64",
+    "TYPE_STRING": "object",
+}
+NUMPY_TO_TRITON = {numpy_name: triton for triton, numpy_name in TRITON_TO_NUMPY.items()}
+BYTES_TYPE = "TYPE_STRING"
+
+
+def wire_datatype(config_datatype):
+    """``TYPE_FP32`` -> ``FP32``; ``TYPE_STRING`` -> ``BYTES`` (the v2 protocol names)."""
+    if config_datatype == BYTES_TYPE:
+        return "BYTES"
+    return config_datatype[len("TYPE_"):]
+
+
+class MlflowTritonError(Exception):
+    """Root of every error raised by mlflow-triton."""
+
+
+class ContractError(MlflowTritonError, ValueError):
+    """The mapping is malformed or does not match the Triton configuration."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldMapping:
+    """One MLflow field (column, tensor or dict key) and its Triton tensor.
+
+    ``name`` is the original MLflow name exactly as the signature spells it,
+    or ``None`` for an unnamed column or tensor. ``content`` is ``"text"`` (UTF-8
+    ``str``) or ``"binary"`` (``bytes``) for BYTES tensors and ``None`` otherwise.
+    """
+
+    name: "str | None"
+    tensor: str
+    content: "str | None" = None
+
+    def __post_init__(self):
+        if self.name is not None and not isinstance(self.name, str):
+            raise ContractError(f"Field name must be a string or null, got {self.name!r}")
+        if not isinstance(self.tensor, str) or not self.tensor:
+            raise ContractError(f"Field {self.name!r}: tensor name must be a non-empty string")
+        if self.content is not None and self.content not in CONTENTS:
+            raise ContractError(
+                f"Field {self.name!r}: content {self.content!r} is not supported; "
+                f"supported: {', '.join(CONTENTS)} or null"
+            )
+
+    def to_dict(self):
+        return {"name": self.name, "tensor": self.tensor, "content": self.content}
+
+    @classmethod
+    def from_dict(cls, data):
+        _require_keys(data, ("name", "tensor", "content"), "field")
+        return cls(name=data["name"], tensor=data["tensor"], content=data["content"])
+
+
+@dataclasses.dataclass(frozen=True)
+class StructureMapping:
+    """How one side (inputs or outputs) is assembled from its fields."""
+
+    structure: str
+    fields: "tuple[FieldMapping, ...]"
+
+    def __post_init__(self):
+        if self.structure not in STRUCTURES:
+            raise ContractError(
+                f"Structure {self.structure!r} is not supported; supported: {', '.join(STRUCTURES)}"
+            )
+        object.__setattr__(self, "fields", tuple(self.fields))
+        if not self.fields:
+            raise ContractError(f"Structure {self.structure!r} needs at least one field")
+        if self.structure == "tensor" and len(self.fields) != 1:
+            raise ContractError(
+                f"Structure 'tensor' maps exactly one tensor, got {len(self.fields)}"
+            )
+        if self.structure == "tensors":
+            unnamed = [f.tensor for f in self.fields if f.name is None]
+            if unnamed:
+                raise ContractError(
+                    f"Structure 'tensors' needs a name for every field; unnamed: {', '.join(unnamed)}"
+                )
+        _reject_duplicates([f.tensor for f in self.fields], "tensor name")
+        _reject_duplicates([f.name for f in self.fields if f.name is not None], "field name")
+
+    @property
+    def tensor_names(self):
+        return tuple(f.tensor for f in self.fields)
+
+    def to_dict(self):
+        return {"structure": self.structure, "fields": [f.to_dict() for f in self.fields]}
+
+    @classmethod
+    def from_dict(cls, data):
+        _require_keys(data, ("structure", "fields"), "structure")
+        if not isinstance(data["fields"], list):
+            raise ContractError("Structure 'fields' must be a list")
+        return cls(
+            structure=data["structure"],
+            fields=tuple(FieldMapping.from_dict(f) for f in data["fields"]),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Contract:
+    """The complete mapping stored as ``parameters.mlflow_contract`` in config.pbtxt."""
+
+    flavor: str
+    inputs: StructureMapping
+    outputs: StructureMapping
+    version: int = MAPPING_VERSION
+
+    def __post_init__(self):
+        if self.version not in SUPPORTED_MAPPING_VERSIONS:
+            raise ContractError(
+                f"Mapping version {self.version!r} is not supported; "
+                f"supported: {', '.join(map(str, SUPPORTED_MAPPING_VERSIONS))}"
+            )
+        if not isinstance(self.flavor, str) or not self.flavor:
+            raise ContractError("Contract 'flavor' must be a non-empty string")
+        _reject_duplicates(
+            list(self.inputs.tensor_names) + list(self.outputs.tensor_names), "tensor name"
+        )
+
+    def to_dict(self):
+        return {
+            "version": self.version,
+            "flavor": self.flavor,
+            "inputs": self.inputs.to_dict(),
+            "outputs": self.outputs.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data):
+        if not isinstance(data, dict):
+            raise ContractError(f"Contract must be a JSON object, got {type(data).__name__}")
+        if "version" not in data:
+            raise ContractError("Contract has no 'version'")
+        if data["version"] not in SUPPORTED_MAPPING_VERSIONS:
+            raise ContractError(
+                f"Mapping version {data['version']!r} is not supported; "
+                f"supported: {', '.join(map(str, SUPPORTED_MAPPING_VERSIONS))}"
+            )
+        _require_keys(data, ("version", "flavor", "inputs", "outputs"), "contract")
+        return cls(
+            version=data["version"],
+            flavor=data["flavor"],
+            inputs=StructureMapping.from_dict(data["inputs"]),
+            outputs=StructureMapping.from_dict(data["outputs"]),
+        )
+
+    def to_json(self):
+        """Compact, key-sorted JSON; ``ensure_ascii`` keeps config.pbtxt plain ASCII."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text):
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as error:
+            raise ContractError(f"Parameter '{CONTRACT_PARAMETER}' is not valid JSON: {error}") from None
+        return cls.from_dict(data)
+
+    def check_tensors(self, input_names, output_names):
+        """Fail unless the config's tensors and the mapping's tensors are the same sets."""
+        for side, mapping, declared in (
+            ("input", self.inputs, input_names),
+            ("output", self.outputs, output_names),
+        ):
+            declared = list(declared)
+            _reject_duplicates(declared, f"config {side} name")
+            unmapped = [name for name in declared if name not in mapping.tensor_names]
+            if unmapped:
+                raise ContractError(
+                    f"Config {side} tensor(s) {', '.join(unmapped)} have no entry in "
+                    f"'{CONTRACT_PARAMETER}'; mapped: {', '.join(mapping.tensor_names)}"
+                )
+            missing = [name for name in mapping.tensor_names if name not in declared]
+            if missing:
+                raise ContractError(
+                    f"'{CONTRACT_PARAMETER}' maps {side} tensor(s) {', '.join(missing)} that the "
+                    f"config does not declare; declared: {', '.join(declared) or 'none'}"
+                )
+
+
+def contract_from_model_config(model_config):
+    """Read and check the contract from Triton's JSON model config (a dict).
+
+    Raises ContractError naming the problem: no parameter, an unsupported
+    mapping version, ``max_batch_size`` other than 0, or tensors that the config
+    and the mapping do not both declare.
+    """
+    parameters = model_config.get("parameters") or {}
+    entry = parameters.get(CONTRACT_PARAMETER)
+    if not entry or "string_value" not in entry:
+        raise ContractError(
+            f"Model config has no '{CONTRACT_PARAMETER}' parameter; re-log the model with mlflow-triton"
+        )
+    contract = Contract.from_json(entry["string_value"])
+    max_batch_size = int(model_config.get("max_batch_size", 0) or 0)
+    if max_batch_size != 0:
+        raise ContractError(
+            f"max_batch_size must be 0 (shapes carry their own batch dimension), got {max_batch_size}"
+        )
+    contract.check_tensors(
+        [t["name"] for t in model_config.get("input", [])],
+        [t["name"] for t in model_config.get("output", [])],
+    )
+    return contract
+
+
+def _require_keys(data, keys, what):
+    if not isinstance(data, dict):
+        raise ContractError(f"A {what} entry must be a JSON object, got {type(data).__name__}")
+    missing = [key for key in keys if key not in data]
+    if missing:
+        raise ContractError(f"A {what} entry lacks {', '.join(missing)}")
+    unknown = sorted(set(data) - set(keys))
+    if unknown:
+        raise ContractError(f"A {what} entry has unknown key(s) {', '.join(unknown)}; allowed: {', '.join(keys)}")
+
+
+def _reject_duplicates(names, what):
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise ContractError(f"Duplicate {what} {name!r}")
+        seen.add(name)
