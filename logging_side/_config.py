@@ -13,6 +13,7 @@ from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.shared_contract import CONTRACT_PARAMETER, Contract, ContractError
 
 from ._schema import TensorDeclaration
+from .errors import InvalidArgumentError
 
 RUNTIME_VERSION_PARAMETER = "mlflow_triton_runtime_version"
 DEVICE_KINDS = {
@@ -23,6 +24,8 @@ DEVICE_KINDS = {
 
 def build_config(model_name, layout, device="cpu"):
     """A ``ModelConfig`` for the Python backend from a ``TensorLayout``."""
+    if device not in DEVICE_KINDS:
+        raise InvalidArgumentError(f"device {device!r} is not supported; supported: {', '.join(DEVICE_KINDS)}")
     config = model_config_pb2.ModelConfig(name=model_name, backend="python", max_batch_size=0)
     for declaration in layout.inputs:
         config.input.append(

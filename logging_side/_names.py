@@ -57,7 +57,7 @@ def check_model_name(name):
         raise InvalidArgumentError(
             f"triton_model_name is {len(name)} characters long; at most {MAX_MODEL_NAME_LENGTH} allowed"
         )
-    if ".." in name or not _SAFE_MODEL_NAME.match(name):
+    if ".." in name or not _SAFE_MODEL_NAME.fullmatch(name):
         raise InvalidArgumentError(
             f"triton_model_name {name!r} is not a safe Triton model name; allowed: ASCII letters, "
             "digits, '_', '-' and '.', not starting with '.' or '-' (no path separators, no '..')"

@@ -61,8 +61,8 @@ def layout_from_signature(signature, flavor):
     """Map an MLflow ``ModelSignature`` onto Triton tensors.
 
     Raises UnsupportedSchemaError for a missing input or output schema, optional
-    or datetime columns, Array/Object/Map/Any types, scalar tensors and dtypes
-    Triton has no datatype for.
+    or datetime columns, Array/Object/Map/Any types, scalar tensors, dimensions
+    Triton refuses (anything but -1 or >= 1) and dtypes Triton has no datatype for.
     """
     if signature is None:
         raise UnsupportedSchemaError("The model has no signature; pass signature= or an input_example")
@@ -119,6 +119,12 @@ def _map_column(spec, side, position, namer):
 
 def _map_tensor(spec, side, position, namer):
     label = _label(spec.name, side, position, "Tensor")
+    bad = [d for d in spec.shape if not _is_triton_dim(d)]
+    if bad:
+        raise UnsupportedSchemaError(
+            f"{label}: shape {tuple(spec.shape)} has dimension(s) {', '.join(map(repr, bad))}; "
+            "Triton allows integers >= 1, or -1 for a variable-size dimension"
+        )
     shape = tuple(int(d) for d in spec.shape)
     if not shape:
         raise UnsupportedSchemaError(
@@ -130,6 +136,13 @@ def _map_tensor(spec, side, position, namer):
         FieldMapping(name=spec.name, tensor=tensor, content=content),
         TensorDeclaration(name=tensor, data_type=data_type, dims=shape),
     )
+
+
+def _is_triton_dim(dim):
+    """Triton accepts integers >= 1 and -1 (variable size) as dims."""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        return False
+    return dim >= 1 or dim == -1
 
 
 def triton_type_for_dtype(dtype, label):

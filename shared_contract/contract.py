@@ -70,9 +70,9 @@ class FieldMapping:
     ``str``) or ``"binary"`` (``bytes``) for BYTES tensors and ``None`` otherwise.
     """
 
-    name: "str | None"
+    name: str | None
     tensor: str
-    content: "str | None" = None
+    content: str | None = None
 
     def __post_init__(self):
         if self.name is not None and not isinstance(self.name, str):
@@ -99,7 +99,7 @@ class StructureMapping:
     """How one side (inputs or outputs) is assembled from its fields."""
 
     structure: str
-    fields: "tuple[FieldMapping, ...]"
+    fields: tuple[FieldMapping, ...]
 
     def __post_init__(self):
         if self.structure not in STRUCTURES:
@@ -150,7 +150,7 @@ class Contract:
     version: int = MAPPING_VERSION
 
     def __post_init__(self):
-        if self.version not in SUPPORTED_MAPPING_VERSIONS:
+        if not _is_supported_version(self.version):
             raise ContractError(
                 f"Mapping version {self.version!r} is not supported; "
                 f"supported: {', '.join(map(str, SUPPORTED_MAPPING_VERSIONS))}"
@@ -175,7 +175,7 @@ class Contract:
             raise ContractError(f"Contract must be a JSON object, got {type(data).__name__}")
         if "version" not in data:
             raise ContractError("Contract has no 'version'")
-        if data["version"] not in SUPPORTED_MAPPING_VERSIONS:
+        if not _is_supported_version(data["version"]):
             raise ContractError(
                 f"Mapping version {data['version']!r} is not supported; "
                 f"supported: {', '.join(map(str, SUPPORTED_MAPPING_VERSIONS))}"
@@ -246,6 +246,11 @@ def contract_from_model_config(model_config):
         [t["name"] for t in model_config.get("output", [])],
     )
     return contract
+
+
+def _is_supported_version(version):
+    # type() rather than isinstance/``in``: True == 1 and 1.0 == 1 must not pass as version 1.
+    return type(version) is int and version in SUPPORTED_MAPPING_VERSIONS
 
 
 def _require_keys(data, keys, what):

@@ -1,0 +1,411 @@
+"""The packaging flow every framework wrapper shares.
+
+Data flows one way: example -> in-memory prediction -> signature -> contract ->
+native MLflow package in a staging directory -> Triton repository beside it ->
+rename into place -> ``mlflow.models.Model.log``.
+
+Everything that can fail runs before ``Model.log``: arguments are checked
+before the first byte is written, and any failure removes the whole workspace,
+so nothing reaches the tracking store or the Registry. A failure inside
+``Model.log`` itself deletes the LoggedModel it created.
+"""
+
+import contextlib
+import inspect
+import json
+import os
+import pathlib
+import shutil
+import tempfile
+
+import mlflow
+import numpy as np
+import pandas as pd
+from mlflow.models import Model, ModelSignature, infer_signature
+
+from mlflow_triton.runtime import RUNTIME_VERSION
+from mlflow_triton.runtime.codecs import StructureCodec
+from mlflow_triton.shared_contract import MAPPING_VERSION
+
+from . import _config, _model_py, _requests, _saved_check
+from ._names import check_model_name, default_model_name
+from ._schema import layout_from_signature
+from .errors import InvalidArgumentError, MlflowTritonError, ValidationError
+
+REPOSITORY_DIRECTORY = "model_repository"
+VERSION_DIRECTORY = "1"
+ARTIFACT_DIRECTORY = "artifact"
+FLAVOR_NAME = "triton"
+DEVICES = ("cpu", "gpu")
+# save_model parameters this package sets itself; callers use the wrapper's own arguments.
+MANAGED_NATIVE_OPTIONS = frozenset(
+    {"path", "mlflow_model", "signature", "input_example", "sk_model", "pytorch_model", "transformers_model"}
+)
+
+
+class Framework:
+    """What differs between sklearn, PyTorch and Transformers; subclassed per wrapper."""
+
+    flavor = None  # MLflow flavor name, e.g. "sklearn"
+    model_argument = None  # the wrapper's positional parameter, e.g. "sk_model"
+    supports_gpu = False
+    describes_architecture = False  # True where architecture() writes architecture.json
+
+    def native_module(self):
+        raise NotImplementedError
+
+    def check_model(self, model):
+        """Reject a model that cannot be packaged; default: accept."""
+
+    def native_options(self, options):
+        """The options for ``mlflow.<flavor>.save_model``, with this package's defaults."""
+        return dict(options)
+
+    def check_native_options(self, options):
+        """Reject options ``mlflow.<flavor>.save_model`` does not take, before any work is done."""
+        save_model = self.native_module().save_model
+        accepted = set(inspect.signature(save_model).parameters) - MANAGED_NATIVE_OPTIONS
+        unknown = sorted(set(options) - accepted)
+        if "artifact_path" in unknown:
+            raise InvalidArgumentError("artifact_path is not supported; use name= for the MLflow model name")
+        if unknown:
+            raise InvalidArgumentError(
+                f"Unknown option(s) {', '.join(unknown)} for {save_model.__module__}.save_model "
+                f"(MLflow {mlflow.__version__}); accepted: {', '.join(sorted(accepted))}"
+            )
+
+    def pyfunc_adapter(self, model, options, model_meta):
+        """MLflow's pyfunc wrapper around the in-memory model: ``PyFuncModel``."""
+        raise NotImplementedError
+
+    def current_device(self, model):
+        return "cpu"
+
+    def save_native(self, model, path, signature, input_example, options):
+        self.native_module().save_model(
+            model, path=str(path), signature=signature, input_example=input_example, **options
+        )
+
+    def architecture(self, model, package_path, declared_init_kwargs):
+        """architecture.json content, or None for flavors without one."""
+        return None
+
+
+def log_model(framework, model, *, input_example, name, registered_model_name, await_registration_for,
+              run_id, metadata, tags, params, signature, device, triton_model_name, validate_saved_model,
+              extra_options):
+    """Prepare the complete package, then hand it to ``Model.log``; returns ``ModelInfo``."""
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
+    for label, value in (("tags", tags), ("params", params), ("metadata", metadata)):
+        if value is not None and not isinstance(value, dict):
+            raise InvalidArgumentError(f"{label} must be a dict or None, got {type(value).__name__}")
+    triton_model_name = default_model_name(name) if triton_model_name is None else triton_model_name
+    with tempfile.TemporaryDirectory(prefix="mlflow-triton-") as workspace:
+        package = pathlib.Path(workspace) / "model"
+        save_model(
+            framework, model, package, input_example=input_example, signature=signature, device=device,
+            triton_model_name=triton_model_name, validate_saved_model=validate_saved_model,
+            extra_options=extra_options,
+        )
+        adopter = _AdoptPreparedPackage(framework.flavor, package)
+        try:
+            return Model.log(
+                artifact_path=None,
+                name=name,
+                flavor=adopter,
+                registered_model_name=registered_model_name,
+                await_registration_for=await_registration_for,
+                run_id=run_id,
+                metadata=metadata,
+                tags=tags,
+                params=params,
+                validate_serving_input=False,
+            )
+        except BaseException:
+            adopter.forget_logged_model()
+            raise
+
+
+def save_model(framework, model, path, *, input_example, signature=None, device="cpu", triton_model_name=None,
+               validate_saved_model=False, extra_options=None):
+    """Write the complete MLflow package (native flavor + triton flavor) to ``path``.
+
+    The package is built in a hidden sibling of ``path`` and renamed into place
+    once complete; on any failure the sibling is removed and ``path`` is untouched.
+    """
+    path = pathlib.Path(path).resolve()
+    options = dict(extra_options or {})
+    declared_init_kwargs = options.pop("architecture_init_kwargs", None)
+    _check_arguments(framework, input_example, device, validate_saved_model, signature, declared_init_kwargs)
+    triton_model_name = check_model_name(
+        default_model_name(path.name) if triton_model_name is None else triton_model_name
+    )
+    if path.exists():
+        raise InvalidArgumentError(f"path {str(path)!r} already exists; choose a new directory")
+    framework.check_native_options(options)
+    framework.check_model(model)
+    options = framework.native_options(options)
+
+    adapter, signature, layout = _predict_and_map(framework, model, input_example, signature, options)
+    tensors = _example_tensors(layout, input_example)
+    if validate_saved_model:
+        validation = None  # after saving: the reloaded artifact replaces the in-memory model
+    else:
+        validation = _validate_in_memory(layout, tensors, adapter, framework.current_device(model))
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
+    try:
+        staging.rmdir()  # the native flavor insists on creating the directory itself
+        framework.save_native(model, staging, signature, input_example, options)
+        architecture = framework.architecture(model, staging, declared_init_kwargs)
+        if architecture is not None:
+            (staging / "architecture.json").write_text(json.dumps(architecture, indent=1) + "\n")
+        repository = staging / REPOSITORY_DIRECTORY / triton_model_name
+        artifact = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY
+        _copy_native_package(staging, artifact)
+        if validate_saved_model:
+            validation = _validate_saved_artifact(layout, tensors, artifact)
+        _write_repository(repository, triton_model_name, layout, device, tensors, validation)
+        _add_triton_flavor(staging, triton_model_name)
+        os.rename(staging, path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def with_default_requirements(options, default_requirements):
+    """Record the flavor's default requirements instead of letting MLflow infer them.
+
+    MLflow's inference reloads the saved model in a subprocess. Requirements
+    the caller passes (``pip_requirements`` or ``conda_env``) are used as given;
+    otherwise the flavor's defaults plus any ``extra_pip_requirements`` are recorded.
+    """
+    options = dict(options)
+    if options.get("pip_requirements") is None and options.get("conda_env") is None:
+        extra = options.pop("extra_pip_requirements", None) or []
+        if isinstance(extra, (str, os.PathLike)):
+            extra = [line.strip() for line in pathlib.Path(extra).read_text().splitlines()
+                     if line.strip() and not line.lstrip().startswith("#")]
+        options["pip_requirements"] = [*default_requirements(options), *extra]
+    return options
+
+
+def _check_arguments(framework, input_example, device, validate_saved_model, signature, declared_init_kwargs):
+    if _is_empty(input_example):
+        raise InvalidArgumentError(
+            "input_example is required (also with signature=) and must not be empty: pass a small, "
+            "non-sensitive example of the model's prediction input"
+        )
+    if device not in DEVICES:
+        raise InvalidArgumentError(f"device {device!r} is not supported; supported: {', '.join(DEVICES)}")
+    if device == "gpu" and not framework.supports_gpu:
+        raise InvalidArgumentError(
+            f"device 'gpu' is not supported for {framework.flavor} models; supported: 'cpu' "
+            "(KIND_GPU is available for PyTorch and Transformers)"
+        )
+    if not isinstance(validate_saved_model, bool):
+        raise InvalidArgumentError(f"validate_saved_model must be True or False, got {validate_saved_model!r}")
+    if signature is not None and not isinstance(signature, ModelSignature):
+        raise InvalidArgumentError(
+            f"signature must be an mlflow.models.ModelSignature or None, got {type(signature).__name__}"
+        )
+    if declared_init_kwargs is not None:
+        if not framework.describes_architecture:
+            raise InvalidArgumentError(
+                f"architecture_init_kwargs is not supported for {framework.flavor} models; "
+                "supported for: pytorch, transformers"
+            )
+        try:
+            json.dumps(declared_init_kwargs, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise InvalidArgumentError(f"architecture_init_kwargs must be JSON-serializable: {error}") from None
+        if not isinstance(declared_init_kwargs, dict):
+            raise InvalidArgumentError("architecture_init_kwargs must be a dict of constructor arguments")
+
+
+def _is_empty(example):
+    if example is None:
+        return True
+    if isinstance(example, (pd.DataFrame, pd.Series)):
+        return example.empty
+    if isinstance(example, np.ndarray):
+        return example.size == 0
+    if isinstance(example, (list, tuple, dict, str, bytes)):
+        return len(example) == 0
+    return False
+
+
+def _predict_and_map(framework, model, input_example, signature, options):
+    """Predict the example in memory and derive (adapter, signature, layout).
+
+    An explicit signature is kept and enforced on the example by MLflow's own
+    schema enforcement; otherwise MLflow infers one from the example and the
+    prediction.
+    """
+    model_meta = Model(signature=signature)
+    adapter = framework.pyfunc_adapter(model, options, model_meta)
+    if signature is None:
+        prediction = _predict(adapter, input_example, "example")
+        signature = infer_signature(input_example, _as_plain(prediction))
+        model_meta.signature = signature
+    layout = layout_from_signature(signature, framework.flavor)
+    return adapter, signature, layout
+
+
+def _predict(adapter, model_input, what):
+    try:
+        return adapter.predict(model_input)
+    except MlflowTritonError:
+        raise
+    except Exception as error:
+        raise ValidationError(f"Prediction of the {what} failed: {type(error).__name__}: {error}") from error
+
+
+def _as_plain(prediction):
+    """Predictions MLflow's signature inference understands (torch tensors -> numpy)."""
+    if hasattr(prediction, "detach") and hasattr(prediction, "cpu"):
+        return prediction.detach().cpu().numpy()
+    return prediction
+
+
+def codecs_for(layout):
+    """(input codec, output codec) over the layout's declarations: the runtime's own codecs."""
+    def types(declarations):
+        return {d.name: (d.data_type, d.dims) for d in declarations}
+
+    return (
+        StructureCodec(layout.contract.inputs, types(layout.inputs)),
+        StructureCodec(layout.contract.outputs, types(layout.outputs)),
+    )
+
+
+def _example_tensors(layout, input_example):
+    """The example as the Triton tensors a client sends, checked by decoding them back."""
+    input_codec, _ = codecs_for(layout)
+    try:
+        tensors = input_codec.to_tensors(input_example)
+        input_codec.from_tensors(tensors)
+    except MlflowTritonError as error:
+        raise ValidationError(f"The input example does not fit the signature's tensors: {error}") from None
+    return tensors
+
+
+def _validate_in_memory(layout, tensors, adapter, device):
+    """Decode the example tensors with the runtime codecs, predict in memory, encode the outputs."""
+    input_codec, output_codec = codecs_for(layout)
+    prediction = _predict(adapter, input_codec.from_tensors(tensors), "decoded example")
+    try:
+        outputs = output_codec.to_tensors(prediction)
+    except MlflowTritonError as error:
+        raise ValidationError(f"The prediction does not fit the signature's output tensors: {error}") from None
+    return {"mode": "in-memory", "device": device, "outputs": outputs}
+
+
+def _validate_saved_artifact(layout, tensors, artifact):
+    """The same check on a CPU reload of the copied artifact, in a clean subprocess."""
+    outputs = _saved_check.predict_saved_artifact(artifact, layout, tensors)
+    return {"mode": "saved-artifact", "device": "cpu", "outputs": outputs}
+
+
+def _copy_native_package(source, destination):
+    """Copy the native MLflow package (not model_repository/ itself) into 1/artifact/."""
+    destination.mkdir(parents=True)
+    for entry in source.iterdir():
+        if entry.name == REPOSITORY_DIRECTORY:
+            continue
+        target = destination / entry.name
+        if entry.is_dir():
+            shutil.copytree(entry, target, symlinks=False)
+        else:
+            shutil.copy2(entry, target)
+
+
+def _write_repository(repository, model_name, layout, device, tensors, validation):
+    config = _config.build_config(model_name, layout, device)
+    _config.write_config(config, repository / "config.pbtxt")
+    (repository / VERSION_DIRECTORY / "model.py").write_text(_model_py.compose_model_py(), encoding="utf-8")
+    _write_requirements(repository)
+    datatypes = {d.name: d.data_type for d in layout.inputs}
+    contents = {f.tensor: f.content for f in layout.contract.inputs.fields}
+    request_files = _requests.write_request(
+        repository, tensors, datatypes, contents, [d.name for d in layout.outputs]
+    )
+    report = {
+        "mode": validation["mode"],
+        "saved_artifact_checked": validation["mode"] == "saved-artifact",
+        "validation_device": validation["device"],
+        "target_device": device,
+        "tensor_mapping": {
+            "validated": True,
+            "where": "local",
+            "how": "example encoded to Triton tensors, decoded by the runtime codecs, predicted, "
+                   "prediction encoded to the configured outputs",
+            "outputs": {name: list(array.shape) for name, array in validation["outputs"].items()},
+        },
+        "triton": {
+            "validated": False,
+            "note": "logging does not start Triton; run the example runner to validate on a real server",
+        },
+        "request_files": request_files,
+        "mlflow_version": mlflow.__version__,
+        "runtime_version": RUNTIME_VERSION,
+        "mapping_version": MAPPING_VERSION,
+    }
+    (repository / "validation.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+
+def _write_requirements(repository):
+    native = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY / "requirements.txt"
+    lines = native.read_text(encoding="utf-8").splitlines() if native.exists() else []
+    header = (
+        "# Serving environment for this Triton model (from the MLflow package's requirements).\n"
+        "# Build it with the Python version of Triton's Python-backend stub; Triton 2.51's stub needs numpy<2.\n"
+    )
+    (repository / "requirements.txt").write_text(header + "\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _add_triton_flavor(package, model_name):
+    mlmodel_path = package / "MLmodel"
+    model = Model.load(str(mlmodel_path))
+    add_triton_flavor(model, model_name)
+    model.save(str(mlmodel_path))
+
+
+def add_triton_flavor(model, model_name):
+    model.add_flavor(
+        FLAVOR_NAME,
+        data=f"{REPOSITORY_DIRECTORY}/{model_name}",
+        model_name=model_name,
+        mapping_version=MAPPING_VERSION,
+        runtime_version=RUNTIME_VERSION,
+    )
+
+
+class _AdoptPreparedPackage:
+    """The ``flavor`` handed to ``Model.log``: moves the prepared package into place.
+
+    ``Model.log`` supplies the ``Model`` that carries the LoggedModel's ids; the
+    prepared MLmodel's flavors, signature and example are carried over to it.
+    """
+
+    def __init__(self, flavor, package):
+        self.__name__ = f"mlflow_triton.{flavor}"
+        self._package = package
+        self._model_id = None
+
+    def save_model(self, path, mlflow_model, validate_serving_input=False):
+        self._model_id = mlflow_model.model_id
+        prepared = Model.load(str(self._package / "MLmodel"))
+        shutil.move(str(self._package), path)
+        for attribute in ("flavors", "signature", "saved_input_example_info", "mlflow_version"):
+            setattr(mlflow_model, attribute, getattr(prepared, attribute))
+        mlflow_model.save(os.path.join(path, "MLmodel"))
+
+    def forget_logged_model(self):
+        """Delete the LoggedModel that a failed ``Model.log`` left behind."""
+        if self._model_id is None:
+            return
+        with contextlib.suppress(Exception):
+            mlflow.MlflowClient().delete_logged_model(self._model_id)

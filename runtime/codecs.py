@@ -1,0 +1,244 @@
+"""Tensors <-> MLflow model values, in symmetric pairs.
+
+A ``StructureCodec`` serves one side of the contract (inputs or outputs):
+
+* ``from_tensors(arrays)`` rebuilds the MLflow value (DataFrame, ndarray or dict
+  of ndarrays) from Triton tensors. Inside Triton it decodes requests; on the
+  logging side and in tests it reads outputs back.
+* ``to_tensors(value)`` splits an MLflow value into Triton tensors with the
+  configured dtypes and shapes. Inside Triton it encodes predictions; on the
+  logging side it turns the input example into the shipped request.
+
+Round trips are exact for values that already have the configured dtypes and
+shapes. ``to_tensors`` casts within a kind (int64 -> int32, float64 -> float32)
+and turns text into UTF-8 bytes, so ``from_tensors(to_tensors(x))`` returns the
+configured dtype, ``str`` for text and ``bytes`` for binary fields.
+
+BYTES tensors are numpy object arrays (never ``np.bytes_``, which strips
+trailing NUL bytes); decoding them is the only per-element Python work.
+"""
+
+import numpy as np
+import pandas as pd
+
+# <mlflow-triton package imports: removed when composing model.py>
+from ..shared_contract.contract import BYTES_TYPE, TRITON_TO_NUMPY, MlflowTritonError
+# </mlflow-triton package imports>
+
+
+class TensorMappingError(MlflowTritonError, ValueError):
+    """A tensor or value does not fit the configured mapping; the message names it."""
+
+
+def tensor_types_from_model_config(model_config, side):
+    """``{tensor name: (data_type, dims)}`` from Triton's JSON model config.
+
+    ``side`` is ``"input"`` or ``"output"``. Datatypes and shapes are read from
+    these config fields only, never from the contract.
+    """
+    return {
+        entry["name"]: (entry["data_type"], tuple(int(d) for d in entry.get("dims", ())))
+        for entry in model_config.get(side, [])
+    }
+
+
+class StructureCodec:
+    """Converts between one ``StructureMapping`` and a dict of named tensors."""
+
+    def __init__(self, mapping, tensor_types):
+        self.mapping = mapping
+        self.specs = []
+        for position, field in enumerate(mapping.fields):
+            if field.tensor not in tensor_types:
+                raise TensorMappingError(f"Tensor `{field.tensor}` is mapped but not configured")
+            data_type, dims = tensor_types[field.tensor]
+            self.specs.append(_TensorSpec(field, position, data_type, dims))
+        if mapping.structure == "columns":
+            wrong = [s.tensor for s in self.specs if len(s.dims) != 1]
+            if wrong:
+                raise TensorMappingError(f"Column tensor(s) {', '.join(wrong)} must have rank one")
+
+    # -- Triton tensors -> MLflow value -------------------------------------------------
+
+    def from_tensors(self, arrays):
+        values = [spec.decode(_lookup(arrays, spec)) for spec in self.specs]
+        structure = self.mapping.structure
+        if structure == "tensor":
+            return values[0]
+        if structure == "tensors":
+            return {spec.field.name: value for spec, value in zip(self.specs, values)}
+        lengths = {spec.tensor: len(value) for spec, value in zip(self.specs, values)}
+        if len(set(lengths.values())) > 1:
+            detail = ", ".join(f"{name}: {length}" for name, length in lengths.items())
+            raise TensorMappingError(f"Column tensors must have equal lengths; got {detail}")
+        return pd.DataFrame({spec.column_key: value for spec, value in zip(self.specs, values)})
+
+    # -- MLflow value -> Triton tensors -------------------------------------------------
+
+    def to_tensors(self, value):
+        structure = self.mapping.structure
+        if structure == "tensor":
+            raw = [value]
+        elif structure == "tensors":
+            raw = [_dict_entry(value, spec) for spec in self.specs]
+        else:
+            raw = _columns_of(value, self.specs)
+        return {spec.tensor: spec.encode(item) for spec, item in zip(self.specs, raw)}
+
+
+class _TensorSpec:
+    """One configured tensor and the field it carries."""
+
+    def __init__(self, field, position, data_type, dims):
+        if data_type not in TRITON_TO_NUMPY:
+            supported = ", ".join(TRITON_TO_NUMPY)
+            raise TensorMappingError(
+                f"Tensor `{field.tensor}`: datatype {data_type} is not supported; supported: {supported}"
+            )
+        is_bytes = data_type == BYTES_TYPE
+        if is_bytes and field.content is None:
+            raise TensorMappingError(f"BYTES tensor `{field.tensor}` needs content text or binary")
+        if not is_bytes and field.content is not None:
+            raise TensorMappingError(
+                f"Tensor `{field.tensor}` has content {field.content!r} but datatype {data_type}"
+            )
+        self.field = field
+        self.tensor = field.tensor
+        self.data_type = data_type
+        self.dims = dims
+        self.dtype = np.dtype(TRITON_TO_NUMPY[data_type])
+        self.is_bytes = is_bytes
+        self.column_key = position if field.name is None else field.name
+        self.label = f"`{field.tensor}`" if field.name in (None, field.tensor) else (
+            f"`{field.tensor}` (field `{field.name}`)"
+        )
+
+    def check_shape(self, shape):
+        if len(shape) != len(self.dims) or any(d != -1 and d != s for d, s in zip(self.dims, shape)):
+            raise TensorMappingError(
+                f"Tensor {self.label}: shape {list(shape)} does not match configured dims {list(self.dims)}"
+            )
+
+    def decode(self, array):
+        array = np.asarray(array)
+        self.check_shape(array.shape)
+        if not self.is_bytes:
+            if array.dtype != self.dtype:
+                raise TensorMappingError(
+                    f"Tensor {self.label}: dtype {array.dtype} does not match configured {self.data_type} ({self.dtype})"
+                )
+            return array
+        if array.dtype != object and array.dtype.kind not in ("S", "U"):
+            raise TensorMappingError(f"Tensor {self.label}: dtype {array.dtype} is not BYTES")
+        if self.field.content == "binary":
+            items = [_as_bytes(item) for item in array.ravel()]
+        else:
+            items = [_as_text(item, self.label, index) for index, item in enumerate(array.ravel())]
+        return _object_array(items, array.shape)
+
+    def encode(self, value):
+        array = _to_array(value)
+        if self.is_bytes:
+            array = _object_array([_to_bytes(item) for item in array.ravel()], array.shape)
+        elif array.dtype != self.dtype:
+            array = self._cast(array)
+        self.check_shape(array.shape)
+        return array
+
+    def _cast(self, array):
+        if array.dtype != object and not np.can_cast(array.dtype, self.dtype, casting="same_kind"):
+            raise TensorMappingError(
+                f"Tensor {self.label}: cannot convert {array.dtype} values to {self.data_type} ({self.dtype})"
+            )
+        try:
+            return array.astype(self.dtype)
+        except (TypeError, ValueError) as error:
+            raise TensorMappingError(
+                f"Tensor {self.label}: cannot convert values to {self.data_type}: {error}"
+            ) from None
+
+
+def _lookup(arrays, spec):
+    array = arrays.get(spec.tensor)
+    if array is None:
+        raise TensorMappingError(f"Tensor {spec.label} is missing")
+    return array
+
+
+def _dict_entry(value, spec):
+    if not isinstance(value, dict):
+        raise TensorMappingError(f"Expected a dict of named tensors, got {type(value).__name__}")
+    if spec.field.name not in value:
+        raise TensorMappingError(f"Tensor {spec.label}: key `{spec.field.name}` is missing")
+    return value[spec.field.name]
+
+
+def _columns_of(value, specs):
+    """The per-column values of a DataFrame-like MLflow value, in field order."""
+    if isinstance(value, pd.Series):
+        value = value.to_frame()
+    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        value = pd.DataFrame(value)
+    elif isinstance(value, dict) and all(spec.field.name in value for spec in specs):
+        return [value[spec.field.name] for spec in specs]
+    if isinstance(value, pd.DataFrame):
+        return [_frame_column(value, spec) for spec in specs]
+    array = _to_array(value)
+    if len(specs) == 1 and array.ndim == 1:
+        return [array]
+    if array.ndim == 2 and array.shape[1] == len(specs):
+        return [array[:, i] for i in range(len(specs))]
+    raise TensorMappingError(
+        f"Cannot split a {type(value).__name__} of shape {list(array.shape)} into columns "
+        f"{', '.join(spec.label for spec in specs)}"
+    )
+
+
+def _frame_column(frame, spec):
+    if spec.field.name is not None:
+        if spec.field.name not in frame.columns:
+            available = ", ".join(map(str, frame.columns))
+            raise TensorMappingError(f"Column `{spec.field.name}` is missing; columns: {available}")
+        return frame[spec.field.name]
+    if spec.column_key >= frame.shape[1]:
+        raise TensorMappingError(f"Column #{spec.column_key} is missing; the frame has {frame.shape[1]}")
+    return frame.iloc[:, spec.column_key]
+
+
+def _to_array(value):
+    if isinstance(value, (pd.Series, pd.DataFrame, pd.Index)):
+        return value.to_numpy()
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, without importing torch
+        return value.detach().cpu().numpy()
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (str, bytes)) for v in value):
+        return np.array(value, dtype=object)
+    return np.asarray(value)
+
+
+def _object_array(items, shape):
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array.reshape(shape)
+
+
+def _as_text(item, label, index):
+    if isinstance(item, str):
+        return item
+    try:
+        return bytes(item).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise TensorMappingError(
+            f"Tensor {label}: element {index} is not valid UTF-8 text ({error.reason} at byte {error.start})"
+        ) from None
+
+
+def _as_bytes(item):
+    return item.encode("utf-8") if isinstance(item, str) else bytes(item)
+
+
+def _to_bytes(item):
+    if isinstance(item, (bytes, bytearray, np.bytes_)):
+        return bytes(item)
+    return str(item).encode("utf-8")

@@ -1,0 +1,105 @@
+"""A small stand-in for Triton's ``triton_python_backend_utils``.
+
+Just enough of the real module's surface for the runtime: Tensor,
+InferenceRequest, InferenceResponse, TritonError and get_input_tensor_by_name.
+It drives the generated model.py in-process for fast tests; real Triton runs in
+tests/e2e.
+"""
+
+import sys
+
+import numpy as np
+
+
+class TritonError(Exception):
+    def __init__(self, msg):
+        super().__init__(msg)
+        self._msg = msg
+
+    def message(self):
+        return self._msg
+
+
+class Tensor:
+    def __init__(self, name, array):
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"Tensor {name}: expected a numpy array, got {type(array).__name__}")
+        self._name = name
+        self._array = array
+
+    def name(self):
+        return self._name
+
+    def as_numpy(self):
+        return self._array
+
+
+class InferenceRequest:
+    def __init__(self, inputs, requested_output_names=()):
+        self._inputs = list(inputs)
+        self._requested = list(requested_output_names)
+
+    def inputs(self):
+        return self._inputs
+
+    def requested_output_names(self):
+        return self._requested
+
+
+class InferenceResponse:
+    def __init__(self, output_tensors=(), error=None):
+        self._outputs = list(output_tensors)
+        self._error = error
+
+    def output_tensors(self):
+        return self._outputs
+
+    def has_error(self):
+        return self._error is not None
+
+    def error(self):
+        return self._error
+
+
+def get_input_tensor_by_name(request, name):
+    for tensor in request.inputs():
+        if tensor.name() == name:
+            return tensor
+    return None
+
+
+def get_output_tensor_by_name(response, name):
+    for tensor in response.output_tensors():
+        if tensor.name() == name:
+            return tensor
+    return None
+
+
+def install():
+    """Register this module as ``triton_python_backend_utils`` and return it."""
+    module = sys.modules[__name__]
+    sys.modules["triton_python_backend_utils"] = module
+    return module
+
+
+def load_model_py(path, name="generated_model_py"):
+    """Import a generated ``model.py`` file (with this fake installed) as a fresh module."""
+    import importlib.util
+
+    install()
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def request_from_arrays(arrays):
+    return InferenceRequest([Tensor(name, array) for name, array in arrays.items()])
+
+
+def outputs_of(response):
+    if response.has_error():
+        raise AssertionError(f"response has error: {response.error().message()}")
+    return {tensor.name(): tensor.as_numpy() for tensor in response.output_tensors()}
+
+
