@@ -79,6 +79,12 @@ class FieldMapping:
             raise ContractError(f"Field name must be a string or null, got {self.name!r}")
         if not isinstance(self.tensor, str) or not self.tensor:
             raise ContractError(f"Field {self.name!r}: tensor name must be a non-empty string")
+        for what, value in (("name", self.name), ("tensor name", self.tensor)):
+            if value is not None and not _is_unicode_text(value):
+                raise ContractError(
+                    f"Field {self.name!r}: {what} {value!r} contains surrogate code points, which "
+                    "JSON cannot store faithfully; use valid Unicode text"
+                )
         if self.content is not None and self.content not in CONTENTS:
             raise ContractError(
                 f"Field {self.name!r}: content {self.content!r} is not supported; "
@@ -155,8 +161,8 @@ class Contract:
                 f"Mapping version {self.version!r} is not supported; "
                 f"supported: {', '.join(map(str, SUPPORTED_MAPPING_VERSIONS))}"
             )
-        if not isinstance(self.flavor, str) or not self.flavor:
-            raise ContractError("Contract 'flavor' must be a non-empty string")
+        if not isinstance(self.flavor, str) or not self.flavor or not _is_unicode_text(self.flavor):
+            raise ContractError("Contract 'flavor' must be a non-empty string of valid Unicode text")
         _reject_duplicates(
             list(self.inputs.tensor_names) + list(self.outputs.tensor_names), "tensor name"
         )
@@ -246,6 +252,16 @@ def contract_from_model_config(model_config):
         [t["name"] for t in model_config.get("output", [])],
     )
     return contract
+
+
+def _is_unicode_text(text):
+    # Surrogate code points are not text: JSON writes them as \uXXXX escapes and reads an
+    # escaped high+low pair back as one astral character, so the name would change.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_supported_version(version):

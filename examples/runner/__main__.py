@@ -1,0 +1,7 @@
+"""``python -m examples.runner [sklearn|pytorch|transformers|all ...]``: see ``cli.py``."""
+
+import sys
+
+from examples.runner.cli import main
+
+sys.exit(main())

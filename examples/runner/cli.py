@@ -1,0 +1,83 @@
+"""The example runner: log each example model, then prove its repository on a real Triton server.
+
+For every example named on the command line it logs the model to a local sqlite
+MLflow store (with ``registered_model_name``), fetches the repository through
+the Registry URI, builds or reuses the serving environment, starts
+``tritonserver`` on free loopback ports, sends the shipped request, compares
+the answer with ``pyfunc.predict`` and prints one PASS/FAIL line per model. A
+JSON report records the real-Triton validation. The server is always stopped.
+"""
+
+import argparse
+import importlib
+import sys
+import time
+from pathlib import Path
+
+from examples.runner.triton_install import TritonInstallation
+from examples.runner.validate import validate_model, write_report
+
+EXAMPLES = ("sklearn", "pytorch", "transformers")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m examples.runner", description=__doc__.splitlines()[0])
+    parser.add_argument("examples", nargs="*", default=["sklearn"], choices=[*EXAMPLES, "all"],
+                        help="which examples to run (default: sklearn)")
+    parser.add_argument("--work-dir", default=".work/runner", type=Path,
+                        help="MLflow store, served repository, logs and report (default: .work/runner)")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"),
+                        help="log with this device and validate a KIND_CPU/KIND_GPU repository")
+    parser.add_argument("--tritonserver", type=Path, help="use this tritonserver binary instead of the bundled 2.51")
+    parser.add_argument("--backend-directory", type=Path, help="the backends folder of --tritonserver")
+    parser.add_argument("--serving-constraint", action="append", default=None,
+                        help="a pip constraint the chosen Triton imposes on the serving env (repeatable); "
+                             "default for the bundled 2.51: numpy<2")
+    parser.add_argument("--report", type=Path, help="JSON report path (default: <work-dir>/report.json)")
+    args = parser.parse_args(argv)
+    if (args.tritonserver is None) != (args.backend_directory is None):
+        parser.error("--tritonserver and --backend-directory go together")
+    if "all" in args.examples:
+        args.examples = list(EXAMPLES)
+    return args
+
+
+def installation_for(args):
+    if args.tritonserver is not None:
+        return TritonInstallation.custom(
+            args.tritonserver, args.backend_directory, serving_constraints=tuple(args.serving_constraint or ()),
+        )
+    installation = TritonInstallation.bundled(progress=print)
+    if args.serving_constraint is not None:
+        installation = type(installation)(**{**vars(installation), "serving_constraints": tuple(args.serving_constraint)})
+    return installation
+
+
+def log_example(example, work_dir, device):
+    module = importlib.import_module(f"examples.{example}_example")
+    tracking_uri = f"sqlite:///{(work_dir / 'mlflow.db').resolve()}"
+    options = {"device": device} if device != "cpu" else {}
+    return module.log_example(tracking_uri, registered_model_name=f"runner-{example}", **options)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    work_dir = args.work_dir.resolve()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    installation = installation_for(args)
+    reports = []
+    for example in args.examples:
+        started = time.monotonic()
+        print(f"[{example}] logging the example model to {work_dir / 'mlflow.db'} ...", flush=True)
+        info = log_example(example, work_dir, args.device)
+        registry_uri = f"models:/runner-{example}/{info.registered_model_version}"
+        report = validate_model(registry_uri, work_dir / example, installation, device=args.device,
+                                progress=lambda message: print(message, flush=True), name=example)
+        report.seconds["total"] = round(time.monotonic() - started, 1)
+        if report.triton_log_tail and not report.passed:
+            print(f"--- Triton log ({example}) ---\n{report.triton_log_tail}")
+        print(report.line(), flush=True)
+        reports.append(report)
+    path = write_report(reports, args.report or work_dir / "report.json")
+    print(f"report: {path}")
+    return 0 if all(r.passed for r in reports) else 1

@@ -1,0 +1,216 @@
+"""Hypothesis strategies: hostile names, MLflow signatures and contracts."""
+
+import numpy as np
+import pandas as pd
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as npst
+from mlflow.models import ModelSignature
+from mlflow.types import ColSpec, DataType, Schema, TensorSpec
+
+from mlflow_triton.shared_contract import Contract, FieldMapping, StructureMapping
+
+# Names chosen to break quoting, escaping and sanitizing: quotes, spaces, unicode,
+# newlines, braces, backslashes, leading digits, empty strings, names that sanitize
+# to the same thing, and names equal to the generated defaults or their suffixes.
+HOSTILE_NAMES = (
+    "", " ", "\t", "\n", "line\nbreak", "\r\n", "\x00",
+    '"', "'", '"quoted"', "it's", '\\"', "\\", "\\n", "back\\slash",
+    "{", "}", "{}", "{x}", "}{", "[0]",
+    "a b", "a_b", "a-b", "a.b", "a  b", "_a_b_", "a_b_2", "a_b_3",
+    "1", "1st", "0_0", "_1st", "123",
+    "input_0", "input_1", "output_0", "output_0_2",
+    "ü", "u", "Ü", "über", "uber", "名前", "émoji 🎉", "ﬁ", "fi", "①", "a\u00a0b", "Ω", "\U00010000", "\U0001f600",
+    "__", "-", ".", "..", "/", "a/b",
+)
+
+# Every Unicode scalar value: all code points but surrogates, which are not text (JSON
+# reads an escaped high+low pair back as one astral character); the contract rejects them.
+ANY_CHARACTER = st.characters(codec="utf-8")
+SURROGATES = st.characters(categories=["Cs"])
+
+names = st.one_of(
+    st.sampled_from(HOSTILE_NAMES),
+    st.text(ANY_CHARACTER, max_size=10),
+    st.text(st.sampled_from(" _-ab1ü{}\"'\\\n"), max_size=6),
+)
+# Names that are not valid Unicode text: at least one surrogate code point inside a name.
+names_with_surrogates = st.tuples(names, st.text(SURROGATES, min_size=1, max_size=2), names).map("".join)
+
+SUPPORTED_COLUMN_TYPES = (
+    DataType.boolean,
+    DataType.integer,
+    DataType.long,
+    DataType.float,
+    DataType.double,
+    DataType.string,
+    DataType.binary,
+)
+SUPPORTED_TENSOR_DTYPES = tuple(
+    np.dtype(t)
+    for t in (
+        "bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+        "float16", "float32", "float64", object, str, bytes,
+    )
+)
+
+column_types = st.sampled_from(SUPPORTED_COLUMN_TYPES)
+tensor_dtypes = st.sampled_from(SUPPORTED_TENSOR_DTYPES)
+shapes = st.lists(st.one_of(st.just(-1), st.integers(1, 64)), min_size=1, max_size=4).map(tuple)
+
+MAX_FIELDS = 6
+
+
+def _unique_names(min_size=1):
+    return st.lists(names, min_size=min_size, max_size=MAX_FIELDS, unique=True)
+
+
+named_column_schemas = _unique_names().flatmap(
+    lambda ns: st.lists(column_types, min_size=len(ns), max_size=len(ns)).map(
+        lambda types: Schema([ColSpec(t, n) for t, n in zip(types, ns)])
+    )
+)
+unnamed_column_schemas = st.lists(column_types, min_size=1, max_size=MAX_FIELDS).map(
+    lambda types: Schema([ColSpec(t) for t in types])
+)
+single_tensor_schemas = st.builds(lambda dtype, shape: Schema([TensorSpec(dtype, shape)]), tensor_dtypes, shapes)
+named_tensor_schemas = _unique_names().flatmap(
+    lambda ns: st.lists(st.tuples(tensor_dtypes, shapes), min_size=len(ns), max_size=len(ns)).map(
+        lambda specs: Schema([TensorSpec(dtype, shape, n) for (dtype, shape), n in zip(specs, ns)])
+    )
+)
+schemas = st.one_of(named_column_schemas, unnamed_column_schemas, single_tensor_schemas, named_tensor_schemas)
+
+signatures = st.builds(ModelSignature, inputs=schemas, outputs=schemas)
+
+# --- contracts, independent of signatures ------------------------------------------------------
+
+any_text = st.text(ANY_CHARACTER, max_size=12)
+contents = st.sampled_from((None, "text", "binary"))
+
+
+@st.composite
+def _structure(draw, tensor_names):
+    structure = draw(st.sampled_from(("columns", "tensor", "tensors")))
+    if structure == "tensor":
+        tensor_names = tensor_names[:1]
+    if structure == "tensors":
+        field_names = draw(st.lists(any_text, min_size=len(tensor_names), max_size=len(tensor_names), unique=True))
+    else:
+        field_names = draw(
+            st.lists(st.one_of(st.none(), any_text), min_size=len(tensor_names), max_size=len(tensor_names))
+            .filter(lambda ns: len([n for n in ns if n is not None]) == len({n for n in ns if n is not None}))
+        )
+    fields = [FieldMapping(name, tensor, draw(contents)) for name, tensor in zip(field_names, tensor_names)]
+    return StructureMapping(structure, tuple(fields))
+
+
+@st.composite
+def contracts(draw):
+    tensor_names = draw(st.lists(st.text(ANY_CHARACTER, min_size=1, max_size=12), min_size=2, max_size=10, unique=True))
+    split = draw(st.integers(1, len(tensor_names) - 1))
+    return Contract(
+        flavor=draw(st.text(ANY_CHARACTER, min_size=1, max_size=12)),
+        inputs=draw(_structure(tensor_names[:split])),
+        outputs=draw(_structure(tensor_names[split:])),
+    )
+
+# --- schemas paired with data, for codec round trips ---------------------------------------------
+# Each strategy draws ``(schema, value)``: an MLflow schema the codecs are built from (through
+# layout_from_signature, like the logging side) and a value that satisfies it, the way MLflow's
+# own schema enforcement hands it to ``predict``.
+
+HOSTILE_TEXTS = ("", " ", "\x00", "a\x00", "\x00\x00", "ab\x00\x00", "ü", "名前", "🎉", "e\u0301", "\r\n", "\\")
+HOSTILE_BINARIES = (b"", b"\x00", b"ab\x00\x00", b"\x00ab", b"\xff\xfe", b"\xc3", "🎉".encode())
+
+# Text that UTF-8 can carry: every code point except lone surrogates.
+utf8_texts = st.one_of(st.sampled_from(HOSTILE_TEXTS), st.text(st.characters(codec="utf-8"), max_size=8))
+binaries = st.one_of(st.sampled_from(HOSTILE_BINARIES), st.binary(max_size=8))
+
+
+def _utf8_encodable(name):
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+# MLflow reads a field named "" as unnamed field 0, so field names are non-empty. pandas 3
+# (pyarrow strings) cannot build a column index holding a lone surrogate, so column names are
+# also UTF-8; dict keys keep the rest of the hostile set.
+field_names = names.filter(lambda name: name != "")
+column_names = field_names.filter(_utf8_encodable)
+
+# MLflow column type -> (element strategy, pandas dtype; None lets pandas infer, as for text).
+COLUMN_VALUES = {
+    DataType.boolean: (st.booleans(), "bool"),
+    DataType.integer: (st.integers(-(2**31), 2**31 - 1), "int32"),
+    DataType.long: (st.integers(-(2**63), 2**63 - 1), "int64"),
+    DataType.float: (st.floats(width=32), "float32"),
+    DataType.double: (st.floats(), "float64"),
+    DataType.string: (utf8_texts, None),
+    DataType.binary: (binaries, "object"),
+}
+MAX_ROWS = 5
+
+
+@st.composite
+def column_frames(draw, named=None, max_columns=MAX_FIELDS):
+    """``(Schema of required columns, DataFrame)``; unnamed columns are keyed 0, 1, …"""
+    if named is None:
+        named = draw(st.booleans())
+    types = draw(st.lists(column_types, min_size=1, max_size=max_columns))
+    if named:
+        keys = draw(st.lists(column_names, min_size=len(types), max_size=len(types), unique=True))
+    else:
+        keys = list(range(len(types)))
+    rows = draw(st.integers(0, MAX_ROWS))
+    columns = {}
+    for key, column_type in zip(keys, types):
+        elements, dtype = COLUMN_VALUES[column_type]
+        values = draw(st.lists(elements, min_size=rows, max_size=rows))
+        columns[key] = pd.Series(values, dtype=dtype)
+    schema = Schema([ColSpec(t, k if named else None) for t, k in zip(types, keys)])
+    return schema, pd.DataFrame(columns)
+
+
+# Tensor dtypes the runtime rebuilds as MLflow expects them. Text travels as ``object``
+# (infer_signature's dtype for object arrays of str); binary as ``bytes``.
+NUMERIC_TENSOR_DTYPES = tuple(d for d in SUPPORTED_TENSOR_DTYPES if d.kind in "biuf")
+ROUND_TRIP_TENSOR_DTYPES = NUMERIC_TENSOR_DTYPES + (np.dtype(object), np.dtype(bytes))
+small_dims = st.lists(st.one_of(st.just(-1), st.integers(1, 3)), min_size=1, max_size=3).map(tuple)
+
+
+@st.composite
+def tensor_arrays(draw, dtype, dims):
+    """An array for a ``TensorSpec(dtype, dims)``; -1 dimensions get 0 to 3 entries."""
+    shape = tuple(draw(st.integers(0, 3)) if d == -1 else d for d in dims)
+    if dtype.kind == "O":
+        return draw(npst.arrays(object, shape, elements=utf8_texts))
+    if dtype.kind == "S":
+        return draw(npst.arrays(object, shape, elements=binaries))
+    return draw(npst.arrays(dtype, shape))
+
+
+@st.composite
+def single_tensors(draw, dtypes=ROUND_TRIP_TENSOR_DTYPES):
+    """``(Schema with one unnamed TensorSpec, ndarray)``."""
+    dtype = draw(st.sampled_from(dtypes))
+    dims = draw(small_dims)
+    return Schema([TensorSpec(dtype, dims)]), draw(tensor_arrays(dtype, dims))
+
+
+@st.composite
+def named_tensor_dicts(draw, dtypes=ROUND_TRIP_TENSOR_DTYPES):
+    """``(Schema of named TensorSpecs, dict of ndarrays)``."""
+    keys = draw(st.lists(field_names, min_size=1, max_size=4, unique=True))
+    specs, value = [], {}
+    for key in keys:
+        dtype = draw(st.sampled_from(dtypes))
+        dims = draw(small_dims)
+        specs.append(TensorSpec(dtype, dims, key))
+        value[key] = draw(tensor_arrays(dtype, dims))
+    return Schema(specs), value
+
+
+schema_values = st.one_of(column_frames(), single_tensors(), named_tensor_dicts())

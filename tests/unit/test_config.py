@@ -1,0 +1,138 @@
+"""config.pbtxt: ``build_config`` (protobuf), ``render_config`` / ``parse_config`` (text)."""
+
+import re
+
+import numpy as np
+import pytest
+from google.protobuf import json_format
+from mlflow.models import ModelSignature
+from mlflow.types import ColSpec, Schema, TensorSpec
+from tritonclient.grpc import model_config_pb2
+
+from mlflow_triton._config import (
+    RUNTIME_VERSION_PARAMETER,
+    build_config,
+    declarations,
+    parse_config,
+    read_config,
+    render_config,
+    write_config,
+)
+from mlflow_triton._schema import layout_from_signature
+from mlflow_triton.errors import InvalidArgumentError
+from mlflow_triton.runtime import RUNTIME_VERSION
+from mlflow_triton.shared_contract import CONTRACT_PARAMETER, Contract, ContractError, contract_from_model_config
+
+HOSTILE = ['a b', 'a_b', 'a-b', '"quoted"', "back\\slash", "{braces}", "new\nline", "", "1st", "ünï", "名前"]
+
+
+def _layout(inputs=None, outputs=None):
+    inputs = inputs or Schema([ColSpec("double", "x"), ColSpec("string", "name")])
+    outputs = outputs or Schema([TensorSpec(np.dtype("float32"), (-1, 3))])
+    return layout_from_signature(ModelSignature(inputs=inputs, outputs=outputs), "sklearn")
+
+
+def test_build_config_declares_python_backend_without_batching_when_built():
+    config = build_config("model", _layout())
+
+    assert config.name == "model"
+    assert config.backend == "python"
+    assert config.max_batch_size == 0
+
+
+def test_build_config_declares_layout_tensors_when_built():
+    layout = _layout()
+
+    config = build_config("model", layout)
+
+    assert [(t.name, model_config_pb2.DataType.Name(t.data_type), list(t.dims)) for t in config.input] == [
+        ("x", "TYPE_FP64", [-1]),
+        ("name", "TYPE_STRING", [-1]),
+    ]
+    assert [(t.name, model_config_pb2.DataType.Name(t.data_type), list(t.dims)) for t in config.output] == [
+        ("output_0", "TYPE_FP32", [-1, 3]),
+    ]
+    assert declarations(config) == (layout.inputs, layout.outputs)
+
+
+def test_build_config_stores_contract_and_runtime_version_when_built():
+    layout = _layout()
+
+    config = build_config("model", layout)
+
+    assert Contract.from_json(config.parameters[CONTRACT_PARAMETER].string_value) == layout.contract
+    assert config.parameters[RUNTIME_VERSION_PARAMETER].string_value == RUNTIME_VERSION
+
+
+@pytest.mark.parametrize(
+    ("device", "kind"),
+    [("cpu", model_config_pb2.ModelInstanceGroup.KIND_CPU), ("gpu", model_config_pb2.ModelInstanceGroup.KIND_GPU)],
+)
+def test_build_config_sets_instance_kind_when_device_is_supported(device, kind):
+    config = build_config("model", _layout(), device=device)
+
+    assert [(g.count, g.kind) for g in config.instance_group] == [(1, kind)]
+
+
+@pytest.mark.parametrize("device", ["tpu", "GPU", "cuda:0", None])
+def test_build_config_raises_naming_allowed_devices_when_device_is_unknown(device):
+    with pytest.raises(InvalidArgumentError, match=re.escape(f"device {device!r} is not supported; supported: cpu, gpu")):
+        build_config("model", _layout(), device=device)
+
+
+def test_parse_config_inverts_render_config_when_names_are_hostile():
+    layout = _layout(
+        inputs=Schema([ColSpec("string", n) for n in HOSTILE]),
+        outputs=Schema([TensorSpec(np.dtype(bytes), (-1,), n) for n in HOSTILE]),
+    )
+    config = build_config("model", layout, device="gpu")
+
+    text = render_config(config)
+    parsed, contract = parse_config(text)
+
+    assert text.isascii()
+    assert parsed == config
+    assert contract == layout.contract
+    assert [f.name for f in contract.inputs.fields] == HOSTILE
+    assert [f.name for f in contract.outputs.fields] == HOSTILE
+
+
+def test_read_config_inverts_write_config_when_written_to_disk(tmp_path):
+    config = build_config("model", _layout())
+    path = tmp_path / "config.pbtxt"
+
+    write_config(config, path)
+
+    assert read_config(path) == (config, _layout().contract)
+
+
+def test_contract_from_model_config_reads_contract_when_config_is_triton_json():
+    layout = _layout(inputs=Schema([ColSpec("long", n) for n in HOSTILE]))
+    config = build_config("model", layout)
+    as_triton_json = json_format.MessageToDict(config, preserving_proto_field_name=True)
+
+    assert contract_from_model_config(as_triton_json) == layout.contract
+
+
+def test_parse_config_raises_when_contract_parameter_is_missing():
+    config = build_config("model", _layout())
+    del config.parameters[CONTRACT_PARAMETER]
+
+    with pytest.raises(ContractError, match="config.pbtxt has no 'mlflow_contract' parameter"):
+        parse_config(render_config(config))
+
+
+def test_parse_config_raises_when_config_tensor_is_renamed():
+    config = build_config("model", _layout())
+    config.input[0].name = "renamed"
+
+    with pytest.raises(ContractError, match=re.escape("Config input tensor(s) renamed have no entry in 'mlflow_contract'")):
+        parse_config(render_config(config))
+
+
+def test_parse_config_raises_when_contract_version_is_unsupported():
+    config = build_config("model", _layout())
+    text = render_config(config).replace('\\"version\\":1', '\\"version\\":2')
+
+    with pytest.raises(ContractError, match="Mapping version 2 is not supported"):
+        parse_config(text)

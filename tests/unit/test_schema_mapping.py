@@ -1,0 +1,268 @@
+"""MLflow signature -> contract + Triton tensor declarations: every rule and every rejection."""
+
+import re
+
+import numpy as np
+import pytest
+from mlflow.models import ModelSignature
+from mlflow.types import ColSpec, DataType, Schema, TensorSpec
+from mlflow.types.schema import AnyType, Array, Map, Object, ParamSchema, ParamSpec, Property
+
+from mlflow_triton._schema import (
+    COLUMN_TYPES,
+    UNSUPPORTED_COLUMN_TYPES,
+    TensorDeclaration,
+    layout_from_signature,
+)
+from mlflow_triton.errors import MlflowTritonError, UnsupportedSchemaError
+from mlflow_triton.shared_contract import ContractError, FieldMapping
+
+OUT = Schema([TensorSpec(np.dtype("float64"), (-1,))])
+IN = Schema([ColSpec("double", "x")])
+
+
+def _layout(inputs=IN, outputs=OUT):
+    return layout_from_signature(ModelSignature(inputs=inputs, outputs=outputs), "sklearn")
+
+
+# --- the type tables ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("member", list(DataType), ids=lambda m: m.name)
+def test_column_types_cover_data_type_member_when_enumerating_mlflow_types(member):
+    in_table = member in COLUMN_TYPES
+    reason = UNSUPPORTED_COLUMN_TYPES.get(member)
+
+    assert in_table != (reason is not None), f"{member.name}: needs exactly one of an entry or a reason"
+    assert reason is None or (isinstance(reason, str) and reason.strip())
+
+
+# --- column rules ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("column_type", "data_type", "content"),
+    [
+        ("boolean", "TYPE_BOOL", None),
+        ("integer", "TYPE_INT32", None),
+        ("long", "TYPE_INT64", None),
+        ("float", "TYPE_FP32", None),
+        ("double", "TYPE_FP64", None),
+        ("string", "TYPE_STRING", "text"),
+        ("binary", "TYPE_STRING", "binary"),
+    ],
+)
+def test_layout_maps_column_to_rank_one_tensor_when_column_type_is_supported(column_type, data_type, content):
+    layout = _layout(inputs=Schema([ColSpec(column_type, "price")]))
+
+    assert layout.contract.inputs.structure == "columns"
+    assert layout.contract.inputs.fields == (FieldMapping("price", "price", content),)
+    assert layout.inputs == (TensorDeclaration("price", data_type, (-1,)),)
+
+
+def test_layout_keeps_column_order_and_names_when_schema_has_several_columns():
+    layout = _layout(inputs=Schema([ColSpec("long", "b"), ColSpec("string", "a"), ColSpec("double", "c")]))
+
+    assert [f.name for f in layout.contract.inputs.fields] == ["b", "a", "c"]
+    assert [d.name for d in layout.inputs] == ["b", "a", "c"]
+
+
+def test_layout_uses_positional_default_names_when_columns_are_unnamed():
+    layout = _layout(inputs=Schema([ColSpec("long"), ColSpec("double")]))
+
+    assert layout.contract.inputs.structure == "columns"
+    assert layout.contract.inputs.fields == (FieldMapping(None, "input_0"), FieldMapping(None, "input_1"))
+
+
+def test_layout_suffixes_tensor_names_when_column_names_sanitize_alike():
+    layout = _layout(inputs=Schema([ColSpec("long", n) for n in ("a b", "a_b", "a-b")]))
+
+    assert [(f.name, f.tensor) for f in layout.contract.inputs.fields] == [
+        ("a b", "a_b"),
+        ("a_b", "a_b_2"),
+        ("a-b", "a_b_3"),
+    ]
+
+
+def test_layout_gives_inputs_and_outputs_distinct_tensors_when_they_share_a_name():
+    layout = _layout(inputs=Schema([ColSpec("double", "y")]), outputs=Schema([ColSpec("double", "y")]))
+
+    assert layout.contract.inputs.fields == (FieldMapping("y", "y"),)
+    assert layout.contract.outputs.fields == (FieldMapping("y", "y_2"),)
+
+
+# --- tensor rules ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(-1,), (1,), (-1, 3), (2, 3), (4, -1, 8), (-1, -1), (1, 1, 1, 1)])
+def test_layout_keeps_declared_shape_when_tensor_schema_has_dimensions(shape):
+    layout = _layout(inputs=Schema([TensorSpec(np.dtype("float32"), shape)]))
+
+    assert layout.inputs[0].dims == shape
+
+
+@pytest.mark.parametrize(
+    ("dtype", "data_type", "content"),
+    [
+        (np.dtype("bool"), "TYPE_BOOL", None),
+        (np.dtype("uint8"), "TYPE_UINT8", None),
+        (np.dtype("uint16"), "TYPE_UINT16", None),
+        (np.dtype("uint32"), "TYPE_UINT32", None),
+        (np.dtype("uint64"), "TYPE_UINT64", None),
+        (np.dtype("int8"), "TYPE_INT8", None),
+        (np.dtype("int16"), "TYPE_INT16", None),
+        (np.dtype("int32"), "TYPE_INT32", None),
+        (np.dtype("int64"), "TYPE_INT64", None),
+        (np.dtype("float16"), "TYPE_FP16", None),
+        (np.dtype("float32"), "TYPE_FP32", None),
+        (np.dtype("float64"), "TYPE_FP64", None),
+        (np.dtype(str), "TYPE_STRING", "text"),
+        (np.dtype(object), "TYPE_STRING", "text"),
+        (np.dtype(bytes), "TYPE_STRING", "binary"),
+    ],
+    ids=str,
+)
+def test_layout_maps_tensor_dtype_one_to_one_when_dtype_is_supported(dtype, data_type, content):
+    layout = _layout(outputs=Schema([TensorSpec(dtype, (-1, 2), "scores")]))
+
+    assert layout.contract.outputs.fields == (FieldMapping("scores", "scores", content),)
+    assert layout.outputs == (TensorDeclaration("scores", data_type, (-1, 2)),)
+
+
+def test_layout_uses_tensors_structure_when_tensors_are_named():
+    inputs = Schema([TensorSpec(np.dtype("float32"), (-1, 4), "pixel values"), TensorSpec(np.dtype("int64"), (-1,), "ids")])
+
+    layout = _layout(inputs=inputs)
+
+    assert layout.contract.inputs.structure == "tensors"
+    assert layout.contract.inputs.fields == (FieldMapping("pixel values", "pixel_values"), FieldMapping("ids", "ids"))
+
+
+def test_layout_uses_tensors_structure_when_single_tensor_is_named():
+    layout = _layout(inputs=Schema([TensorSpec(np.dtype("float32"), (-1,), "x")]))
+
+    assert layout.contract.inputs.structure == "tensors"
+
+
+@pytest.mark.parametrize(("side", "default"), [("inputs", "input_0"), ("outputs", "output_0")])
+def test_layout_uses_tensor_structure_with_stable_default_name_when_single_tensor_is_unnamed(side, default):
+    schema = Schema([TensorSpec(np.dtype("float32"), (-1, 3))])
+
+    layout = _layout(**{side: schema})
+
+    mapping = getattr(layout.contract, side)
+    assert mapping.structure == "tensor"
+    assert mapping.fields == (FieldMapping(None, default),)
+    assert getattr(layout, side) == (TensorDeclaration(default, "TYPE_FP32", (-1, 3)),)
+    assert _layout(**{side: schema}) == layout
+
+
+def test_layout_records_flavor_when_mapped():
+    layout = layout_from_signature(ModelSignature(inputs=IN, outputs=OUT), "pytorch")
+
+    assert layout.contract.flavor == "pytorch"
+
+
+# --- rejections --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        (
+            Schema([ColSpec("double", "x"), ColSpec("long", "maybe", required=False)]),
+            "Column `maybe` of the input schema: optional columns need a serving adapter",
+        ),
+        (
+            Schema([ColSpec("datetime", "when")]),
+            "Column `when` of the input schema: datetime columns need a serving adapter; supported: boolean,",
+        ),
+        (
+            Schema([ColSpec(Array("long"), "history")]),
+            "Column `history` of the input schema: Array columns (nested/object schemas) need a serving adapter",
+        ),
+        (
+            Schema([ColSpec(Object([Property("a", "long")]), "record")]),
+            "Column `record` of the input schema: Object columns",
+        ),
+        (
+            Schema([ColSpec(Map("double"), "lookup")]),
+            "Column `lookup` of the input schema: Map columns",
+        ),
+        (
+            Schema([ColSpec(AnyType(), "anything")]),
+            "Column `anything` of the input schema: AnyType columns",
+        ),
+        (
+            Schema([ColSpec("datetime")]),
+            "Column #0 of the input schema: datetime columns",
+        ),
+        (
+            Schema([TensorSpec(np.dtype("float32"), (), "scalar")]),
+            "Tensor `scalar` of the input schema: scalar tensors (shape ()) need a serving adapter",
+        ),
+        (
+            Schema([TensorSpec(np.dtype("complex128"), (-1,), "z")]),
+            "Tensor `z` of the input schema: dtype complex128 has no Triton datatype; supported: bool, float16,",
+        ),
+        (
+            Schema([TensorSpec(np.dtype("datetime64[ns]"), (-1,), "stamp")]),
+            "Tensor `stamp` of the input schema: dtype datetime64[ns] has no Triton datatype",
+        ),
+        (
+            Schema([TensorSpec(np.dtype("float32"), (-1, 0), "empty")]),
+            "Tensor `empty` of the input schema: shape (-1, 0) has dimension(s) 0; Triton allows",
+        ),
+        (
+            Schema([TensorSpec(np.dtype("float32"), (-2,), "neg")]),
+            "Tensor `neg` of the input schema: shape (-2,) has dimension(s) -2",
+        ),
+        (
+            Schema([TensorSpec(np.dtype("float32"), (None, 3), "unknown")]),
+            "Tensor `unknown` of the input schema: shape (None, 3) has dimension(s) None",
+        ),
+    ],
+)
+def test_layout_raises_naming_field_when_input_is_unsupported(inputs, message):
+    with pytest.raises(UnsupportedSchemaError, match=re.escape(message)):
+        _layout(inputs=inputs)
+
+
+def test_layout_raises_naming_output_side_when_output_column_is_unsupported():
+    with pytest.raises(UnsupportedSchemaError, match=re.escape("Column `label` of the output schema: datetime")):
+        _layout(outputs=Schema([ColSpec("datetime", "label")]))
+
+
+def test_layout_raises_naming_output_side_when_output_tensor_is_scalar():
+    with pytest.raises(UnsupportedSchemaError, match=re.escape("Tensor #0 of the output schema: scalar tensors")):
+        _layout(outputs=Schema([TensorSpec(np.dtype("float64"), ())]))
+
+
+@pytest.mark.parametrize(
+    ("inputs", "outputs", "params", "side"),
+    [
+        (None, OUT, None, "input"),
+        (IN, None, None, "output"),
+        (None, None, ParamSchema([ParamSpec("temperature", "double", 0.5)]), "input"),
+    ],
+)
+def test_layout_raises_when_signature_lacks_schema(inputs, outputs, params, side):
+    signature = ModelSignature(inputs=inputs, outputs=outputs, params=params)
+
+    with pytest.raises(UnsupportedSchemaError, match=f"The signature has no {side} schema"):
+        layout_from_signature(signature, "sklearn")
+
+
+def test_layout_raises_when_signature_is_none():
+    with pytest.raises(UnsupportedSchemaError, match="The model has no signature"):
+        layout_from_signature(None, "sklearn")
+
+
+def test_layout_raises_naming_column_when_column_names_repeat():
+    with pytest.raises(ContractError, match=re.escape("Duplicate field name 'x'")):
+        _layout(inputs=Schema([ColSpec("double", "x"), ColSpec("long", "x")]))
+
+
+def test_unsupported_schema_error_is_in_error_family_when_raised():
+    assert issubclass(UnsupportedSchemaError, MlflowTritonError)
+    assert issubclass(UnsupportedSchemaError, ValueError)
