@@ -1,0 +1,130 @@
+"""The example runner end to end: every example logged, served by a real Triton 2.51, compared.
+
+These tests build (or reuse) serving environments in ``$MLFLOW_TRITON_CACHE`` and start real
+``tritonserver`` processes on 127.0.0.1. They are never skipped in CI.
+"""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from examples.runner.serving_env import ensure_serving_env
+from examples.runner.triton_install import TritonInstallation
+from examples.runner.validate import expected_outputs, validate_repository
+from mlflow_triton import triton
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.triton
+
+
+def run_runner(*args, work_dir):
+    completed = subprocess.run(
+        [sys.executable, "-m", "examples.runner", *args, "--work-dir", str(work_dir)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800,
+    )
+    return completed
+
+
+def servers_running_under(directory):
+    """PIDs of live tritonserver processes whose command line mentions ``directory``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "tritonserver" in cmdline and str(directory) in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.parametrize("example", ["sklearn", "pytorch", "transformers"])
+def test_runner_passes_when_example_is_logged_and_served_by_real_triton(example, tmp_path):
+    completed = run_runner(example, work_dir=tmp_path)
+
+    output = completed.stdout + completed.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert (completed.returncode, re.findall(r"^(PASS|FAIL) (\w+)", completed.stdout, re.M)) == (
+        0, [("PASS", example)]), output[-4000:]
+    assert report[0]["real_triton_validation"] and report[0]["passed"]
+    assert report[0]["triton_version"] == "2.51.0"
+    assert report[0]["request_form"] in ("json", "binary")
+    assert all(result["equal"] for result in report[0]["comparison"].values())
+    assert servers_running_under(tmp_path) == []
+
+
+@pytest.fixture(scope="module")
+def logged_sklearn_repository(tmp_path_factory):
+    """The sklearn example logged to a sqlite store; (model URI, repository dir)."""
+    from examples.sklearn_example import log_example
+
+    store = tmp_path_factory.mktemp("store")
+    info = log_example(f"sqlite:///{store}/mlflow.db", registered_model_name="broken-on-purpose")
+    return info.model_uri, triton.load_model(info.model_uri, dst_path=str(store / "download"))
+
+
+def broken_copy(repository, tmp_path, edit):
+    import shutil
+
+    copy = tmp_path / "source" / repository.name
+    shutil.copytree(repository, copy)
+    edit(copy)
+    return copy
+
+
+def change_first_input_datatype(model_dir):
+    config = model_dir / "config.pbtxt"
+    text = config.read_text()
+    config.write_text(text.replace("data_type: TYPE_FP64", "data_type: TYPE_FP32", 1))
+
+
+def drop_first_request_input(model_dir):
+    request = model_dir / "request.json"
+    body = json.loads(request.read_text())
+    body["inputs"] = body["inputs"][1:]
+    request.write_text(json.dumps(body))
+
+
+@pytest.mark.parametrize(
+    ("edit", "triton_text"),
+    [
+        (change_first_input_datatype, r"data-type is 'FP64', but model '\w+' expects 'FP32'"),
+        (drop_first_request_input, r"expected 3 inputs but got 2 inputs"),
+    ],
+    ids=["config-datatype-changed", "request-column-missing"],
+)
+def test_runner_fails_with_triton_error_text_when_repository_is_broken(
+    logged_sklearn_repository, tmp_path, edit, triton_text
+):
+    model_uri, repository = logged_sklearn_repository
+    expected = expected_outputs(model_uri, repository)
+    broken = broken_copy(repository, tmp_path, edit)
+
+    report = validate_repository(broken, expected, tmp_path / "work", TritonInstallation.bundled(progress=None),
+                                 progress=lambda _message: None)
+
+    assert not report.passed
+    assert re.search(triton_text, report.reason), report.reason
+    assert servers_running_under(tmp_path) == []
+
+
+def test_validate_repository_reuses_serving_env_when_run_again(logged_sklearn_repository, tmp_path):
+    model_uri, repository = logged_sklearn_repository
+    installation = TritonInstallation.bundled(progress=None)
+    ensure_serving_env(repository / "requirements.txt", installation.serving_constraints, progress=None)
+    messages = []
+
+    report = validate_repository(repository, expected_outputs(model_uri, repository), tmp_path / "work",
+                                 installation, progress=messages.append)
+
+    assert report.passed, report.reason
+    assert any(message.startswith("reusing cached serving environment") for message in messages), messages
+
+
