@@ -130,6 +130,12 @@ def _map_tensor(spec, side, position, namer):
         raise UnsupportedSchemaError(
             f"{label}: scalar tensors (shape ()) need a serving adapter; declare at least one dimension"
         )
+    if side == "input" and np.dtype(spec.type).kind in ("U", "S"):
+        raise UnsupportedSchemaError(
+            f"{label}: fixed-width {np.dtype(spec.type)} input tensors need a serving adapter (Triton delivers "
+            "BYTES as object arrays, which MLflow's schema enforcement refuses for this dtype); supported: an "
+            "object-dtype array of str/bytes, or a DataFrame string/binary column"
+        )
     data_type, content = triton_type_for_dtype(spec.type, label)
     tensor = namer.claim(spec.name, f"{side}_{position}")
     return (

@@ -133,20 +133,23 @@ class _TensorSpec:
         if self.field.content == "binary":
             items = [_as_bytes(item) for item in array.ravel()]
         else:
-            items = [_as_text(item, self.label, index) for index, item in enumerate(array.ravel())]
+            items = _decode_text(array.ravel(), self.label)
         return _object_array(items, array.shape)
 
     def encode(self, value):
         array = _to_array(value)
         if self.is_bytes:
-            array = _object_array([_to_bytes(item) for item in array.ravel()], array.shape)
+            items = [_to_bytes(item, self.label, index) for index, item in enumerate(array.ravel())]
+            array = _object_array(items, array.shape)
         elif array.dtype != self.dtype:
             array = self._cast(array)
         self.check_shape(array.shape)
         return array
 
     def _cast(self, array):
-        if array.dtype != object and not np.can_cast(array.dtype, self.dtype, casting="same_kind"):
+        # An empty value has no elements to lose; ``np.asarray([])`` is float64 whatever was meant.
+        lossy = not np.can_cast(array.dtype, self.dtype, casting="same_kind")
+        if array.size and array.dtype != object and lossy:
             raise TensorMappingError(
                 f"Tensor {self.label}: cannot convert {array.dtype} values to {self.data_type} ({self.dtype})"
             )
@@ -223,6 +226,16 @@ def _object_array(items, shape):
     return array.reshape(shape)
 
 
+def _decode_text(items, label):
+    """UTF-8 text of BYTES elements. The usual case (every element ``bytes``) is one C-level
+    pass; anything else (``str``, ``bytearray``, invalid UTF-8) takes the per-element path,
+    which gives the same values and names the failing element."""
+    try:
+        return list(map(bytes.decode, items))
+    except (TypeError, UnicodeDecodeError):
+        return [_as_text(item, label, index) for index, item in enumerate(items)]
+
+
 def _as_text(item, label, index):
     if isinstance(item, str):
         return item
@@ -238,7 +251,14 @@ def _as_bytes(item):
     return item.encode("utf-8") if isinstance(item, str) else bytes(item)
 
 
-def _to_bytes(item):
+def _to_bytes(item, label, index):
     if isinstance(item, (bytes, bytearray, np.bytes_)):
         return bytes(item)
-    return str(item).encode("utf-8")
+    if item is None or item is pd.NA or (isinstance(item, (float, np.floating)) and item != item):
+        raise TensorMappingError(f"Tensor {label}: element {index} is missing ({item!r}); BYTES values cannot be null")
+    try:
+        return str(item).encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise TensorMappingError(
+            f"Tensor {label}: element {index} cannot be encoded as UTF-8 ({error.reason} at position {error.start})"
+        ) from None

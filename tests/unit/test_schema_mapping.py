@@ -266,3 +266,11 @@ def test_layout_raises_naming_column_when_column_names_repeat():
 def test_unsupported_schema_error_is_in_error_family_when_raised():
     assert issubclass(UnsupportedSchemaError, MlflowTritonError)
     assert issubclass(UnsupportedSchemaError, ValueError)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(str), np.dtype(bytes)], ids=str)
+def test_layout_rejects_fixed_width_input_tensor_when_dtype_is_str_or_bytes(dtype):
+    inputs = Schema([TensorSpec(dtype, (-1,), "text")])
+
+    with pytest.raises(UnsupportedSchemaError, match=r"Tensor `text` of the input schema: fixed-width .* object-dtype"):
+        _layout(inputs=inputs)

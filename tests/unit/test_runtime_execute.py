@@ -1,0 +1,315 @@
+"""TritonPythonModel.execute: each request is answered on its own.
+
+A malformed request (missing input, wrong dtype or shape, invalid UTF-8, a failing predict,
+a prediction that does not fit the outputs) gets a TritonError naming the tensor or column;
+the other requests in the batch get their outputs and the instance keeps serving.
+
+A real scikit-learn Pipeline is served through the generated model.py and the fake
+``triton_python_backend_utils``; a fake predictor covers what a real model rarely does.
+"""
+
+import json
+import re
+
+import mlflow.pyfunc
+import mlflow.sklearn
+import numpy as np
+import pandas as pd
+import pytest
+from google.protobuf import json_format
+from mlflow.models import ModelSignature
+from mlflow.types import ColSpec, DataType, Schema, TensorSpec
+from sklearn.compose import make_column_transformer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from tests.support import fake_pb_utils
+
+from mlflow_triton._config import build_config
+from mlflow_triton._model_py import compose_model_py
+from mlflow_triton._schema import layout_from_signature
+from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
+
+TRAINING = pd.DataFrame(
+    {"age": [20.0, 30.0, 40.0, 50.0], "city": ["Köln", "Paris", "Köln", "東京"], "n": [1, 2, 3, 4]}
+)
+SIGNATURE = ModelSignature(
+    inputs=Schema([ColSpec(DataType.double, "age"), ColSpec(DataType.string, "city"), ColSpec(DataType.long, "n")]),
+    outputs=Schema([TensorSpec(np.dtype("int64"), (-1,))]),
+)
+GOOD_A = TRAINING
+GOOD_B = pd.DataFrame({"age": [35.0, 60.0], "city": ["東京", "Paris"], "n": [9, 0]})
+
+
+def json_model_config(signature, flavor):
+    config = build_config("model", layout_from_signature(signature, flavor))
+    return json.loads(json_format.MessageToJson(config, preserving_proto_field_name=True))
+
+
+def initialize_args(config, repository):
+    return {
+        "model_config": json.dumps(config),
+        "model_repository": str(repository),
+        "model_version": "1",
+        "model_instance_kind": "CPU",
+        "model_instance_device_id": "0",
+    }
+
+
+def codecs(config, signature, flavor):
+    contract = layout_from_signature(signature, flavor).contract
+    return (
+        StructureCodec(contract.inputs, tensor_types_from_model_config(config, "input")),
+        StructureCodec(contract.outputs, tensor_types_from_model_config(config, "output")),
+    )
+
+
+def error_message(response):
+    assert response.has_error()
+    assert isinstance(response.error(), fake_pb_utils.TritonError)
+    assert response.output_tensors() == []
+    return response.error().message()
+
+
+# -- a real scikit-learn Pipeline behind the generated model.py ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sklearn_serving(tmp_path_factory):
+    """(initialized model.py instance, fitted pipeline, input codec, output codec)."""
+    pipeline = make_pipeline(
+        make_column_transformer((StandardScaler(), ["age", "n"]), (OneHotEncoder(handle_unknown="error"), ["city"])),
+        LogisticRegression(),
+    ).fit(TRAINING, [0, 1, 0, 1])
+    repository = tmp_path_factory.mktemp("repository") / "iris"
+    mlflow.sklearn.save_model(
+        pipeline,
+        repository / "1" / "artifact",
+        signature=SIGNATURE,
+        serialization_format="cloudpickle",  # skops would add seconds of imports to every run
+        pip_requirements=[],
+    )
+    (repository / "1" / "model.py").write_text(compose_model_py(), encoding="utf-8")
+    config = json_model_config(SIGNATURE, "sklearn")
+    module = fake_pb_utils.load_model_py(repository / "1" / "model.py", name="served_sklearn_model_py")
+    model = module.TritonPythonModel()
+    model.initialize(initialize_args(config, repository))
+    inputs, outputs = codecs(config, SIGNATURE, "sklearn")
+    return model, pipeline, inputs, outputs
+
+
+def missing_input(tensors):
+    del tensors["city"]
+
+
+def wrong_dtype(tensors):
+    tensors["n"] = tensors["n"].astype(np.int32)
+
+
+def wrong_shape(tensors):
+    tensors["age"] = tensors["age"].reshape(2, 2)
+
+
+def invalid_utf8(tensors):
+    tensors["city"] = np.array([b"ok", b"\xffbad", b"ok", b"ok"], dtype=object)
+
+
+def numbers_for_text(tensors):
+    tensors["city"] = np.array([1.0, 2.0, 3.0, 4.0])
+
+
+def unequal_lengths(tensors):
+    tensors["age"] = tensors["age"][:3]
+
+
+def unknown_category(tensors):
+    tensors["city"] = np.array([b"Paris", b"Atlantis", b"Paris", b"Paris"], dtype=object)
+
+
+MALFORMED = {
+    missing_input: r"^Tensor `city` is missing$",
+    wrong_dtype: r"^Tensor `n`: dtype int32 does not match configured TYPE_INT64",
+    wrong_shape: r"^Tensor `age`: shape \[2, 2\] does not match configured dims \[-1\]$",
+    invalid_utf8: r"^Tensor `city`: element 1 is not valid UTF-8 text",
+    numbers_for_text: r"^Tensor `city`: dtype float64 is not BYTES$",
+    unequal_lengths: r"^Column tensors must have equal lengths; got age: 3, city: 4, n: 4$",
+    unknown_category: r"^Prediction failed: ValueError: Found unknown categories \['Atlantis'\]",
+}
+
+
+@pytest.mark.parametrize("malform", MALFORMED, ids=lambda malform: malform.__name__)
+def test_execute_answers_only_the_malformed_request_with_an_error_when_a_batch_mixes_requests(sklearn_serving, malform):
+    model, pipeline, inputs, outputs = sklearn_serving
+    bad = inputs.to_tensors(GOOD_A)
+    malform(bad)
+    batch = [inputs.to_tensors(GOOD_A), bad, inputs.to_tensors(GOOD_B)]
+
+    first, broken, last = model.execute([fake_pb_utils.request_from_arrays(t) for t in batch])
+
+    assert re.search(MALFORMED[malform], error_message(broken))
+    np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(first)), pipeline.predict(GOOD_A))
+    np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(last)), pipeline.predict(GOOD_B))
+
+
+def test_execute_keeps_serving_when_an_earlier_batch_failed_entirely(sklearn_serving):
+    model, pipeline, inputs, outputs = sklearn_serving
+    bad = inputs.to_tensors(GOOD_A)
+    unknown_category(bad)
+    failed = model.execute([fake_pb_utils.request_from_arrays(bad)] * 3)
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(GOOD_B))])
+
+    assert all(r.has_error() for r in failed)
+    prediction = fake_pb_utils.outputs_of(response)
+    assert list(prediction) == ["output_0"]
+    assert prediction["output_0"].dtype == np.int64
+    np.testing.assert_array_equal(prediction["output_0"], pipeline.predict(GOOD_B))
+
+
+def test_execute_returns_no_responses_when_the_batch_is_empty(sklearn_serving):
+    model, *_ = sklearn_serving
+
+    assert model.execute([]) == []
+
+
+# -- a fake predictor for the edge cases -----------------------------------------------------------
+
+
+class ScriptedPredictor:
+    """Answers with ``respond(model_input)``; remembers every input it saw."""
+
+    def __init__(self, respond):
+        self.respond = respond
+        self.seen = []
+
+    def predict(self, model_input):
+        self.seen.append(model_input)
+        return self.respond(model_input)
+
+
+def serve(monkeypatch, signature, respond, flavor="pyfunc"):
+    fake_pb_utils.install()
+    from mlflow_triton.runtime.triton_model import TritonPythonModel
+
+    predictor = ScriptedPredictor(respond)
+    monkeypatch.setattr(mlflow.pyfunc, "load_model", lambda uri: predictor)
+    config = json_model_config(signature, flavor)
+    model = TritonPythonModel()
+    model.initialize(initialize_args(config, "/models/fake"))
+    inputs, outputs = codecs(config, signature, flavor)
+    return model, predictor, inputs, outputs
+
+
+PRICES = ModelSignature(
+    inputs=Schema([ColSpec(DataType.double, "unit price"), ColSpec(DataType.string, "label")]),
+    outputs=Schema([TensorSpec(np.dtype("int64"), (-1,))]),
+)
+PRICES_FRAME = pd.DataFrame({"unit price": [1.5, 2.5], "label": ["a", "b"]})
+
+
+def test_execute_names_the_field_and_its_tensor_when_an_input_with_a_sanitized_name_is_missing(monkeypatch):
+    model, predictor, inputs, _ = serve(monkeypatch, PRICES, lambda frame: np.arange(len(frame)))
+    tensors = inputs.to_tensors(PRICES_FRAME)
+    del tensors["unit_price"]
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(tensors)])
+
+    assert error_message(response) == "Tensor `unit_price` (field `unit price`) is missing"
+    assert predictor.seen == []
+
+
+def test_execute_hands_predict_a_frame_with_the_original_column_names_when_inputs_are_columns(monkeypatch):
+    model, predictor, inputs, outputs = serve(monkeypatch, PRICES, lambda frame: np.arange(len(frame)))
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PRICES_FRAME))])
+
+    [frame] = predictor.seen
+    pd.testing.assert_frame_equal(frame, PRICES_FRAME)
+    np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(response)), [0, 1])
+
+
+def test_execute_answers_other_requests_when_predict_raises_for_one(monkeypatch):
+    def respond(frame):
+        if "boom" in frame["label"].tolist():
+            raise RuntimeError("exploded on purpose")
+        return np.arange(len(frame))
+
+    model, _, inputs, outputs = serve(monkeypatch, PRICES, respond)
+    boom = PRICES_FRAME.assign(label=["boom", "b"])
+    requests = [fake_pb_utils.request_from_arrays(inputs.to_tensors(f)) for f in (PRICES_FRAME, boom, PRICES_FRAME)]
+
+    first, broken, last = model.execute(requests)
+
+    assert error_message(broken) == "Prediction failed: RuntimeError: exploded on purpose"
+    for response in (first, last):
+        np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(response)), [0, 1])
+
+
+@pytest.mark.parametrize(
+    ("prediction", "message"),
+    [
+        (np.array([0.5, 1.5]), r"^Tensor `output_0`: cannot convert float64 values to TYPE_INT64 \(int64\)$"),
+        (["x", "y"], r"^Tensor `output_0`: cannot convert values to TYPE_INT64"),
+        (
+            np.zeros((2, 2), dtype=np.int64),
+            r"^Tensor `output_0`: shape \[2, 2\] does not match configured dims \[-1\]$",
+        ),
+    ],
+    ids=["float-for-int", "text-for-int", "wrong-rank"],
+)
+def test_execute_names_the_output_tensor_when_the_prediction_does_not_fit(monkeypatch, prediction, message):
+    model, _, inputs, _ = serve(monkeypatch, PRICES, lambda frame: prediction)
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PRICES_FRAME))])
+
+    assert re.search(message, error_message(response))
+
+
+SCORES = ModelSignature(
+    inputs=Schema([TensorSpec(np.dtype("float32"), (-1, 3), "pixels")]),
+    outputs=Schema([TensorSpec(np.dtype("float32"), (-1,), "scores"), TensorSpec(np.dtype(object), (-1,), "label")]),
+)
+PIXELS = {"pixels": np.arange(6, dtype=np.float32).reshape(2, 3)}
+
+
+@pytest.mark.parametrize(
+    ("prediction", "message"),
+    [
+        ({"scores": np.ones(2, dtype=np.float32)}, r"^Tensor `label`: key `label` is missing$"),
+        (np.ones(2, dtype=np.float32), r"^Expected a dict of named tensors, got ndarray$"),
+        (
+            {"scores": np.ones(2, dtype=np.float32), "label": ["ok", None]},
+            r"^Tensor `label`: element 1 is missing \(None\); BYTES values cannot be null$",
+        ),
+        (
+            {"scores": np.ones(2, dtype=np.float32), "label": ["ok", "\ud800"]},
+            r"^Tensor `label`: element 1 cannot be encoded as UTF-8 \(surrogates not allowed at position 0\)$",
+        ),
+    ],
+    ids=["missing-key", "not-a-dict", "null-text", "lone-surrogate"],
+)
+def test_execute_names_the_output_tensor_when_a_dict_prediction_does_not_fit(monkeypatch, prediction, message):
+    model, _, inputs, _ = serve(monkeypatch, SCORES, lambda tensors: prediction)
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PIXELS))])
+
+    assert re.search(message, error_message(response))
+
+
+def test_execute_encodes_text_outputs_as_utf8_bytes_when_predictions_are_named_tensors(monkeypatch):
+    labels = ["", "a\x00", "名前", "🎉"]
+
+    def respond(tensors):
+        rows = len(tensors["pixels"])
+        return {"scores": tensors["pixels"].sum(axis=1), "label": np.array(labels[:rows], dtype=object)}
+
+    model, predictor, inputs, _ = serve(monkeypatch, SCORES, respond)
+    pixels = {"pixels": np.arange(12, dtype=np.float32).reshape(4, 3)}
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(pixels))])
+
+    outputs = fake_pb_utils.outputs_of(response)
+    assert outputs["label"].dtype == object
+    assert outputs["label"].tolist() == [label.encode("utf-8") for label in labels]
+    np.testing.assert_array_equal(outputs["scores"], np.array([3, 12, 21, 30], dtype=np.float32))
+    assert list(predictor.seen[0]) == ["pixels"]
