@@ -1,0 +1,181 @@
+"""``mlflow_triton.pytorch``: log an eval-mode PyTorch model with a Triton repository.
+
+Use ``log_model`` instead of ``mlflow.pytorch.log_model``. The MLflow package
+holds the native ``pytorch`` and ``python_function`` flavors, a ``triton``
+flavor pointing at ``model_repository/<triton_model_name>/`` and
+``architecture.json`` (structure, shapes and dtypes; no weights).
+
+The model is packaged with Python pickle by default (``serialization_format=
+"pickle"``), not exported to PT2: the classes of a custom architecture must be
+importable when the artifact is reloaded, so package them with ``code_paths``
+(``validate_saved_model=True`` proves it in a clean interpreter).
+"""
+
+import inspect
+
+from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
+from mlflow.pyfunc import PyFuncModel
+
+from . import _architecture, _packaging
+from ._packaging import FLAVOR_NAME as TRITON_FLAVOR_NAME
+from .errors import InvalidArgumentError
+
+FLAVOR_NAME = "pytorch"
+_DEFAULT_SERIALIZATION_FORMAT = "pickle"
+
+__all__ = ["FLAVOR_NAME", "TRITON_FLAVOR_NAME", "log_model", "save_model"]
+
+
+def _import_torch():
+    """``torch``, or an ImportError that names the extra to install (imported on first use)."""
+    try:
+        import torch
+    except ImportError as error:
+        raise ImportError(
+            "mlflow_triton.pytorch needs PyTorch: pip install 'mlflow-triton[torch]' "
+            "(or the torch version your model needs)"
+        ) from error
+    return torch
+
+
+def _mlflow_pytorch():
+    _import_torch()
+    import mlflow.pytorch  # imports torch itself: loaded on first use, not with this module
+
+    return mlflow.pytorch
+
+
+def _check_eval_mode(model, what="model"):
+    """Reject a module with any submodule still in training mode (dropout, batch norm...)."""
+    in_training = [name for name, module in model.named_modules() if module.training]
+    if not in_training:
+        return
+    submodules = [name for name in in_training if name]
+    if submodules:
+        raise InvalidArgumentError(
+            f"Submodule `{submodules[0]}` of the {what} is in training mode; call model.eval() before logging"
+        )
+    raise InvalidArgumentError(
+        f"The {what} ({type(model).__name__}) is in training mode; call model.eval() before logging"
+    )
+
+
+def _module_device(model):
+    """The single device holding the module's parameters and buffers ("cpu" when it has none).
+
+    A module spread over several devices (sharded / device-mapped) needs a
+    separate serving adapter and is rejected.
+    """
+    devices = []
+    for tensor in [*model.parameters(), *model.buffers()]:
+        device = str(tensor.device)
+        if device not in devices:
+            devices.append(device)
+    if len(devices) > 1:
+        raise InvalidArgumentError(
+            f"The model's tensors are spread over several devices ({', '.join(devices)}); sharded or "
+            "device-mapped models need a separate serving adapter; move the model to one device"
+        )
+    return devices[0] if devices else "cpu"
+
+
+class _PyTorch(_packaging.Framework):
+    flavor = FLAVOR_NAME
+    model_argument = "pytorch_model"
+    supports_gpu = True
+    describes_architecture = True
+
+    def native_module(self):
+        return _mlflow_pytorch()
+
+    def check_native_options(self, options):
+        # mlflow.pytorch.save_model passes its remaining keyword arguments to torch.save.
+        torch_save_options = set(inspect.signature(_import_torch().save).parameters) - {"obj", "f"}
+        super().check_native_options({k: v for k, v in options.items() if k not in torch_save_options})
+
+    def check_model(self, model):
+        torch = _import_torch()
+        if not isinstance(model, torch.nn.Module):
+            raise InvalidArgumentError(
+                f"pytorch_model must be a torch.nn.Module (eager or scripted), got {type(model).__name__}"
+            )
+        _check_eval_mode(model)
+        _module_device(model)
+
+    def native_options(self, options):
+        options = dict(options)
+        if options.get("serialization_format") is None and not options.get("export_model"):
+            options["serialization_format"] = _DEFAULT_SERIALIZATION_FORMAT
+        return _packaging.with_default_requirements(
+            options, lambda _options: _mlflow_pytorch().get_default_pip_requirements()
+        )
+
+    def current_device(self, model):
+        return _module_device(model)
+
+    def pyfunc_adapter(self, model, options, model_meta):
+        wrapper = _mlflow_pytorch()._PyTorchWrapper(model, device=self.current_device(model))
+        return PyFuncModel(model_meta, wrapper)
+
+    def architecture(self, model, package_path, declared_init_kwargs):
+        return _architecture.describe_pytorch(model, package_path, declared_init_kwargs)
+
+
+_FRAMEWORK = _PyTorch()
+
+
+def log_model(
+    pytorch_model,
+    *,
+    input_example,
+    name="model",
+    registered_model_name=None,
+    await_registration_for=DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
+    run_id=None,
+    metadata=None,
+    tags=None,
+    params=None,
+    signature=None,
+    device="cpu",
+    triton_model_name=None,
+    validate_saved_model=False,
+    architecture_init_kwargs=None,
+    **kwargs,
+):
+    """Log an eval-mode ``torch.nn.Module`` (weights loaded) with its Triton repository.
+
+    A model with any submodule in training mode is rejected before anything is
+    written. ``input_example`` (a numpy array) is mandatory, also with
+    ``signature=``: it is predicted in memory through MLflow's PyTorch pyfunc
+    wrapper on the model's current device (the model is neither moved nor
+    reloaded), shipped as the ready-to-send request and used to validate the
+    tensor mapping. Dimensions other than the first stay fixed unless an
+    explicit ``signature`` declares them ``-1``.
+
+    ``device="gpu"`` emits ``KIND_GPU``; model.py then loads on the GPU Triton
+    assigns. ``architecture_init_kwargs`` (JSON-serializable constructor
+    arguments) is recorded in architecture.json as declared, unverified.
+    Remaining keyword arguments (``code_paths``, ``pip_requirements``,
+    ``extra_pip_requirements``, ``serialization_format`` (default ``"pickle"``),
+    ``pickle_module``, ``extra_files``, ...) go to ``mlflow.pytorch.save_model``.
+    Requirements default to ``mlflow.pytorch.get_default_pip_requirements()``
+    (MLflow's inference is skipped); add custom dependencies yourself.
+    Returns MLflow's ``ModelInfo``.
+    """
+    return _packaging.log_model(
+        _FRAMEWORK, pytorch_model, input_example=input_example, name=name,
+        registered_model_name=registered_model_name, await_registration_for=await_registration_for,
+        run_id=run_id, metadata=metadata, tags=tags, params=params, signature=signature, device=device,
+        triton_model_name=triton_model_name, validate_saved_model=validate_saved_model,
+        extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
+    )
+
+
+def save_model(pytorch_model, path, *, input_example, signature=None, device="cpu", triton_model_name=None,
+               validate_saved_model=False, architecture_init_kwargs=None, **kwargs):
+    """Write the same package as ``log_model`` to a new local directory ``path``."""
+    _packaging.save_model(
+        _FRAMEWORK, pytorch_model, path, input_example=input_example, signature=signature, device=device,
+        triton_model_name=triton_model_name, validate_saved_model=validate_saved_model,
+        extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
+    )

@@ -1,0 +1,201 @@
+"""``mlflow_triton.transformers``: log a Transformers pipeline with a Triton repository.
+
+Use ``log_model`` instead of ``mlflow.transformers.log_model``. The MLflow
+package holds the native ``transformers`` and ``python_function`` flavors
+(model, tokenizer/processor, chat template and configuration saved by MLflow),
+a ``triton`` flavor pointing at ``model_repository/<triton_model_name>/`` and
+``architecture.json`` (component classes, structure, shapes and dtypes; no
+weights).
+
+Serving follows MLflow's transformers pyfunc interface for the pipeline's task
+(text-generation returns strings, text-classification ``label``/``score``
+columns), which can differ from the raw pipeline or ``forward()`` outputs.
+"""
+
+import importlib.util
+
+from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
+from mlflow.pyfunc import PyFuncModel
+
+from . import _architecture, _packaging
+from ._packaging import FLAVOR_NAME as TRITON_FLAVOR_NAME
+from .errors import InvalidArgumentError
+from .pytorch import _check_eval_mode, _module_device
+
+FLAVOR_NAME = "transformers"
+_LLM_INFERENCE_TASK_PREFIX = "llm/"
+
+__all__ = ["FLAVOR_NAME", "TRITON_FLAVOR_NAME", "log_model", "save_model"]
+
+
+def _import_transformers():
+    """``transformers``, or an ImportError that names the extra to install (imported on first use)."""
+    try:
+        import transformers
+    except ImportError as error:
+        raise ImportError(
+            "mlflow_triton.transformers needs Hugging Face Transformers: "
+            "pip install 'mlflow-triton[transformers]' (or the versions your model needs)"
+        ) from error
+    return transformers
+
+
+def _mlflow_transformers():
+    _import_transformers()
+    import mlflow.transformers
+
+    return mlflow.transformers
+
+
+class _Transformers(_packaging.Framework):
+    flavor = FLAVOR_NAME
+    model_argument = "transformers_model"
+    supports_gpu = True
+    describes_architecture = True
+
+    def native_module(self):
+        return _mlflow_transformers()
+
+    def check_native_options(self, options):
+        super().check_native_options(options)
+        task = options.get("task")
+        if isinstance(task, str) and task.startswith(_LLM_INFERENCE_TASK_PREFIX):
+            raise InvalidArgumentError(
+                f"task {task!r}: MLflow's LLM inference tasks use nested request/response schemas that need a "
+                "serving adapter; use the pipeline's own task (e.g. 'text-generation')"
+            )
+        if options.get("save_pretrained") is False or options.get("base_model_path") is not None:
+            raise InvalidArgumentError(
+                "save_pretrained=False and base_model_path leave the weights outside the package; the Triton "
+                "repository must be self-contained (it loads offline), so save the weights with the model"
+            )
+
+    def native_options(self, options):
+        options = dict(options)
+        if isinstance(options.get("model_config"), dict):
+            options["model_config"] = dict(options["model_config"])  # MLflow may add to it while saving
+        return options
+
+    def check_model(self, model):
+        transformers = _import_transformers()
+        if not isinstance(model, transformers.Pipeline):
+            raise InvalidArgumentError(
+                "transformers_model must be a transformers.Pipeline with its tokenizer/processor, got "
+                f"{type(model).__name__}; build one with transformers.pipeline(task, model=..., tokenizer=...)"
+            )
+        if not _mlflow_transformers()._should_add_pyfunc_to_model(model):
+            raise InvalidArgumentError(
+                f"{type(model).__name__} (task {model.task!r}) has no MLflow pyfunc interface, which the Triton "
+                "runtime serves through; this pipeline needs a separate serving adapter"
+            )
+        if hasattr(model.model, "named_modules"):
+            _check_eval_mode(model.model, what="pipeline's model")
+            _module_device(model.model)
+
+    def current_device(self, model):
+        return str(getattr(model, "device", "cpu"))
+
+    def pyfunc_adapter(self, model, options, model_meta):
+        """MLflow's ``_TransformersWrapper`` around the in-memory pipeline, configured as saving will."""
+        from mlflow.transformers.flavor_config import build_flavor_config
+
+        flavor_config = build_flavor_config(model, options.get("processor"), options.get("torch_dtype"))
+        model_config = dict(options.get("model_config") or {})
+        prompt_template = options.get("prompt_template")
+        if prompt_template is not None and model.task == "text-generation":
+            model_config.setdefault("return_full_text", False)  # what mlflow.transformers.save_model records
+        wrapper = _mlflow_transformers()._TransformersWrapper(
+            model, flavor_config=flavor_config, model_config=model_config, prompt_template=prompt_template
+        )
+        return PyFuncModel(model_meta, wrapper)
+
+    def save_native(self, model, path, signature, input_example, options):
+        # The defaults depend on the model (its engine, PEFT), so they are settled here.
+        options = _packaging.with_default_requirements(options, lambda _options: _default_requirements(model.model))
+        super().save_native(model, path, signature, input_example, options)
+
+    def architecture(self, model, package_path, declared_init_kwargs):
+        return _architecture.describe_transformers(model, package_path, declared_init_kwargs)
+
+
+def _default_requirements(model):
+    """MLflow's default transformers requirements for ``model``, pinned to the installed versions.
+
+    ``mlflow.transformers.get_default_pip_requirements`` lists torchvision (and
+    accelerate where installed) for every PyTorch model and fails where
+    torchvision is not installed; the same list is then pinned without the
+    optional packages that are absent here.
+    """
+    mlflow_transformers = _mlflow_transformers()
+    try:
+        return mlflow_transformers.get_default_pip_requirements(model)
+    except ImportError:
+        pass
+    from mlflow.transformers.peft import is_peft_model
+    from mlflow.utils.requirements_utils import _get_pinned_requirement
+
+    packages = ["transformers", mlflow_transformers._get_engine_type(model)]
+    if packages[-1] == "torch":
+        packages += [name for name in ("torchvision", "accelerate") if importlib.util.find_spec(name)]
+    if is_peft_model(model):
+        packages.append("peft")
+    return [_get_pinned_requirement(package) for package in packages]
+
+
+_FRAMEWORK = _Transformers()
+
+
+def log_model(
+    transformers_model,
+    *,
+    input_example,
+    name="model",
+    registered_model_name=None,
+    await_registration_for=DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
+    run_id=None,
+    metadata=None,
+    tags=None,
+    params=None,
+    signature=None,
+    device="cpu",
+    triton_model_name=None,
+    validate_saved_model=False,
+    architecture_init_kwargs=None,
+    **kwargs,
+):
+    """Log a Transformers pipeline (model plus tokenizer/processor) with its Triton repository.
+
+    ``input_example`` is mandatory, also with ``signature=``: a task input such
+    as ``["Example input"]``. It is predicted in memory through MLflow's
+    transformers pyfunc wrapper around the pipeline, on the pipeline's current
+    device (nothing is reloaded), shipped as the ready-to-send request and
+    used to validate the tensor mapping.
+
+    ``task``, ``processor``, ``model_config`` (generation settings such as
+    ``{"max_new_tokens": 32, "do_sample": False}``), ``prompt_template``,
+    ``code_paths``, ``pip_requirements``, ``extra_pip_requirements``, ... go to
+    ``mlflow.transformers.save_model``. ``params`` are tracking metadata only,
+    never generation settings. Requirements default to MLflow's transformers
+    defaults for the model (MLflow's inference is skipped).
+
+    ``device="gpu"`` emits ``KIND_GPU``; model.py then loads on the GPU Triton
+    assigns. ``architecture_init_kwargs`` is recorded in architecture.json as
+    declared, unverified. Returns MLflow's ``ModelInfo``.
+    """
+    return _packaging.log_model(
+        _FRAMEWORK, transformers_model, input_example=input_example, name=name,
+        registered_model_name=registered_model_name, await_registration_for=await_registration_for,
+        run_id=run_id, metadata=metadata, tags=tags, params=params, signature=signature, device=device,
+        triton_model_name=triton_model_name, validate_saved_model=validate_saved_model,
+        extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
+    )
+
+
+def save_model(transformers_model, path, *, input_example, signature=None, device="cpu", triton_model_name=None,
+               validate_saved_model=False, architecture_init_kwargs=None, **kwargs):
+    """Write the same package as ``log_model`` to a new local directory ``path``."""
+    _packaging.save_model(
+        _FRAMEWORK, transformers_model, path, input_example=input_example, signature=signature, device=device,
+        triton_model_name=triton_model_name, validate_saved_model=validate_saved_model,
+        extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
+    )
