@@ -52,7 +52,9 @@ class TensorNamer:
 def check_model_name(name):
     """Validate a ``triton_model_name``; it becomes a directory and Triton's model name."""
     if not isinstance(name, str) or not name:
-        raise InvalidArgumentError(f"triton_model_name must be a non-empty string, got {name!r}")
+        raise InvalidArgumentError(
+            f"triton_model_name must be a non-empty string of ASCII letters, digits, '_', '-' and '.', got {name!r}"
+        )
     if len(name) > MAX_MODEL_NAME_LENGTH:
         raise InvalidArgumentError(
             f"triton_model_name is {len(name)} characters long; at most {MAX_MODEL_NAME_LENGTH} allowed"

@@ -11,6 +11,7 @@ so nothing reaches the tracking store or the Registry. A failure inside
 """
 
 import contextlib
+import dataclasses
 import inspect
 import json
 import os
@@ -64,7 +65,10 @@ class Framework:
     def check_native_options(self, options):
         """Reject options ``mlflow.<flavor>.save_model`` does not take, before any work is done."""
         save_model = self.native_module().save_model
-        accepted = set(inspect.signature(save_model).parameters) - MANAGED_NATIVE_OPTIONS
+        named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        parameters = inspect.signature(save_model).parameters.values()
+        managed = MANAGED_NATIVE_OPTIONS | {self.model_argument}
+        accepted = {p.name for p in parameters if p.kind in named} - managed  # never "**kwargs"
         unknown = sorted(set(options) - accepted)
         if "artifact_path" in unknown:
             raise InvalidArgumentError("artifact_path is not supported; use name= for the MLflow model name")
@@ -100,15 +104,19 @@ def log_model(framework, model, *, input_example, name, registered_model_name, a
     for label, value in (("tags", tags), ("params", params), ("metadata", metadata)):
         if value is not None and not isinstance(value, dict):
             raise InvalidArgumentError(f"{label} must be a dict or None, got {type(value).__name__}")
-    triton_model_name = default_model_name(name) if triton_model_name is None else triton_model_name
+    options = dict(extra_options or {})
+    if metadata is not None:
+        options["metadata"] = metadata  # also in 1/artifact/MLmodel, not only the logged MLmodel
+    plan = _plan(
+        framework, model, input_example=input_example, signature=signature, device=device,
+        triton_model_name=default_model_name(name) if triton_model_name is None else triton_model_name,
+        validate_saved_model=validate_saved_model, options=options,
+    )
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-") as workspace:
         package = pathlib.Path(workspace) / "model"
-        save_model(
-            framework, model, package, input_example=input_example, signature=signature, device=device,
-            triton_model_name=triton_model_name, validate_saved_model=validate_saved_model,
-            extra_options=extra_options,
-        )
+        _build(plan, package)
         adopter = _AdoptPreparedPackage(framework.flavor, package)
+        last_logged_before = _last_logged_model_id()
         try:
             return Model.log(
                 artifact_path=None,
@@ -123,7 +131,7 @@ def log_model(framework, model, *, input_example, name, registered_model_name, a
                 validate_serving_input=False,
             )
         except BaseException:
-            adopter.forget_logged_model()
+            adopter.forget_logged_model(last_logged_before)
             raise
 
 
@@ -135,40 +143,68 @@ def save_model(framework, model, path, *, input_example, signature=None, device=
     once complete; on any failure the sibling is removed and ``path`` is untouched.
     """
     path = pathlib.Path(path).resolve()
-    options = dict(extra_options or {})
-    declared_init_kwargs = options.pop("architecture_init_kwargs", None)
-    _check_arguments(framework, input_example, device, validate_saved_model, signature, declared_init_kwargs)
-    triton_model_name = check_model_name(
-        default_model_name(path.name) if triton_model_name is None else triton_model_name
-    )
     if path.exists():
         raise InvalidArgumentError(f"path {str(path)!r} already exists; choose a new directory")
+    plan = _plan(
+        framework, model, input_example=input_example, signature=signature, device=device,
+        triton_model_name=default_model_name(path.name) if triton_model_name is None else triton_model_name,
+        validate_saved_model=validate_saved_model, options=dict(extra_options or {}),
+    )
+    _build(plan, path)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """Everything decided and checked before the first byte is written."""
+
+    framework: Framework
+    model: object
+    input_example: object
+    options: dict
+    declared_init_kwargs: object
+    signature: ModelSignature
+    layout: object
+    tensors: dict
+    validation: "dict | None"  # None: validate the saved artifact once it exists
+    device: str
+    triton_model_name: str
+
+
+def _plan(framework, model, *, input_example, signature, device, triton_model_name, validate_saved_model,
+          options):
+    """Check the arguments, predict the example in memory and derive the mapping; writes nothing."""
+    options = dict(options)
+    declared_init_kwargs = options.pop("architecture_init_kwargs", None)
+    _check_arguments(framework, input_example, device, validate_saved_model, signature, declared_init_kwargs)
+    triton_model_name = check_model_name(triton_model_name)
     framework.check_native_options(options)
     framework.check_model(model)
     options = framework.native_options(options)
-
     adapter, signature, layout = _predict_and_map(framework, model, input_example, signature, options)
     tensors = _example_tensors(layout, input_example)
-    if validate_saved_model:
-        validation = None  # after saving: the reloaded artifact replaces the in-memory model
-    else:
+    validation = None
+    if not validate_saved_model:
         validation = _validate_in_memory(layout, tensors, adapter, framework.current_device(model))
+    return _Plan(framework, model, input_example, options, declared_init_kwargs, signature, layout, tensors,
+                 validation, device, triton_model_name)
 
+
+def _build(plan, path):
+    """Write the package planned by ``_plan`` into a staging sibling of ``path``, then rename it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
     try:
         staging.rmdir()  # the native flavor insists on creating the directory itself
-        framework.save_native(model, staging, signature, input_example, options)
-        architecture = framework.architecture(model, staging, declared_init_kwargs)
+        plan.framework.save_native(plan.model, staging, plan.signature, plan.input_example, plan.options)
+        architecture = plan.framework.architecture(plan.model, staging, plan.declared_init_kwargs)
         if architecture is not None:
             (staging / "architecture.json").write_text(json.dumps(architecture, indent=1) + "\n")
-        repository = staging / REPOSITORY_DIRECTORY / triton_model_name
+        repository = staging / REPOSITORY_DIRECTORY / plan.triton_model_name
         artifact = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY
         _copy_native_package(staging, artifact)
-        if validate_saved_model:
-            validation = _validate_saved_artifact(layout, tensors, artifact)
-        _write_repository(repository, triton_model_name, layout, device, tensors, validation)
-        _add_triton_flavor(staging, triton_model_name)
+        validation = plan.validation or _validate_saved_artifact(plan.layout, plan.tensors, artifact)
+        _write_repository(repository, plan.triton_model_name, plan.layout, plan.device, plan.tensors, validation)
+        _add_triton_flavor(staging, plan.triton_model_name)
         os.rename(staging, path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -403,9 +439,26 @@ class _AdoptPreparedPackage:
             setattr(mlflow_model, attribute, getattr(prepared, attribute))
         mlflow_model.save(os.path.join(path, "MLmodel"))
 
-    def forget_logged_model(self):
-        """Delete the LoggedModel that a failed ``Model.log`` left behind."""
-        if self._model_id is None:
+    def forget_logged_model(self, last_logged_before):
+        """Delete the LoggedModel that a failed ``Model.log`` left behind.
+
+        ``Model.log`` creates the LoggedModel before it calls ``save_model`` (it
+        links it to the run first), so a failure in between is recognised by
+        MLflow's last-logged model id changing during the call.
+        """
+        model_id = self._model_id
+        if model_id is None and _last_logged_model_id() != last_logged_before:
+            model_id = _last_logged_model_id()
+        if model_id is None:
             return
         with contextlib.suppress(Exception):
-            mlflow.MlflowClient().delete_logged_model(self._model_id)
+            mlflow.MlflowClient().delete_logged_model(model_id)
+
+
+def _last_logged_model_id():
+    """MLflow's id of the LoggedModel most recently created in this thread (None if unknown)."""
+    from mlflow.tracking import fluent
+
+    with contextlib.suppress(Exception):
+        return fluent._last_logged_model_id.get()
+    return None

@@ -32,10 +32,16 @@ def predict_saved_artifact(artifact, layout, tensors):
         with open(request, "wb") as handle:
             pickle.dump(payload, handle)
         environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        completed = subprocess.run(
-            [sys.executable, "-m", "mlflow_triton._saved_check", request, result],
-            cwd=scratch, env=environment, capture_output=True, text=True, timeout=CHECK_TIMEOUT_SECONDS,
-        )
+        try:
+            completed = subprocess.run(
+                [sys.executable, "-m", "mlflow_triton._saved_check", request, result],
+                cwd=scratch, env=environment, capture_output=True, text=True, timeout=CHECK_TIMEOUT_SECONDS,
+            )
+        except subprocess.TimeoutExpired:
+            raise ValidationError(
+                f"validate_saved_model: reloading and predicting the saved artifact on CPU took longer than "
+                f"{CHECK_TIMEOUT_SECONDS} s"
+            ) from None
         if completed.returncode != 0 or not os.path.exists(result):
             detail = (completed.stderr or completed.stdout).strip().splitlines()[-15:]
             raise ValidationError(

@@ -1,0 +1,235 @@
+"""``mlflow_triton.sklearn.log_model`` rejects bad arguments before anything is written or registered.
+
+Every test runs against a real local tracking store and an empty TMPDIR, asserts
+the message (it names the field and the allowed values), then asserts that the
+native save never ran, no LoggedModel, registered model, version or artifact
+exists and TMPDIR is empty.
+"""
+
+import functools
+import re
+
+import mlflow.sklearn
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.models import ModelSignature
+from mlflow.types import ColSpec, Schema, TensorSpec
+
+from mlflow_triton import sklearn
+from mlflow_triton.errors import InvalidArgumentError, UnsupportedSchemaError, ValidationError
+
+SAFE_NAME_RULE = (
+    "allowed: ASCII letters, digits, '_', '-' and '.', not starting with '.' or '-' (no path separators, no '..')"
+)
+EMPTY_EXAMPLE = r"^input_example is required \(also with signature=\) and must not be empty"
+GPU_FOR_SKLEARN = "device 'gpu' is not supported for sklearn models; supported: 'cpu'"
+ARTIFACT_PATH = "artifact_path is not supported; use name= for the MLflow model name"
+PROBABILITIES = Schema([TensorSpec(np.dtype("float64"), (-1, 2))])
+
+
+@pytest.fixture
+def log(tracking_store, workspace, fitted_pipeline, example_frame):
+    """Call log_model with registration and predict_proba, overriding any argument."""
+
+    def call(**overrides):
+        arguments = {
+            "input_example": example_frame,
+            "registered_model_name": "rejected",
+            "pyfunc_predict_fn": "predict_proba",
+            **overrides,
+        }
+        return sklearn.log_model(fitted_pipeline, **arguments)
+
+    return call
+
+
+@pytest.fixture
+def native_saves(monkeypatch):
+    """Every call of mlflow.sklearn.save_model during the test (a rejection must come before the first)."""
+    calls = []
+    original = mlflow.sklearn.save_model
+
+    @functools.wraps(original)
+    def recording(*args, **kwargs):
+        calls.append(kwargs.get("path"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(mlflow.sklearn, "save_model", recording)
+    return calls
+
+
+@pytest.fixture
+def assert_untouched(tracking_store, workspace, native_saves):
+    def check():
+        assert native_saves == []
+        assert list(workspace.iterdir()) == []
+        tracking_store.assert_nothing_logged()
+
+    return check
+
+
+def _signature(*columns, outputs=PROBABILITIES):
+    return ModelSignature(inputs=Schema([ColSpec(kind, name) for name, kind in columns]), outputs=outputs)
+
+
+EXAMPLE_COLUMNS = (("age", "double"), ("city", "string"), ("visits", "long"))
+
+
+@pytest.mark.parametrize(
+    "example",
+    [None, pd.DataFrame(), pd.DataFrame({"age": [], "city": [], "visits": []}), [], np.array([]), np.empty((0, 3)), {}],
+    ids=["None", "empty-DataFrame", "DataFrame-without-rows", "empty-list", "empty-ndarray", "ndarray-without-rows",
+         "empty-dict"],
+)
+def test_log_model_rejects_before_writing_when_input_example_is_missing_or_empty(log, assert_untouched, example):
+    with pytest.raises(InvalidArgumentError, match=EMPTY_EXAMPLE):
+        log(input_example=example)
+
+    assert_untouched()
+
+
+def test_log_model_rejects_before_writing_when_input_example_is_not_passed(
+    tracking_store, workspace, fitted_pipeline, assert_untouched
+):
+    with pytest.raises(TypeError, match="input_example"):
+        sklearn.log_model(fitted_pipeline, name="classifier")
+
+    assert_untouched()
+
+
+def test_log_model_rejects_before_writing_when_device_is_gpu_for_sklearn(log, assert_untouched):
+    with pytest.raises(InvalidArgumentError, match=re.escape(GPU_FOR_SKLEARN)):
+        log(device="gpu")
+
+    assert_untouched()
+
+
+@pytest.mark.parametrize("device", ["tpu", "GPU", "cuda:0", None])
+def test_log_model_rejects_before_writing_when_device_is_unknown(log, assert_untouched, device):
+    with pytest.raises(InvalidArgumentError, match=re.escape(f"device {device!r} is not supported; supported: cpu, gpu")):
+        log(device=device)
+
+    assert_untouched()
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", "../x", "with space", "a\\b", ".hidden", "-dash", "x" * 129])
+def test_log_model_rejects_before_writing_when_triton_model_name_is_unsafe(log, assert_untouched, name):
+    expected = f"triton_model_name {name!r} is not a safe Triton model name; {SAFE_NAME_RULE}"
+    if len(name) > 128:
+        expected = "triton_model_name is 129 characters long; at most 128 allowed"
+
+    with pytest.raises(InvalidArgumentError, match=re.escape(expected)):
+        log(triton_model_name=name)
+
+    assert_untouched()
+
+
+@pytest.mark.parametrize("name", ["", 7])
+def test_log_model_rejects_before_writing_when_triton_model_name_is_empty_or_not_text(log, assert_untouched, name):
+    message = f"triton_model_name must be a non-empty string of ASCII letters, digits, '_', '-' and '.', got {name!r}"
+
+    with pytest.raises(InvalidArgumentError, match=re.escape(message)):
+        log(triton_model_name=name)
+
+    assert_untouched()
+
+
+def test_log_model_rejects_before_writing_when_a_native_option_is_unknown(log, assert_untouched):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"^Unknown option\(s\) bogus_option for mlflow\.sklearn\.save_model \(MLflow [^)]+\); accepted: "
+              r"code_paths, .*pyfunc_predict_fn, .*serialization_format",
+    ):
+        log(bogus_option=1)
+
+    assert_untouched()
+
+
+def test_log_model_rejects_before_writing_when_artifact_path_is_given(log, assert_untouched):
+    with pytest.raises(InvalidArgumentError, match=re.escape(ARTIFACT_PATH)):
+        log(artifact_path="model")
+
+    assert_untouched()
+
+
+@pytest.mark.parametrize("option", ["path", "mlflow_model"])
+def test_log_model_rejects_before_writing_when_a_managed_native_option_is_given(log, assert_untouched, option):
+    with pytest.raises(InvalidArgumentError, match=rf"^Unknown option\(s\) {option} for mlflow\.sklearn\.save_model"):
+        log(**{option: "x"})
+
+    assert_untouched()
+
+
+def test_log_model_rejects_before_writing_when_pyfunc_predict_fn_is_not_a_model_method(log, assert_untouched):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=re.escape(
+            "pyfunc_predict_fn 'transform_nothing': the model has no such method; supported: predict, predict_proba"
+        ),
+    ):
+        log(pyfunc_predict_fn="transform_nothing")
+
+    assert_untouched()
+
+
+@pytest.mark.parametrize(
+    ("signature", "message"),
+    [
+        (
+            _signature(*EXAMPLE_COLUMNS, ("income", "double")),
+            "The input example does not fit the signature's tensors: "
+            "Column `income` is missing; columns: age, city, visits",
+        ),
+        (
+            _signature(("age", "double"), ("city", "long"), ("visits", "long")),
+            "The input example does not fit the signature's tensors: Tensor `city`: cannot convert values to TYPE_INT64",
+        ),
+        (
+            _signature(*EXAMPLE_COLUMNS, outputs=Schema([TensorSpec(np.dtype("float64"), (-1, 3))])),
+            "The prediction does not fit the signature's output tensors: Tensor `output_0`: shape [3, 2] does not "
+            "match configured dims [-1, 3]",
+        ),
+    ],
+    ids=["column-missing-from-example", "column-of-wrong-type", "output-of-wrong-shape"],
+)
+def test_log_model_rejects_before_writing_when_explicit_signature_contradicts_the_example(
+    log, assert_untouched, signature, message
+):
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        log(signature=signature)
+
+    assert_untouched()
+
+
+def test_log_model_rejects_before_writing_when_the_example_has_a_datetime_column(log, assert_untouched, example_frame):
+    with pytest.raises(
+        UnsupportedSchemaError,
+        match=re.escape("Column `when` of the input schema: datetime columns need a serving adapter; supported: "),
+    ):
+        log(input_example=example_frame.assign(when=pd.Timestamp("2024-01-01")))
+
+    assert_untouched()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"signature": {"inputs": []}}, "signature must be an mlflow.models.ModelSignature or None, got dict"),
+        ({"validate_saved_model": "yes"}, "validate_saved_model must be True or False, got 'yes'"),
+        ({"name": ""}, "name must be a non-empty string, got ''"),
+        ({"tags": ["team"]}, "tags must be a dict or None, got list"),
+        ({"params": "alpha=1"}, "params must be a dict or None, got str"),
+        ({"metadata": 3}, "metadata must be a dict or None, got int"),
+        (
+            {"architecture_init_kwargs": {}},
+            "architecture_init_kwargs is not supported for sklearn models; supported for: pytorch, transformers",
+        ),
+    ],
+    ids=["signature", "validate_saved_model", "name", "tags", "params", "metadata", "architecture_init_kwargs"],
+)
+def test_log_model_rejects_before_writing_when_an_argument_has_the_wrong_type(log, assert_untouched, arguments, message):
+    with pytest.raises(InvalidArgumentError, match=re.escape(message)):
+        log(**arguments)
+
+    assert_untouched()
