@@ -11,7 +11,7 @@ from mlflow_triton._architecture import describe_module_tree, packaged_files
 from mlflow_triton.errors import InvalidArgumentError
 from tests.support import tiny_models
 
-torch = pytest.importorskip("torch")
+import torch  # noqa: E402  (the tests extra installs torch; never skipped)
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def pytorch_package(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def transformers_package(tmp_path_factory):
-    pytest.importorskip("transformers")
+    import transformers  # noqa: F401  (installed by the tests extra)
     import mlflow_triton.transformers as mt_transformers
 
     package = tmp_path_factory.mktemp("architecture") / "generator"

@@ -9,8 +9,8 @@ import pytest
 from mlflow_triton import triton
 from tests.support import tiny_models
 
-pytest.importorskip("torch")
-pytorch_example = pytest.importorskip("examples.pytorch_example")
+import torch  # noqa: F401  (installed by the tests extra)
+from examples import pytorch_example  # noqa: E402
 
 
 def test_log_example_keeps_the_signature_the_example_runner_calls():

@@ -19,7 +19,7 @@ from mlflow_triton.errors import InvalidArgumentError, ValidationError
 from mlflow_triton.runtime.loading import DEVICE_VARIABLE
 from tests.support import tiny_models
 
-torch = pytest.importorskip("torch")
+import torch  # noqa: E402  (the tests extra installs torch; never skipped)
 
 CODE_PATHS = [str(tiny_models.CUSTOM_NET_DIR)]
 

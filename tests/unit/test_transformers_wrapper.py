@@ -20,7 +20,7 @@ from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.runtime.loading import DEVICE_VARIABLE
 from tests.support import tiny_models
 
-pytest.importorskip("transformers")
+import transformers  # noqa: F401  (installed by the tests extra)
 
 EXAMPLE = tiny_models.TEXT_EXAMPLE
 
