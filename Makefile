@@ -8,7 +8,7 @@ VENV_NUMPY2 ?= .venv-numpy2
 TORCH ?= torch==2.13.0
 PIP_FLAGS ?= --disable-pip-version-check -q
 
-.PHONY: demo test test-fast venv venv-numpy2 clean
+.PHONY: demo test test-fast bench venv venv-numpy2 clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
@@ -16,6 +16,9 @@ demo: venv
 test: venv venv-numpy2
 	$(VENV)/bin/python -m pytest -p no:cacheprovider
 	$(VENV_NUMPY2)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property
+
+bench: venv
+	$(VENV)/bin/python -m benchmarks.run
 
 test-fast: venv
 	$(VENV)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property

@@ -1,0 +1,1 @@
+"""Benchmarks: served throughput, runtime overhead and logging cost (``python -m benchmarks.run``)."""
