@@ -58,6 +58,28 @@ class TritonStartError(RuntimeError):
         self.log_path = log_path
 
 
+def _interpreter_library_dirs(serving_env: Path | None) -> list[Path]:
+    """The folder holding the serving interpreter's own ``libpython3.X.so.1.0``, if it has one.
+
+    The stub links ``libpython3.X.so.1.0`` dynamically and takes its standard library from the
+    first ``python3`` on PATH. When that interpreter is not the system one (pyenv, conda), the
+    system libpython would run with another build's extension modules: ``import ssl`` then fails
+    with "undefined symbol: _PyModule_Add". Putting the interpreter's own library first keeps the
+    two consistent.
+    """
+    if serving_env is None or not (serving_env / "pyvenv.cfg").is_file():
+        return []
+    home = None
+    for line in (serving_env / "pyvenv.cfg").read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home":
+            home = Path(value.strip())
+    if home is None:
+        return []
+    library_dir = home.parent / "lib"
+    return [library_dir] if any(library_dir.glob("libpython3*.so.1.0")) else []
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -243,6 +265,7 @@ class TritonServer:
             env["PATH"] = f"{self.serving_env / 'bin'}{os.pathsep}{env.get('PATH', '')}"
             env["VIRTUAL_ENV"] = str(self.serving_env)
         libs = [str(d) for d in self.installation.library_dirs]
+        libs.extend(str(d) for d in _interpreter_library_dirs(self.serving_env))
         if env.get("LD_LIBRARY_PATH"):
             libs.append(env["LD_LIBRARY_PATH"])
         if libs:
