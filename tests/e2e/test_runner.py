@@ -128,3 +128,32 @@ def test_validate_repository_reuses_serving_env_when_run_again(logged_sklearn_re
     assert any(message.startswith("reusing cached serving environment") for message in messages), messages
 
 
+
+
+def test_validate_repository_passes_with_binary_request_when_example_holds_nan(tmp_path):
+    """NaN cannot travel in JSON: the shipped request.bin + request.headers reach real Triton intact."""
+    import numpy as np
+    import pandas as pd
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema, TensorSpec
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from mlflow_triton import sklearn as triton_sklearn
+
+    frame = pd.DataFrame({"a": [1.0, 2.0, np.nan, 4.0], "b": [0.5, 1.5, 2.5, 3.5]})
+    pipeline = make_pipeline(SimpleImputer(), LogisticRegression()).fit(frame, [0, 1, 0, 1])
+    signature = ModelSignature(
+        Schema([ColSpec("double", "a"), ColSpec("double", "b")]), Schema([TensorSpec(np.dtype("float64"), (-1, 2))])
+    )
+    triton_sklearn.save_model(
+        pipeline, tmp_path / "package", input_example=frame.iloc[1:3], signature=signature,
+        pyfunc_predict_fn="predict_proba", skops_trusted_types=["numpy.dtype"], triton_model_name="with_nan",
+    )
+    repository = tmp_path / "package" / "model_repository" / "with_nan"
+
+    report = validate_repository(repository, {"output_0": pipeline.predict_proba(frame.iloc[1:3])}, tmp_path / "work",
+                                 TritonInstallation.bundled(progress=None), progress=lambda _message: None)
+
+    assert (report.passed, report.request_form) == (True, "binary"), report.reason
