@@ -65,6 +65,8 @@ def main(argv=None):
     work_dir = args.work_dir.resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
     installation = installation_for(args)
+    report_path = args.report or work_dir / "report.json"
+    print(f"report: {report_path}", flush=True)
     reports = []
     for example in args.examples:
         started = time.monotonic()
@@ -76,8 +78,7 @@ def main(argv=None):
         report.seconds["total"] = round(time.monotonic() - started, 1)
         if report.triton_log_tail and not report.passed:
             print(f"--- Triton log ({example}) ---\n{report.triton_log_tail}")
-        print(report.line(), flush=True)
         reports.append(report)
-    path = write_report(reports, args.report or work_dir / "report.json")
-    print(f"report: {path}")
+        write_report(reports, report_path)
+        print(report.line(), flush=True)
     return 0 if all(r.passed for r in reports) else 1
