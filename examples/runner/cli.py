@@ -14,10 +14,13 @@ import sys
 import time
 from pathlib import Path
 
+import mlflow
+
 from examples.runner.triton_install import TritonInstallation
 from examples.runner.validate import validate_model, write_report
 
 EXAMPLES = ("sklearn", "pytorch", "transformers")
+EXPERIMENT = "mlflow-triton-examples"
 
 
 def parse_args(argv):
@@ -53,9 +56,19 @@ def installation_for(args):
     return installation
 
 
+def use_local_store(work_dir):
+    """A sqlite tracking store in ``work_dir`` whose artifacts also stay there (not in ./mlruns)."""
+    tracking_uri = f"sqlite:///{(work_dir / 'mlflow.db').resolve()}"
+    mlflow.set_tracking_uri(tracking_uri)
+    if mlflow.get_experiment_by_name(EXPERIMENT) is None:
+        mlflow.create_experiment(EXPERIMENT, artifact_location=(work_dir / "artifacts").resolve().as_uri())
+    mlflow.set_experiment(EXPERIMENT)
+    return tracking_uri
+
+
 def log_example(example, work_dir, device):
     module = importlib.import_module(f"examples.{example}_example")
-    tracking_uri = f"sqlite:///{(work_dir / 'mlflow.db').resolve()}"
+    tracking_uri = use_local_store(work_dir)
     options = {"device": device} if device != "cpu" else {}
     return module.log_example(tracking_uri, registered_model_name=f"runner-{example}", **options)
 

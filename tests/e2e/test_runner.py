@@ -63,10 +63,11 @@ def test_runner_passes_when_example_is_logged_and_served_by_real_triton(example,
 @pytest.fixture(scope="module")
 def logged_sklearn_repository(tmp_path_factory):
     """The sklearn example logged to a sqlite store; (model URI, repository dir)."""
+    from examples.runner.cli import use_local_store
     from examples.sklearn_example import log_example
 
     store = tmp_path_factory.mktemp("store")
-    info = log_example(f"sqlite:///{store}/mlflow.db", registered_model_name="broken-on-purpose")
+    info = log_example(use_local_store(store), registered_model_name="broken-on-purpose")
     return info.model_uri, triton.load_model(info.model_uri, dst_path=str(store / "download"))
 
 
