@@ -50,9 +50,9 @@ def test_runner_passes_when_example_is_logged_and_served_by_real_triton(example,
     completed = run_runner(example, work_dir=tmp_path)
 
     output = completed.stdout + completed.stderr
-    report = json.loads((tmp_path / "report.json").read_text())
     assert (completed.returncode, re.findall(r"^(PASS|FAIL) (\w+)", completed.stdout, re.M)) == (
         0, [("PASS", example)]), output[-4000:]
+    report = json.loads((tmp_path / "report.json").read_text())
     assert report[0]["real_triton_validation"] and report[0]["passed"]
     assert report[0]["triton_version"] == "2.51.0"
     assert report[0]["request_form"] in ("json", "binary")
