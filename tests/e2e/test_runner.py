@@ -5,6 +5,7 @@ These tests build (or reuse) serving environments in ``$MLFLOW_TRITON_CACHE`` an
 """
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -23,11 +24,12 @@ pytestmark = pytest.mark.triton
 
 
 def run_runner(*args, work_dir):
-    completed = subprocess.run(
+    """The runner as a user starts it: a fresh process, no MLflow settings left by other tests."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_") or k == "MLFLOW_TRITON_CACHE"}
+    return subprocess.run(
         [sys.executable, "-m", "examples.runner", *args, "--work-dir", str(work_dir)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800,
+        cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=1800,
     )
-    return completed
 
 
 def servers_running_under(directory):

@@ -175,7 +175,10 @@ def using_tracking(uri):
     from mlflow.tracking._model_registry import utils as registry_utils
     from mlflow.tracking._tracking_service import utils as tracking_utils
 
-    saved_env = {key: os.environ.get(key) for key in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")}
+    saved_env = {
+        key: os.environ.get(key)
+        for key in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME")
+    }
     saved_tracking = tracking_utils._tracking_uri
     saved_registry = registry_utils._registry_uri
     mlflow.set_tracking_uri(uri)
