@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.environment import preserved_environment
+
 HOST = "127.0.0.1"
 STARTUP_TIMEOUT_S = float(os.environ.get("MLFLOW_TRITON_SERVER_STARTUP_TIMEOUT", "180"))
 STOP_GRACE_S = 10.0
@@ -175,26 +177,18 @@ def using_tracking(uri):
     from mlflow.tracking._model_registry import utils as registry_utils
     from mlflow.tracking._tracking_service import utils as tracking_utils
 
-    saved_env = {
-        key: os.environ.get(key)
-        for key in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME")
-    }
     saved_tracking = tracking_utils._tracking_uri
     saved_registry = registry_utils._registry_uri
-    mlflow.set_tracking_uri(uri)
-    mlflow.set_registry_uri(uri)
-    try:
-        yield uri
-    finally:
-        while mlflow.active_run() is not None:
-            mlflow.end_run()
-        mlflow.set_tracking_uri(saved_tracking)
-        registry_utils._registry_uri = saved_registry
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with preserved_environment():
+        mlflow.set_tracking_uri(uri)
+        mlflow.set_registry_uri(uri)
+        try:
+            yield uri
+        finally:
+            while mlflow.active_run() is not None:
+                mlflow.end_run()
+            mlflow.set_tracking_uri(saved_tracking)
+            registry_utils._registry_uri = saved_registry
 
 
 class _SharedServer:

@@ -33,6 +33,8 @@ import tempfile
 
 import numpy as np
 
+from tests.support.environment import preserved_environment
+
 # No model hub: set before huggingface_hub reads its settings (on first import).
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -255,18 +257,13 @@ def sqlite_tracking(directory):
     directory = pathlib.Path(directory)
     database = directory / "mlflow.db"
     shutil.copyfile(_migrated_sqlite_database(), database)
-    saved_environment = {name: os.environ.get(name) for name in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_ID")}
     saved_uri, saved_experiment = mlflow.get_tracking_uri(), fluent._active_experiment_id
-    try:
-        mlflow.set_tracking_uri(f"sqlite:///{database}")
-        experiment_id = mlflow.create_experiment("tests", artifact_location=(directory / "artifacts").as_uri())
-        mlflow.set_experiment(experiment_id=experiment_id)
-        yield experiment_id
-    finally:
-        mlflow.set_tracking_uri(saved_uri)
-        fluent._active_experiment_id = saved_experiment
-        for name, value in saved_environment.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with preserved_environment():
+        try:
+            mlflow.set_tracking_uri(f"sqlite:///{database}")
+            experiment_id = mlflow.create_experiment("tests", artifact_location=(directory / "artifacts").as_uri())
+            mlflow.set_experiment(experiment_id=experiment_id)
+            yield experiment_id
+        finally:
+            mlflow.set_tracking_uri(saved_uri)
+            fluent._active_experiment_id = saved_experiment
