@@ -22,6 +22,7 @@ import tempfile
 import mlflow
 import numpy as np
 import pandas as pd
+from mlflow.exceptions import MlflowException
 from mlflow.models import Model, ModelSignature, infer_signature
 
 from mlflow_triton.runtime import RUNTIME_VERSION
@@ -117,6 +118,7 @@ def log_model(framework, model, *, input_example, name, registered_model_name, a
         _build(plan, package)
         adopter = _AdoptPreparedPackage(framework.flavor, package)
         last_logged_before = _last_logged_model_id()
+        registry_had_model = _registered_model_exists(registered_model_name)
         try:
             return Model.log(
                 artifact_path=None,
@@ -132,6 +134,8 @@ def log_model(framework, model, *, input_example, name, registered_model_name, a
             )
         except BaseException:
             adopter.forget_logged_model(last_logged_before)
+            if registry_had_model is False:
+                _forget_empty_registered_model(registered_model_name)
             raise
 
 
@@ -453,6 +457,25 @@ class _AdoptPreparedPackage:
             return
         with contextlib.suppress(Exception):
             mlflow.MlflowClient().delete_logged_model(model_id)
+
+
+def _registered_model_exists(name):
+    """Whether the Registry already holds ``name``; None when unknown or not registering."""
+    if not name:
+        return None
+    try:
+        mlflow.MlflowClient().get_registered_model(name)
+    except MlflowException as error:
+        return False if error.error_code == "RESOURCE_DOES_NOT_EXIST" else None
+    return True
+
+
+def _forget_empty_registered_model(name):
+    """Delete a registered model that a failed log created and left without versions."""
+    with contextlib.suppress(Exception):
+        client = mlflow.MlflowClient()
+        if not client.search_model_versions(f"name = '{name}'"):
+            client.delete_registered_model(name)
 
 
 def _last_logged_model_id():

@@ -193,6 +193,23 @@ def test_log_model_deletes_its_logged_model_when_creating_the_registry_version_r
         log()
 
     assert_clean()
+    assert tracking_store.registered_models() == []
+
+
+def test_log_model_keeps_an_existing_registered_model_when_a_new_version_fails(
+    monkeypatch, log, assert_clean, tracking_store
+):
+    tracking_store.client().create_registered_model("faulty")
+    _inject(
+        monkeypatch, mlflow.MlflowClient, "_create_model_version", InjectedFault("registry unavailable"),
+        after_original=False,
+    )
+
+    with pytest.raises(InjectedFault, match="registry unavailable"):
+        log()
+
+    assert_clean()
+    assert [m.name for m in tracking_store.registered_models()] == ["faulty"]
 
 
 def test_log_model_deletes_its_logged_model_when_logging_into_a_run_raises(
