@@ -13,6 +13,7 @@ from mlflow.pyfunc import PyFuncModel
 
 from . import _packaging
 from ._packaging import FLAVOR_NAME as TRITON_FLAVOR_NAME
+from .errors import InvalidArgumentError
 
 FLAVOR_NAME = "sklearn"
 
@@ -40,7 +41,7 @@ class _Sklearn(_packaging.Framework):
     def pyfunc_adapter(self, model, options, model_meta):
         predict_fn = options.get("pyfunc_predict_fn", "predict")
         if not hasattr(model, predict_fn):
-            raise _packaging.InvalidArgumentError(
+            raise InvalidArgumentError(
                 f"pyfunc_predict_fn {predict_fn!r}: the model has no such method; supported: "
                 + ", ".join(["predict", *mlflow.sklearn._SklearnModelWrapper._SUPPORTED_CUSTOM_PREDICT_FN])
             )
