@@ -92,7 +92,7 @@ def build_runtime(work_dir: Path):
 
 def measure(work_dir: Path, *, rows: int = 1000, seconds: float = 5.0, max_iterations: int = 2000,
             min_iterations: int = 20, progress=print) -> dict:
-    progress(f"[overhead] saving a 20-column mixed Pipeline and loading it like model.py does ...")
+    progress("[overhead] saving a 20-column mixed Pipeline and loading it like model.py does ...")
     inputs, outputs, predictor = build_runtime(work_dir)
     arrays = inputs.to_tensors(mixed_frame(rows, seed=1))  # what a client sends
     for _ in range(3):  # warm-up

@@ -9,7 +9,7 @@ file is written, with a message naming the field.
 import dataclasses
 
 import numpy as np
-from mlflow.types import ColSpec, DataType, Schema, TensorSpec
+from mlflow.types import ColSpec, DataType, Schema
 
 from mlflow_triton.shared_contract import (
     BYTES_TYPE,

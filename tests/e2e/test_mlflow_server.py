@@ -132,7 +132,6 @@ def test_sklearn_wrapper_native_flavor_predicts_after_the_server_round_trip(logg
 # --- PyTorch and Transformers wrappers ----------------------------------------------------------
 
 def _log_pytorch(registered):
-    import torch  # noqa: F401  (installed by the tests extra)
     from mlflow_triton import pytorch as mlflow_triton_pytorch
 
     return mlflow_triton_pytorch.log_model(
@@ -143,7 +142,6 @@ def _log_pytorch(registered):
 
 
 def _log_transformers(registered):
-    import transformers  # noqa: F401  (installed by the tests extra)
     from mlflow_triton import transformers as mlflow_triton_transformers
 
     return mlflow_triton_transformers.log_model(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import platform
 import sys
-import textwrap
 import time
 from pathlib import Path
 

@@ -219,6 +219,30 @@ def initialized_model_py(repository, kind="CPU", device_id="0"):
     return instance
 
 
+def initialized_on_pretend_gpu(repository, monkeypatch, cpu_setting, device_id="1"):
+    """``initialize`` model.py as a KIND_GPU instance on a machine without a GPU.
+
+    Records the MLFLOW_DEFAULT_PREDICTION_DEVICE value each load sees, then loads on
+    the CPU instead (``cpu_setting``: "cpu" for PyTorch, "-1" for Transformers).
+    Returns (instance, requested device settings).
+    """
+    import mlflow.pyfunc
+
+    from mlflow_triton.runtime.loading import DEVICE_VARIABLE
+
+    original_load = mlflow.pyfunc.load_model
+    requested = []
+
+    def load_on_cpu_instead(model_uri, *args, **kwargs):
+        requested.append(os.environ.get(DEVICE_VARIABLE))
+        os.environ[DEVICE_VARIABLE] = cpu_setting  # load_predictor restores the variable afterwards
+        return original_load(model_uri, *args, **kwargs)
+
+    monkeypatch.setattr(mlflow.pyfunc, "load_model", load_on_cpu_instead)
+    monkeypatch.delenv(DEVICE_VARIABLE, raising=False)
+    return initialized_model_py(repository, kind="GPU", device_id=device_id), requested
+
+
 def serve_request(repository, arrays=None):
     """Answer ``arrays`` (default: the shipped request) with the generated model.py on CPU."""
     from tests.support import fake_pb_utils

@@ -26,7 +26,6 @@ def pytorch_package(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def transformers_package(tmp_path_factory):
-    import transformers  # noqa: F401  (installed by the tests extra)
     import mlflow_triton.transformers as mt_transformers
 
     package = tmp_path_factory.mktemp("architecture") / "generator"

@@ -4,13 +4,10 @@ import inspect
 import json
 
 import mlflow
-import pytest
 
+from examples import pytorch_example
 from mlflow_triton import triton
 from tests.support import tiny_models
-
-import torch  # noqa: F401  (installed by the tests extra)
-from examples import pytorch_example  # noqa: E402
 
 
 def test_log_example_keeps_the_signature_the_example_runner_calls():

@@ -337,18 +337,8 @@ def test_gpu_repository_declares_kind_gpu_and_loads_on_the_assigned_cuda_device_
         device="gpu", code_paths=CODE_PATHS,
     )
     repository = _repository(tmp_path / "package")
-    original_load = mlflow.pyfunc.load_model
-    requested_devices = []
 
-    def load_on_cpu_instead(model_uri, *args, **kwargs):
-        requested_devices.append(os.environ.get(DEVICE_VARIABLE))
-        os.environ[DEVICE_VARIABLE] = "cpu"  # no GPU here; load_predictor restores the variable
-        return original_load(model_uri, *args, **kwargs)
-
-    monkeypatch.setattr(mlflow.pyfunc, "load_model", load_on_cpu_instead)
-    monkeypatch.delenv(DEVICE_VARIABLE, raising=False)
-
-    instance = tiny_models.initialized_model_py(repository, kind="GPU", device_id="1")
+    instance, requested_devices = tiny_models.initialized_on_pretend_gpu(repository, monkeypatch, cpu_setting="cpu")
 
     config, _ = read_config(repository / "config.pbtxt")
     assert [group.kind for group in config.instance_group] == [config.instance_group[0].KIND_GPU]

@@ -3,13 +3,10 @@
 import inspect
 
 import mlflow
-import pytest
 
+from examples import transformers_example
 from mlflow_triton import triton
 from tests.support import tiny_models
-
-import transformers  # noqa: F401  (installed by the tests extra)
-from examples import transformers_example  # noqa: E402
 
 
 def test_log_example_keeps_the_signature_the_example_runner_calls():

@@ -20,7 +20,6 @@ from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.runtime.loading import DEVICE_VARIABLE
 from tests.support import tiny_models
 
-import transformers  # noqa: F401  (installed by the tests extra)
 
 EXAMPLE = tiny_models.TEXT_EXAMPLE
 
@@ -290,18 +289,8 @@ def test_gpu_repository_declares_kind_gpu_and_loads_on_the_assigned_device_index
         device="gpu", triton_model_name="classifier",
     )
     repository = tmp_path / "package" / "model_repository" / "classifier"
-    original_load = mlflow.pyfunc.load_model
-    requested_devices = []
 
-    def load_on_cpu_instead(model_uri, *args, **kwargs):
-        requested_devices.append(os.environ.get(DEVICE_VARIABLE))
-        os.environ[DEVICE_VARIABLE] = "-1"  # no GPU here; load_predictor restores the variable
-        return original_load(model_uri, *args, **kwargs)
-
-    monkeypatch.setattr(mlflow.pyfunc, "load_model", load_on_cpu_instead)
-    monkeypatch.delenv(DEVICE_VARIABLE, raising=False)
-
-    instance = tiny_models.initialized_model_py(repository, kind="GPU", device_id="1")
+    instance, requested_devices = tiny_models.initialized_on_pretend_gpu(repository, monkeypatch, cpu_setting="-1")
 
     config, _ = read_config(repository / "config.pbtxt")
     assert [group.kind for group in config.instance_group] == [config.instance_group[0].KIND_GPU]
