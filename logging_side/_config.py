@@ -27,26 +27,20 @@ def build_config(model_name, layout, device="cpu"):
     if device not in DEVICE_KINDS:
         raise InvalidArgumentError(f"device {device!r} is not supported; supported: {', '.join(DEVICE_KINDS)}")
     config = model_config_pb2.ModelConfig(name=model_name, backend="python", max_batch_size=0)
-    for declaration in layout.inputs:
-        config.input.append(
-            model_config_pb2.ModelInput(
-                name=declaration.name,
-                data_type=model_config_pb2.DataType.Value(declaration.data_type),
-                dims=list(declaration.dims),
-            )
-        )
-    for declaration in layout.outputs:
-        config.output.append(
-            model_config_pb2.ModelOutput(
-                name=declaration.name,
-                data_type=model_config_pb2.DataType.Value(declaration.data_type),
-                dims=list(declaration.dims),
-            )
-        )
+    config.input.extend(_tensor_entry(model_config_pb2.ModelInput, d) for d in layout.inputs)
+    config.output.extend(_tensor_entry(model_config_pb2.ModelOutput, d) for d in layout.outputs)
     config.instance_group.append(model_config_pb2.ModelInstanceGroup(count=1, kind=DEVICE_KINDS[device]))
     config.parameters[CONTRACT_PARAMETER].string_value = layout.contract.to_json()
     config.parameters[RUNTIME_VERSION_PARAMETER].string_value = RUNTIME_VERSION
     return config
+
+
+def _tensor_entry(message, declaration):
+    return message(
+        name=declaration.name,
+        data_type=model_config_pb2.DataType.Value(declaration.data_type),
+        dims=list(declaration.dims),
+    )
 
 
 def render_config(config):

@@ -70,12 +70,3 @@ def write_request(directory, tensors, datatypes, contents, output_names):
     (directory / JSON_REQUEST).write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return [JSON_REQUEST]
 
-
-def read_headers(path):
-    """Parse request.headers back into a dict."""
-    headers = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            key, _, value = line.partition(":")
-            headers[key.strip()] = value.strip()
-    return headers

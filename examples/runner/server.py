@@ -35,6 +35,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from examples.runner.serving_env import read_pyvenv_cfg
 from examples.runner.triton_install import TritonInstallation
 
 __all__ = ["TritonServer", "TritonStartError"]
@@ -67,16 +68,10 @@ def _interpreter_library_dirs(serving_env: Path | None) -> list[Path]:
     with "undefined symbol: _PyModule_Add". Putting the interpreter's own library first keeps the
     two consistent.
     """
-    if serving_env is None or not (serving_env / "pyvenv.cfg").is_file():
+    home = read_pyvenv_cfg(serving_env).get("home") if serving_env is not None else None
+    if not home:
         return []
-    home = None
-    for line in (serving_env / "pyvenv.cfg").read_text().splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() == "home":
-            home = Path(value.strip())
-    if home is None:
-        return []
-    library_dir = home.parent / "lib"
+    library_dir = Path(home).parent / "lib"
     return [library_dir] if any(library_dir.glob("libpython3*.so.1.0")) else []
 
 

@@ -239,11 +239,23 @@ def _relocate_scripts(built_at: Path, final: Path) -> None:
             path.chmod(mode)
 
 
+def read_pyvenv_cfg(env: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``key = value`` settings of a virtualenv's ``pyvenv.cfg`` ({} when it has none)."""
+    path = Path(env) / "pyvenv.cfg"
+    if not path.is_file():
+        return {}
+    settings = {}
+    for line in path.read_text().splitlines():
+        name, _, value = line.partition("=")
+        settings[name.strip()] = value.strip()
+    return settings
+
+
 def env_python_version(env: str | os.PathLike[str]) -> str:
     """``"3.11"`` for a virtualenv (read from its ``pyvenv.cfg``) -- selects the Triton stub."""
-    for line in (Path(env) / "pyvenv.cfg").read_text().splitlines():
-        name, _, value = line.partition("=")
-        if name.strip() in ("version", "version_info"):
-            major, minor = value.strip().split(".")[:2]
-            return f"{major}.{minor}"
-    raise ValueError(f"{env}/pyvenv.cfg names no Python version")
+    settings = read_pyvenv_cfg(env)
+    version = settings.get("version") or settings.get("version_info")
+    if not version:
+        raise ValueError(f"{env}/pyvenv.cfg names no Python version")
+    major, minor = version.split(".")[:2]
+    return f"{major}.{minor}"

@@ -185,19 +185,9 @@ def triton_model_config(repository):
 
 def request_arrays(repository):
     """The input tensors of the shipped ``request.json``, as Triton hands them to model.py."""
-    from mlflow_triton.shared_contract import TRITON_TO_NUMPY
+    from tests.support.shipped_request import arrays_from_request_json
 
-    body = json.loads((pathlib.Path(repository) / "request.json").read_text(encoding="utf-8"))
-    arrays = {}
-    for entry in body["inputs"]:
-        if entry["datatype"] == "BYTES":
-            items = [item.encode("utf-8") for item in entry["data"]]
-            array = np.empty(len(items), dtype=object)
-            array[:] = items
-        else:
-            array = np.asarray(entry["data"], dtype=TRITON_TO_NUMPY[f"TYPE_{entry['datatype']}"])
-        arrays[entry["name"]] = array.reshape(entry["shape"])
-    return arrays
+    return arrays_from_request_json(pathlib.Path(repository) / "request.json")
 
 
 def initialized_model_py(repository, kind="CPU", device_id="0"):

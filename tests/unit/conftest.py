@@ -14,15 +14,18 @@ import tempfile
 
 import mlflow
 import mlflow.tracking.fluent
-import numpy as np
 import pandas as pd
 import pytest
 from google.protobuf import json_format, text_format
 from mlflow.tracking._tracking_service.utils import _use_tracking_uri
 from tritonclient.grpc import model_config_pb2
-from tritonclient.utils import deserialize_bytes_tensor, triton_to_np_dtype
 
 from tests.support import fake_pb_utils
+from tests.support.shipped_request import (  # noqa: F401  (re-exported for the unit tests)
+    arrays_from_binary_request,
+    arrays_from_json_request,
+    read_headers_file,
+)
 
 EXAMPLE_ROWS = 3
 
@@ -152,43 +155,6 @@ def example_frame(training_frame):
 
 
 # -- reading a generated repository like a client and like Triton --------------------------------
-
-
-def read_headers_file(path):
-    """request.headers -> dict, parsed independently of the package's own reader."""
-    pairs = (line.split(":", 1) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-    return {key.strip(): value.strip() for key, value in pairs}
-
-
-def arrays_from_json_request(body):
-    """A request.json body -> ``{tensor name: ndarray}`` by each input's datatype and shape."""
-    arrays = {}
-    for entry in body["inputs"]:
-        if entry["datatype"] == "BYTES":
-            array = np.empty(len(entry["data"]), dtype=object)
-            array[:] = [text.encode("utf-8") for text in entry["data"]]
-        else:
-            array = np.array(entry["data"], dtype=triton_to_np_dtype(entry["datatype"]))
-        arrays[entry["name"]] = array.reshape(entry["shape"])
-    return arrays
-
-
-def arrays_from_binary_request(body, headers):
-    """A binary-extension body -> (JSON prefix, ``{tensor name: ndarray}``), tensors read in input order."""
-    prefix_length = int(headers["Inference-Header-Content-Length"])
-    prefix = json.loads(body[:prefix_length])
-    arrays, offset = {}, prefix_length
-    for entry in prefix["inputs"]:
-        size = entry["parameters"]["binary_data_size"]
-        chunk = body[offset:offset + size]
-        offset += size
-        if entry["datatype"] == "BYTES":
-            array = deserialize_bytes_tensor(chunk)
-        else:
-            array = np.frombuffer(chunk, dtype=triton_to_np_dtype(entry["datatype"]))
-        arrays[entry["name"]] = array.reshape(entry["shape"])
-    assert offset == len(body), "the body holds bytes beyond its declared tensors"
-    return prefix, arrays
 
 
 @pytest.fixture

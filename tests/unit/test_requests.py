@@ -13,7 +13,6 @@ from mlflow_triton._requests import (
     binary_request,
     json_request,
     needs_binary,
-    read_headers,
     write_request,
 )
 from tests.unit.conftest import arrays_from_binary_request, arrays_from_json_request, read_headers_file
@@ -165,9 +164,3 @@ def test_write_request_keeps_trailing_nul_bytes_when_a_column_is_binary(tmp_path
     _, arrays = arrays_from_binary_request((tmp_path / BINARY_REQUEST).read_bytes(), headers)
     assert arrays["blob"].tolist() == [b"ab\x00\x00", b"\x00", b""]
 
-
-def test_read_headers_returns_the_written_headers_when_read_back(tmp_path):
-    write_request(tmp_path, {"price": np.array([np.inf])}, {"price": "TYPE_FP64"}, {}, ["out"])
-
-    assert read_headers(tmp_path / BINARY_HEADERS) == read_headers_file(tmp_path / BINARY_HEADERS)
-    assert set(read_headers(tmp_path / BINARY_HEADERS)) == {"Content-Type", JSON_HEADER_LENGTH}

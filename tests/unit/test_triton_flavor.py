@@ -50,16 +50,6 @@ def experiment_id(tracking_root):
 
 
 @pytest.fixture
-def private_tmpdir(tmp_path, monkeypatch):
-    """TMPDIR for this test only, so leftovers of MLflow's or our staging are visible."""
-    tmpdir = tmp_path / "tmpdir"
-    tmpdir.mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmpdir))
-    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
-    return tmpdir
-
-
-@pytest.fixture
 def logged_model_creations(monkeypatch):
     """Records every LoggedModel MLflow creates (``Model.log`` creates one before saving)."""
     calls = []
@@ -109,7 +99,7 @@ def test_check_model_directory_accepts_a_positive_numbered_version(tmp_path, ver
     assert triton.check_model_directory(tmp_path / "model") == (tmp_path / "model").resolve()
 
 
-def test_log_model_copies_the_directory_and_records_the_flavor(tmp_path, experiment_id, private_tmpdir):
+def test_log_model_copies_the_directory_and_records_the_flavor(tmp_path, experiment_id, workspace):
     source = write_triton_repository(tmp_path, "iris_classifier")
 
     info = triton.log_model(source, metadata={"owner": "tests"})
@@ -118,7 +108,7 @@ def test_log_model_copies_the_directory_and_records_the_flavor(tmp_path, experim
     assert info.registered_model_version is None
     assert info.metadata == {"owner": "tests"}
     assert file_tree(triton.load_model(info.model_uri)) == file_tree(source)
-    assert list(private_tmpdir.iterdir()) == []
+    assert list(workspace.iterdir()) == []
 
 
 def test_log_model_registers_a_version_when_registered_model_name_is_given(tmp_path, experiment_id):
@@ -203,7 +193,7 @@ REJECTIONS = {
 
 @pytest.mark.parametrize(("build", "message"), REJECTIONS.values(), ids=REJECTIONS.keys())
 def test_log_model_rejects_and_logs_nothing_when_directory_is_invalid(
-    tmp_path, experiment_id, private_tmpdir, logged_model_creations, build, message
+    tmp_path, experiment_id, workspace, logged_model_creations, build, message
 ):
     source = build(tmp_path)
 
@@ -215,7 +205,7 @@ def test_log_model_rejects_and_logs_nothing_when_directory_is_invalid(
     assert mlflow.search_logged_models(experiment_ids=[experiment_id], output_format="list") == []
     assert MlflowClient().search_model_versions(f"name='{REJECTED_REGISTRY_NAME}'") == []
     assert MlflowClient().get_run(run.info.run_id).outputs.model_outputs == []
-    assert list(private_tmpdir.iterdir()) == []
+    assert list(workspace.iterdir()) == []
 
 
 @pytest.mark.parametrize(("build", "message"), REJECTIONS.values(), ids=REJECTIONS.keys())
