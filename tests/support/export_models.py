@@ -81,3 +81,46 @@ def split_rows(arrays, sizes):
     names = list(arrays)
     parts = [np.split(arrays[name], bounds) for name in names]
     return [{name: part[i] for name, part in zip(names, parts)} for i in range(len(sizes))]
+
+
+def config_graph_mismatches(directory):
+    """Where config.pbtxt (parsed with tritonclient's ModelConfig) disagrees with 1/model.onnx; [] when it matches.
+
+    Checked the way Triton's ONNX Runtime backend checks a batching model: the same
+    input and output names, each datatype the graph's element type, and ``dims``
+    equal to the graph's shape without its (variable) batch axis -- or ``[1]`` with
+    ``reshape { shape: [] }`` for a graph tensor of shape ``[batch]``.
+    """
+    import onnx
+    from onnx import helper
+    from tritonclient.utils import np_to_triton_dtype
+
+    config = read_config(directory)
+    graph = onnx.load(str(directory / "1" / "model.onnx")).graph
+    problems = []
+    for side, entries, values in (("input", config.input, graph.input), ("output", config.output, graph.output)):
+        entries = {e.name: e for e in entries}
+        if sorted(entries) != sorted(v.name for v in values):
+            problems.append(f"{side} names: config {sorted(entries)} != graph {sorted(v.name for v in values)}")
+            continue
+        for value in values:
+            entry = entries[value.name]
+            tensor_type = value.type.tensor_type
+            wire = np_to_triton_dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
+            expected_type = "TYPE_STRING" if wire == "BYTES" else f"TYPE_{wire}"
+            actual_type = model_config_pb2.DataType.Name(entry.data_type)
+            if actual_type != expected_type:
+                problems.append(f"{value.name}: config {actual_type} != graph {expected_type}")
+            shape = [d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim]
+            if not shape or shape[0] != -1:
+                problems.append(f"{value.name}: graph batch axis is not variable: {shape}")
+            expected_dims, expect_reshape = (shape[1:], False) if shape[1:] else ([1], True)
+            if list(entry.dims) != expected_dims or entry.HasField("reshape") != expect_reshape:
+                problems.append(f"{value.name}: config dims {list(entry.dims)} (reshape {entry.HasField('reshape')}) "
+                                f"!= graph {shape}")
+            if expect_reshape and list(entry.reshape.shape) != []:
+                problems.append(f"{value.name}: reshape {list(entry.reshape.shape)} != []")
+    if config.max_batch_size < 1 or not config.HasField("dynamic_batching"):
+        problems.append(f"batching: max_batch_size {config.max_batch_size}, dynamic_batching "
+                        f"{config.HasField('dynamic_batching')}")
+    return problems

@@ -19,6 +19,7 @@ from mlflow_triton.export import InvalidArgumentError, ParityError, UnsupportedM
 from mlflow_triton.export import _export, _source
 from tests.support import fake_pb_utils
 from tests.support.export_models import (
+    config_graph_mismatches,
     digest,
     drive_exported,
     read_config,
@@ -64,6 +65,11 @@ def test_export_onnx_writes_onnxruntime_directory_when_backend_is_onnxruntime(ex
     config = read_config(directory)
     assert (config.platform, config.backend, config.max_batch_size) == ("onnxruntime_onnx", "", 64)
     assert config.HasField("dynamic_batching")
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", "python"])
+def test_export_onnx_writes_config_matching_the_onnx_graph_when_pipeline_is_exported(exported, backend):
+    assert config_graph_mismatches(exported[0][backend]) == []
 
 
 def test_export_onnx_keeps_logged_tensor_names_and_types_when_columns_are_exported(exported):
@@ -148,6 +154,7 @@ def test_export_onnx_exports_labels_with_reshape_when_pyfunc_predicts_labels(tmp
     [output] = config.output
     assert _entry(output) == ("output_0", "TYPE_INT64", [1], True)
     assert list(output.reshape.shape) == []
+    assert config_graph_mismatches(directory) == []
     [response] = drive_exported(directory, [arrays_from_request_json(directory / "request.json")])
     np.testing.assert_array_equal(fake_pb_utils.outputs_of(response)["output_0"],
                                   mlflow.pyfunc.load_model(str(logged)).predict(frame.iloc[:3]))
