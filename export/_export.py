@@ -62,7 +62,7 @@ def export_onnx(model_uri, out_dir, *, max_batch_size=64, backend="onnxruntime")
         try:
             predictor = _parity.OnnxPredictor(onnx_model, inputs, outputs)
         except Exception as error:
-            raise ExportError(f"onnxruntime cannot load the converted graph: {type(error).__name__}: {error}") from error
+            raise ExportError(_load_failure(error)) from error
         parity = _parity.check_parity(source, predictor, max_batch_size)
         config = _config.build_export_config(name, inputs, outputs, backend=backend, max_batch_size=max_batch_size)
         onnx_bytes = onnx_model.SerializeToString()
@@ -97,6 +97,17 @@ def _write_request(directory, source, inputs, outputs):
         directory, tensors, {t.name: t.data_type for t in inputs}, {t.name: t.content for t in inputs},
         [t.name for t in outputs],
     )
+
+
+def _load_failure(error):
+    message = f"onnxruntime cannot load the converted graph: {type(error).__name__}: {str(error).strip()}"
+    if "locale" in str(error):
+        message += (
+            ". The graph contains StringNormalizer (TfidfVectorizer / CountVectorizer), which needs the "
+            "en_US.UTF-8 locale here and in the serving process: install and generate it (Debian: "
+            "apt-get install locales, then enable en_US.UTF-8 in /etc/locale.gen and run locale-gen)"
+        )
+    return message + "; nothing was written"
 
 
 def _check_arguments(model_uri, out_dir, max_batch_size, backend):

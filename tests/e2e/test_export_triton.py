@@ -210,3 +210,32 @@ def _stats(server):
     finally:
         connection.close()
     return {key: int(stats[key]) for key in ("inference_count", "execution_count")}
+
+
+def test_served_export_rejects_only_the_bad_request_with_400_when_text_is_not_utf8(exports, serving):
+    from tritonclient.http import InferenceServerClient, InferInput
+
+    cases, _ = exports
+    directory = cases["sklearn"][0]
+    installation, env = serving
+    good = json.loads((directory / "request.json").read_text())
+    inputs = []
+    for entry in good["inputs"]:
+        data = np.array([[b"\xff\xfe"]] if entry["datatype"] == "BYTES" else [[entry["data"][0]]],
+                        dtype=object if entry["datatype"] == "BYTES" else np.float64)
+        infer_input = InferInput(entry["name"], [1, 1], entry["datatype"])
+        infer_input.set_data_from_numpy(data, binary_data=True)
+        inputs.append(infer_input)
+    body, json_size = InferenceServerClient.generate_request_body(inputs)
+
+    with TritonServer(directory.parent, directory.name, installation=installation, serving_env=env) as server:
+        connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+        connection.request("POST", f"/v2/models/{directory.name}/infer", body=body, headers={
+            "Content-Type": "application/octet-stream", "Inference-Header-Content-Length": str(json_size)})
+        response = connection.getresponse()
+        status, error = response.status, json.loads(response.read())["error"]
+        connection.close()
+        outputs, _ = send_shipped_request(server.url, directory)
+
+    assert (status, error) == (400, "Input tensor `colour`: element 0 is not valid UTF-8 text (invalid start byte)")
+    assert next(iter(outputs.values())).shape == (3, 2)

@@ -1,6 +1,11 @@
 """export_onnx on scikit-learn models: the example Pipeline exported, served in-process, and refused cleanly."""
 
+import json
+import os
+import pathlib
 import re
+import subprocess
+import sys
 
 import mlflow.pyfunc
 import numpy as np
@@ -15,7 +20,7 @@ from tritonclient.grpc import model_config_pb2
 
 from examples.sklearn_example import fitted_pipeline, training_frame
 from mlflow_triton import sklearn as mt_sklearn
-from mlflow_triton.export import InvalidArgumentError, ParityError, UnsupportedModelError, export_onnx
+from mlflow_triton.export import ExportError, InvalidArgumentError, ParityError, UnsupportedModelError, export_onnx
 from mlflow_triton.export import _export, _source
 from tests.support import fake_pb_utils
 from tests.support.export_models import (
@@ -30,6 +35,7 @@ from tests.support.export_models import (
 from tests.support.shipped_request import arrays_from_request_json
 
 EXAMPLE_ROWS = 3
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -265,3 +271,48 @@ def test_export_onnx_removes_staging_and_created_parents_when_writing_fails(logg
     with pytest.raises(OSError, match="disk full"):
         export_onnx(str(logged), tmp_path / "out" / "deeper")
     assert list(tmp_path.iterdir()) == []
+
+
+
+def _save_tfidf_pipeline(path):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    frame = pd.DataFrame({"text": ["the cat sat", "a dog ran", "the dog sat", "a cat ran"] * 5})
+    model = Pipeline([("prepare", ColumnTransformer([("tfidf", TfidfVectorizer(), "text")])),
+                      ("classify", LogisticRegression())]).fit(frame, [0, 1, 1, 0] * 5)
+    mt_sklearn.save_model(model, path, input_example=frame.iloc[:3], pyfunc_predict_fn="predict_proba")
+    return path
+
+
+def test_export_onnx_names_the_locale_and_writes_nothing_when_en_us_utf8_is_missing(tmp_path, monkeypatch):
+    logged = _save_tfidf_pipeline(tmp_path / "logged")
+    (tmp_path / "no-locales").mkdir()
+    monkeypatch.setenv("LOCPATH", str(tmp_path / "no-locales"))  # glibc looks for locales only there
+
+    with pytest.raises(ExportError, match=r"(?s)Failed to construct locale with name:en_US\.UTF-8.*StringNormalizer "
+                                          r"\(TfidfVectorizer / CountVectorizer\).*locale-gen\); nothing was written"):
+        export_onnx(str(logged), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_onnx_hands_on_the_locale_requirement_when_a_text_vectorizer_is_exported(tmp_path):
+    # A fresh interpreter whose glibc finds en_US.UTF-8 in a locale directory compiled here (no system change).
+    locales = tmp_path / "locales"
+    locales.mkdir()
+    subprocess.run(["localedef", "-i", "en_US", "-f", "UTF-8", str(locales / "en_US.UTF-8")], check=True)
+    script = (
+        "import json, pathlib, sys; sys.path.insert(0, sys.argv[2]);"
+        "from tests.unit.test_export_sklearn import _save_tfidf_pipeline; from mlflow_triton.export import export_onnx;"
+        "root = pathlib.Path(sys.argv[1]); logged = _save_tfidf_pipeline(root / 'logged');"
+        "print(json.dumps(json.loads((export_onnx(str(logged), root / 'out') / 'handoff.json').read_text())))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path), str(REPO_ROOT)], capture_output=True, text=True,
+        cwd=tmp_path, env={**os.environ, "LOCPATH": str(locales)}, timeout=600,
+    )
+
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    handoff = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert handoff["parity"]["passed"] is True
+    assert "StringNormalizer" in handoff["onnx"]["ops"]
+    assert any("needs the en_US.UTF-8 locale in the serving process" in note for note in handoff["not_verified"])
