@@ -67,7 +67,8 @@ def convert(source):
         raise UnsupportedModelError(_conversion_failure(model, error, skl2onnx.__version__)) from error
     finish_inputs(onnx_model)
     _select_output(onnx_model, source)
-    converter = {"name": "skl2onnx", "version": skl2onnx.__version__, "options": {"zipmap": False}}
+    converter = {"name": "skl2onnx", "version": skl2onnx.__version__,
+                 "options": {"zipmap": False} if options else {}}
     return onnx_model, converter
 
 

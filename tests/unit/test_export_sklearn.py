@@ -166,6 +166,37 @@ def test_export_onnx_exports_labels_with_reshape_when_pyfunc_predicts_labels(tmp
                                   mlflow.pyfunc.load_model(str(logged)).predict(frame.iloc[:3]))
 
 
+def test_export_onnx_answers_text_labels_as_bytes_when_the_classes_are_strings(tmp_path):
+    frame, label = training_frame()
+    model = Pipeline(fitted_pipeline()[0].steps[:-1] + [("classifier", LogisticRegression())])
+    model.fit(frame, np.where(label == 1, "yes", "nö"))
+    mt_sklearn.save_model(model, tmp_path / "logged", input_example=frame.iloc[:5])
+
+    directory = export_onnx(str(tmp_path / "logged"), tmp_path / "out", backend="python")
+
+    assert _entry(read_config(directory).output[0]) == ("output_0", "TYPE_STRING", [1], True)
+    [response] = drive_exported(directory, [arrays_from_request_json(directory / "request.json")])
+    answer = fake_pb_utils.outputs_of(response)["output_0"]
+    assert answer.tolist() == [v.encode() for v in model.predict(frame.iloc[:5])]
+
+
+def test_export_onnx_answers_regression_values_as_one_column_when_the_graph_keeps_an_axis(tmp_path):
+    from sklearn.linear_model import Ridge
+
+    frame, _ = training_frame()
+    numeric = frame[["sepal length (cm)", "petal_width"]]
+    model = Pipeline([("scale", StandardScaler()), ("regress", Ridge())]).fit(numeric, numeric.sum(axis=1) ** 2)
+    mt_sklearn.save_model(model, tmp_path / "logged", input_example=numeric.iloc[:4])
+
+    directory = export_onnx(str(tmp_path / "logged"), tmp_path / "out", backend="python")
+
+    assert _entry(read_config(directory).output[0]) == ("output_0", "TYPE_FP64", [1], False)
+    assert config_graph_mismatches(directory) == []
+    [response] = drive_exported(directory, [arrays_from_request_json(directory / "request.json")])
+    np.testing.assert_allclose(fake_pb_utils.outputs_of(response)["output_0"][:, 0], model.predict(numeric.iloc[:4]),
+                               rtol=1e-4, atol=1e-5)
+
+
 def test_export_onnx_joins_numeric_columns_when_the_model_takes_a_matrix(tmp_path):
     frame = pd.DataFrame({"a": np.linspace(0, 1, 20), "b": np.linspace(1, 0, 20) ** 2, "n": np.arange(20)})
     model = Pipeline([("classify", LogisticRegression())]).fit(frame, (frame["a"] > 0.4).astype(int))
