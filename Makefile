@@ -29,13 +29,13 @@ venv-numpy2: $(VENV_NUMPY2)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
-	$(VENV)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy<2" -e ".[tests,torch,transformers]"
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy<2" -e ".[tests,torch,transformers,onnx]"
 	touch $@
 
 $(VENV_NUMPY2)/.installed: pyproject.toml
 	test -x $(VENV_NUMPY2)/bin/python || $(PYTHON) -m venv $(VENV_NUMPY2)
 	$(VENV_NUMPY2)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
-	$(VENV_NUMPY2)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy>=2" -e ".[tests,torch,transformers]"
+	$(VENV_NUMPY2)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy>=2" -e ".[tests,torch,transformers,onnx]"
 	touch $@
 
 clean:

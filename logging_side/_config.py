@@ -16,6 +16,7 @@ from ._schema import TensorDeclaration
 from .errors import InvalidArgumentError
 
 RUNTIME_VERSION_PARAMETER = "mlflow_triton_runtime_version"
+_MAX_BATCH_SIZE_FIELD = model_config_pb2.ModelConfig.DESCRIPTOR.fields_by_name["max_batch_size"]
 DEVICE_KINDS = {
     "cpu": model_config_pb2.ModelInstanceGroup.KIND_CPU,
     "gpu": model_config_pb2.ModelInstanceGroup.KIND_GPU,
@@ -44,7 +45,16 @@ def _tensor_entry(message, declaration):
 
 
 def render_config(config):
-    return text_format.MessageToString(config)
+    """config.pbtxt text. ``max_batch_size: 0`` is written explicitly (protobuf text format
+    drops zero scalars), so a reader sees "no batching"; fields keep their canonical order."""
+    if config.max_batch_size != 0:
+        return text_format.MessageToString(config)
+    head, tail = model_config_pb2.ModelConfig(), model_config_pb2.ModelConfig()
+    head.CopyFrom(config)
+    tail.CopyFrom(config)
+    for field in config.DESCRIPTOR.fields:
+        (tail if field.number < _MAX_BATCH_SIZE_FIELD.number else head).ClearField(field.name)
+    return text_format.MessageToString(head) + "max_batch_size: 0\n" + text_format.MessageToString(tail)
 
 
 def parse_config(text):

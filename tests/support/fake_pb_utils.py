@@ -12,12 +12,20 @@ import numpy as np
 
 
 class TritonError(Exception):
-    def __init__(self, msg):
+    # The real module's codes (a subset); None is the real default, INTERNAL.
+    INTERNAL = "INTERNAL"
+    INVALID_ARG = "INVALID_ARG"
+
+    def __init__(self, msg, code=None):
         super().__init__(msg)
         self._msg = msg
+        self._code = code
 
     def message(self):
         return self._msg
+
+    def code(self):
+        return self.INTERNAL if self._code is None else self._code
 
 
 class Tensor:

@@ -4,7 +4,7 @@ import re
 
 import numpy as np
 import pytest
-from google.protobuf import json_format
+from google.protobuf import json_format, text_format
 from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, Schema, TensorSpec
 from tritonclient.grpc import model_config_pb2
@@ -38,6 +38,30 @@ def test_build_config_declares_python_backend_without_batching_when_built():
     assert config.name == "model"
     assert config.backend == "python"
     assert config.max_batch_size == 0
+
+
+def test_render_config_states_max_batch_size_zero_when_batching_is_off():
+    text = render_config(build_config("model", _layout()))
+
+    assert text.splitlines()[:2] == ['name: "model"', "max_batch_size: 0"]
+    assert text.count("max_batch_size") == 1
+
+
+def test_render_config_writes_max_batch_size_once_in_field_order_when_batching_is_on():
+    config = build_config("model", _layout())
+    config.max_batch_size = 8
+
+    text = render_config(config)
+
+    assert text.splitlines()[:2] == ['name: "model"', "max_batch_size: 8"]
+    assert text.count("max_batch_size") == 1
+    assert parse_config(text)[0] == config
+
+
+def test_render_config_matches_protobuf_text_format_apart_from_the_zero_line_when_rendered():
+    config = build_config("model", _layout(), device="gpu")
+
+    assert render_config(config).replace("max_batch_size: 0\n", "") == text_format.MessageToString(config)
 
 
 def test_build_config_declares_layout_tensors_when_built():

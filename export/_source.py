@@ -1,0 +1,86 @@
+"""The logged model the export reads: its repository, contract, pyfunc and example.
+
+Everything comes from a local copy: ``triton.load_model`` downloads the MLflow
+model into the export's own temporary workspace, and the model is loaded from
+that copy's ``1/artifact/`` (the package the generated repository serves). The
+logged model itself is only read.
+"""
+
+import dataclasses
+import pathlib
+
+from mlflow.models import Model
+
+from mlflow_triton import triton
+from mlflow_triton._config import declarations, read_config
+from mlflow_triton._packaging import ARTIFACT_DIRECTORY, VERSION_DIRECTORY, codecs_for
+from mlflow_triton._schema import TensorLayout
+from mlflow_triton.runtime.loading import load_predictor
+
+from ._errors import ExportError, UnsupportedModelError
+
+PYFUNC_FLAVOR = "python_function"
+
+
+@dataclasses.dataclass(frozen=True)
+class LoggedModel:
+    """What the export needs of one logged model."""
+
+    model_uri: str
+    name: str  # the logged Triton model name
+    layout: TensorLayout  # contract + logged tensor declarations
+    artifact: pathlib.Path
+    mlmodel: Model
+    predictor: object  # mlflow.pyfunc.PyFuncModel
+    example_tensors: dict  # the saved input example as logged-form tensors
+
+    @property
+    def flavor(self):
+        return self.layout.contract.flavor
+
+    @property
+    def predict_fn(self):
+        return self.mlmodel.flavors.get(PYFUNC_FLAVOR, {}).get("predict_fn", "predict")
+
+    def raw_model(self):
+        """The framework object ``pyfunc.predict`` calls (the fitted Pipeline, the torch module)."""
+        return self.predictor.get_raw_model()
+
+    def predict(self, tensors):
+        """``pyfunc.predict`` on logged-form input tensors, answered as logged-form output tensors.
+
+        The generated repository's own codecs build the model input and split the
+        prediction: exactly what that repository would answer on Triton.
+        """
+        input_codec, output_codec = codecs_for(self.layout)
+        return output_codec.to_tensors(self.predictor.predict(input_codec.from_tensors(tensors)))
+
+
+def read_logged_model(model_uri, workspace):
+    """Download ``model_uri`` into ``workspace`` and load what the export needs (CPU)."""
+    repository = triton.load_model(model_uri, dst_path=str(workspace))
+    config, contract = read_config(repository / "config.pbtxt")
+    inputs, outputs = declarations(config)
+    layout = TensorLayout(contract=contract, inputs=inputs, outputs=outputs)
+    if contract.flavor == "transformers":
+        raise UnsupportedModelError(
+            f"Model {model_uri!r} is a Transformers pipeline: export-onnx converts scikit-learn and PyTorch models "
+            "only. Export Transformers models with Hugging Face Optimum (`optimum-cli export onnx --model ...`, "
+            "which handles tokenizers and task heads), or serve generation with a dedicated LLM engine "
+            "(TensorRT-LLM, vLLM); the generated Python-backend repository keeps serving the pipeline as it is"
+        )
+    artifact = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY
+    mlmodel = Model.load(str(artifact / "MLmodel"))
+    example = mlmodel.load_input_example(str(artifact))
+    if example is None:
+        raise ExportError(f"Model {model_uri!r} has no saved input example; re-log it with mlflow-triton")
+    input_codec, _ = codecs_for(layout)
+    return LoggedModel(
+        model_uri=model_uri,
+        name=config.name,
+        layout=layout,
+        artifact=artifact,
+        mlmodel=mlmodel,
+        predictor=load_predictor(artifact, contract.flavor, "cpu"),
+        example_tensors=input_codec.to_tensors(example),
+    )

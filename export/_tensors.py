@@ -1,0 +1,185 @@
+"""The exported model's tensors: the logged tensors, batchable, in the ONNX graph's shapes.
+
+Names and datatypes are those of the logged ``config.pbtxt``, so a client of the
+generated repository recognises them. Shapes differ in one documented way:
+with ``max_batch_size > 0`` Triton's ``dims`` leave out the batch axis and may
+not be empty, so
+
+* a logged rank-one tensor (a DataFrame column ``[-1]``, a label vector) is sent
+  and answered as ``[batch, 1]``;
+* every other tensor keeps its logged shape, ``[batch, *dims]``.
+
+Where the graph itself holds a rank-one tensor (a label vector), the config
+says ``dims: [1]`` with ``reshape { shape: [] }``; sklearn column inputs are
+``[batch, 1]`` in the graph already.
+
+Arrays travel between three forms: *logged* (what the generated repository's
+codecs produce and ``pyfunc`` consumes), *graph* (what onnxruntime takes and
+returns) and *wire* (what a client sends to the exported model).
+"""
+
+import dataclasses
+
+import numpy as np
+
+from mlflow_triton.shared_contract import BYTES_TYPE
+
+from . import _deps, _graph
+from ._errors import ExportError
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportedTensor:
+    """One input or output of the exported model."""
+
+    name: str
+    field: "str | None"  # the original MLflow name (column, dict key) or None
+    content: "str | None"  # "text" for BYTES text, else None
+    data_type: str
+    logged_dims: "tuple[int, ...]"  # the logged config's dims, batch axis first
+    graph_dims: "tuple[int, ...]"  # the ONNX graph's dims after the batch axis, -1 where variable
+
+    @property
+    def dims(self):
+        """Triton ``dims`` with ``max_batch_size > 0`` (batch axis left out, never empty)."""
+        return self.graph_dims or (1,)
+
+    @property
+    def reshaped(self):
+        """True where the graph holds ``[batch]`` and the config needs ``reshape { shape: [] }``."""
+        return not self.graph_dims
+
+    @property
+    def _extra_axis(self):
+        return len(self.graph_dims) == len(self.logged_dims)  # graph rank = logged rank + 1
+
+    def to_graph(self, array):
+        """A logged-form array as onnxruntime takes it (text as ``str``)."""
+        if self._extra_axis:
+            array = array[..., np.newaxis]
+        if self.content == "text":
+            array = _text(array)
+        return array
+
+    def from_graph(self, array):
+        """An onnxruntime output in the logged form (text as UTF-8 ``bytes``)."""
+        array = np.asarray(array)
+        if self._extra_axis:
+            array = array.reshape(array.shape[:-1])
+        if self.data_type == BYTES_TYPE:
+            array = _utf8(array)
+        return array
+
+    def to_wire(self, array):
+        """A logged-form array as a client sends it to the exported model: ``[batch, *dims]``."""
+        if self._extra_axis or self.reshaped:
+            return array[..., np.newaxis]
+        return array
+
+    def describe(self):
+        """The mapping as recorded in handoff.json."""
+        return {
+            "tensor": self.name,
+            "field": self.field,
+            "data_type": self.data_type,
+            "logged_dims": list(self.logged_dims),
+            "exported_dims": list(self.dims),
+            "reshape": [] if self.reshaped else None,
+        }
+
+
+def match(declaration, field, graph_tensor, side):
+    """The ``ExportedTensor`` for a logged declaration and the graph tensor carrying it.
+
+    Raises ExportError when the graph's shape cannot carry the logged one.
+    """
+    logged = tuple(declaration.dims)
+    label = f"{side} `{declaration.name}`"
+    if graph_tensor.data_type != declaration.data_type:
+        raise ExportError(
+            f"The converted graph's {label} is {graph_tensor.data_type}, the logged model's {declaration.data_type}"
+        )
+    graph = graph_tensor.dims if graph_tensor.dims is not None else logged
+    if not graph or graph[0] != -1:
+        raise ExportError(
+            f"The converted graph's {label} has shape {list(graph)}: its first (batch) axis must be variable"
+        )
+    if len(graph) == len(logged):
+        trailing = _merge(graph[1:], logged[1:], label)
+    elif len(graph) == len(logged) + 1 and graph[-1] == 1:
+        trailing = (*_merge(graph[1:-1], logged[1:], label), 1)
+    else:
+        raise ExportError(
+            f"The converted graph's {label} has shape {list(graph)}, which cannot carry the logged dims {list(logged)}"
+        )
+    return ExportedTensor(
+        name=declaration.name,
+        field=field.name,
+        content=field.content,
+        data_type=declaration.data_type,
+        logged_dims=logged,
+        graph_dims=trailing,
+    )
+
+
+def _merge(graph, logged, label):
+    merged = []
+    for axis, (g, l) in enumerate(zip(graph, logged), start=1):
+        if g != -1 and l != -1 and g != l:
+            raise ExportError(f"{label}: axis {axis} is {g} in the converted graph but {l} in the logged model")
+        merged.append(g if g != -1 else l)
+    return tuple(merged)
+
+
+def _text(array):
+    """BYTES (UTF-8 ``bytes``) -> ``str`` objects, as onnxruntime's string tensors take them."""
+    flat = np.empty(array.size, dtype=object)
+    flat[:] = [item.decode("utf-8") if isinstance(item, bytes) else str(item) for item in array.ravel()]
+    return flat.reshape(array.shape)
+
+
+def _utf8(array):
+    flat = np.empty(array.size, dtype=object)
+    flat[:] = [item.encode("utf-8") if isinstance(item, str) else bytes(item) for item in array.ravel()]
+    return flat.reshape(array.shape)
+
+
+def conform(onnx_model, layout):
+    """Cast the graph's outputs to the logged datatypes and match every tensor with the logged one.
+
+    Returns ``(inputs, outputs)`` as ``ExportedTensor`` tuples in the logged order.
+    Raises ExportError when the graph's inputs or outputs are not the logged ones.
+    """
+    _same_names("input", [v.name for v in onnx_model.graph.input], [d.name for d in layout.inputs])
+    _same_names("output", [v.name for v in onnx_model.graph.output], [d.name for d in layout.outputs])
+    graph_outputs = {t.name: t for t in _graph.describe(onnx_model.graph.output)}
+    for declaration in layout.outputs:
+        produced = graph_outputs[declaration.name].data_type
+        if produced != declaration.data_type:
+            if BYTES_TYPE in (produced, declaration.data_type):
+                raise ExportError(
+                    f"The converted graph's output `{declaration.name}` is {produced}, the logged model's "
+                    f"{declaration.data_type}; text and numbers do not convert into each other"
+                )
+            _graph.cast_output(onnx_model, declaration.name, declaration.data_type)
+    _deps.onnx().checker.check_model(onnx_model, full_check=True)
+    fields = {
+        "input": {f.tensor: f for f in layout.contract.inputs.fields},
+        "output": {f.tensor: f for f in layout.contract.outputs.fields},
+    }
+    described = {
+        "input": {t.name: t for t in _graph.describe(onnx_model.graph.input)},
+        "output": {t.name: t for t in _graph.describe(onnx_model.graph.output)},
+    }
+    return tuple(
+        tuple(match(d, fields[side][d.name], described[side][d.name], side) for d in declarations)
+        for side, declarations in (("input", layout.inputs), ("output", layout.outputs))
+    )
+
+
+def _same_names(side, graph_names, logged_names):
+    if sorted(graph_names) != sorted(logged_names):
+        raise ExportError(
+            f"The converted graph's {side}s are {', '.join(graph_names) or 'none'}; the logged model's "
+            f"{side}s are {', '.join(logged_names)}"
+        )

@@ -1,0 +1,123 @@
+"""The export's graph edits and tensor matching, on small hand-built ONNX graphs."""
+
+import re
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper
+
+from mlflow_triton._schema import TensorDeclaration
+from mlflow_triton.export import _graph, _tensors
+from mlflow_triton.export._errors import ExportError
+from mlflow_triton.shared_contract import FieldMapping
+
+
+def _model(nodes, inputs, outputs, initializers=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _run(model, feeds):
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+
+
+def _float(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def test_rename_values_moves_an_existing_value_aside_when_the_target_name_is_taken():
+    # "b" is an intermediate value; renaming input "a" to "b" must not merge the two.
+    model = _model(
+        [helper.make_node("Neg", ["a"], ["b"]), helper.make_node("Abs", ["b"], ["out"])],
+        [_float("a", [None, 2])], [_float("out", [None, 2])],
+    )
+
+    _graph.rename_values(model, {"a": "b"})
+
+    onnx.checker.check_model(model, full_check=True)
+    assert [v.name for v in model.graph.input] == ["b"]
+    np.testing.assert_array_equal(_run(model, {"b": np.array([[-1.0, 2.0]], np.float32)})["out"], [[1.0, 2.0]])
+
+
+def test_keep_outputs_drops_other_outputs_and_the_nodes_only_they_need_when_pruned():
+    model = _model(
+        [helper.make_node("Neg", ["x"], ["kept"]), helper.make_node("Abs", ["x"], ["dropped"])],
+        [_float("x", [None, 1])], [_float("kept", [None, 1]), _float("dropped", [None, 1])],
+    )
+
+    _graph.keep_outputs(model, ["kept"])
+
+    assert [v.name for v in model.graph.output] == ["kept"]
+    assert [n.op_type for n in model.graph.node] == ["Neg"]
+
+
+def test_keep_outputs_raises_naming_the_outputs_when_one_is_missing():
+    model = _model([helper.make_node("Neg", ["x"], ["y"])], [_float("x", [None, 1])], [_float("y", [None, 1])])
+
+    with pytest.raises(ExportError, match="The converted graph has no output probabilities; outputs: y"):
+        _graph.keep_outputs(model, ["probabilities"])
+
+
+def test_cast_output_gives_the_logged_datatype_when_the_graph_computes_another():
+    model = _model([helper.make_node("Neg", ["x"], ["y"])], [_float("x", [None, 1])], [_float("y", [None, 1])])
+
+    _graph.cast_output(model, "y", "TYPE_FP64")
+
+    onnx.checker.check_model(model, full_check=True)
+    result = _run(model, {"x": np.array([[1.5]], np.float32)})["y"]
+    assert (result.dtype, result.tolist()) == (np.float64, [[-1.5]])
+
+
+def test_feed_matrix_from_columns_joins_cast_columns_when_the_model_takes_a_matrix():
+    model = _model([helper.make_node("Neg", ["m"], ["y"])],
+                   [helper.make_tensor_value_info("m", TensorProto.DOUBLE, [None, 2])],
+                   [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [None, 2])])
+
+    _graph.feed_matrix_from_columns(model, "m", [("a", "TYPE_FP64"), ("n", "TYPE_INT64")])
+
+    onnx.checker.check_model(model, full_check=True)
+    result = _run(model, {"a": np.array([[0.5], [1.0]]), "n": np.array([[3], [4]], np.int64)})["y"]
+    np.testing.assert_array_equal(result, [[-0.5, -3.0], [-1.0, -4.0]])
+
+
+def _declaration(dims, data_type="TYPE_FP64"):
+    return TensorDeclaration(name="t", data_type=data_type, dims=tuple(dims))
+
+
+@pytest.mark.parametrize(("logged", "graph", "dims", "reshaped"), [
+    ((-1,), (-1, 1), (1,), False),  # a sklearn column input: [batch, 1] in the graph
+    ((-1,), (-1,), (1,), True),  # a label vector: [batch] in the graph, reshape []
+    ((-1, 2), (-1, 2), (2,), False),
+    ((-1, 2), (-1, -1), (2,), False),  # the logged size fills a symbolic graph axis
+    ((-1, -1, 4), (-1, -1, 4), (-1, 4), False),
+])
+def test_match_derives_triton_dims_when_graph_shape_carries_the_logged_shape(logged, graph, dims, reshaped):
+    tensor = _tensors.match(_declaration(logged), FieldMapping("t", "t"), _graph.GraphTensor("t", "TYPE_FP64", graph),
+                            "input")
+
+    assert (tensor.dims, tensor.reshaped) == (dims, reshaped)
+
+
+@pytest.mark.parametrize(("logged", "graph", "message"), [
+    ((-1, 2), (-1, 3), "input `t`: axis 1 is 3 in the converted graph but 2 in the logged model"),
+    ((-1, 2), (4, 2), "has shape [4, 2]: its first (batch) axis must be variable"),
+    ((-1, 2), (-1, 2, 5), "has shape [-1, 2, 5], which cannot carry the logged dims [-1, 2]"),
+])
+def test_match_raises_naming_the_tensor_when_graph_shape_cannot_carry_the_logged_shape(logged, graph, message):
+    with pytest.raises(ExportError, match=re.escape(message)):
+        _tensors.match(_declaration(logged), FieldMapping("t", "t"), _graph.GraphTensor("t", "TYPE_FP64", graph),
+                       "input")
+
+
+def test_exported_tensor_round_trips_text_when_converted_to_graph_and_back():
+    tensor = _tensors.ExportedTensor("c", "colour", "text", "TYPE_STRING", (-1,), (1,))
+    logged = np.array(["grün".encode(), b"red"], dtype=object)
+
+    graph = tensor.to_graph(logged)
+
+    assert (graph.shape, graph.tolist()) == ((2, 1), [["grün"], ["red"]])
+    assert tensor.from_graph(graph).tolist() == logged.tolist()
+    assert tensor.to_wire(logged).shape == (2, 1)
