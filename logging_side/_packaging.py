@@ -7,10 +7,9 @@ rename into place -> ``mlflow.models.Model.log``.
 Everything that can fail runs before ``Model.log``: arguments are checked
 before the first byte is written, and any failure removes the whole workspace,
 so nothing reaches the tracking store or the Registry. A failure inside
-``Model.log`` itself deletes the LoggedModel it created.
+``Model.log`` itself deletes the LoggedModel it created (``_undo``).
 """
 
-import contextlib
 import dataclasses
 import inspect
 import json
@@ -22,14 +21,13 @@ import tempfile
 import mlflow
 import numpy as np
 import pandas as pd
-from mlflow.exceptions import MlflowException
 from mlflow.models import Model, ModelSignature, infer_signature
 
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.shared_contract import MAPPING_VERSION
 
-from . import _config, _model_py, _requests, _saved_check
+from . import _config, _model_py, _requests, _saved_check, _undo
 from ._names import check_model_name, default_model_name
 from ._schema import layout_from_signature
 from .errors import InvalidArgumentError, MlflowTritonError, ValidationError
@@ -117,9 +115,7 @@ def log_model(framework, model, *, input_example, name, registered_model_name, a
         package = pathlib.Path(workspace) / "model"
         _build(plan, package)
         adopter = _AdoptPreparedPackage(framework.flavor, package)
-        last_logged_before = _last_logged_model_id()
-        registry_had_model = _registered_model_exists(registered_model_name)
-        try:
+        with _undo.undone_on_failure(registered_model_name, lambda: adopter.model_id):
             return Model.log(
                 artifact_path=None,
                 name=name,
@@ -132,11 +128,6 @@ def log_model(framework, model, *, input_example, name, registered_model_name, a
                 params=params,
                 validate_serving_input=False,
             )
-        except BaseException:
-            adopter.forget_logged_model(last_logged_before)
-            if registry_had_model is False:
-                _forget_empty_registered_model(registered_model_name)
-            raise
 
 
 def save_model(framework, model, path, *, input_example, signature=None, device="cpu", triton_model_name=None,
@@ -443,45 +434,9 @@ class _AdoptPreparedPackage:
             setattr(mlflow_model, attribute, getattr(prepared, attribute))
         mlflow_model.save(os.path.join(path, "MLmodel"))
 
-    def forget_logged_model(self, last_logged_before):
-        """Delete the LoggedModel that a failed ``Model.log`` left behind.
-
-        ``Model.log`` creates the LoggedModel before it calls ``save_model`` (it
-        links it to the run first), so a failure in between is recognised by
-        MLflow's last-logged model id changing during the call.
-        """
-        model_id = self._model_id
-        if model_id is None and _last_logged_model_id() != last_logged_before:
-            model_id = _last_logged_model_id()
-        if model_id is None:
-            return
-        with contextlib.suppress(Exception):
-            mlflow.MlflowClient().delete_logged_model(model_id)
+    @property
+    def model_id(self):
+        """The id of the LoggedModel ``Model.log`` created, once it called ``save_model``."""
+        return self._model_id
 
 
-def _registered_model_exists(name):
-    """Whether the Registry already holds ``name``; None when unknown or not registering."""
-    if not name:
-        return None
-    try:
-        mlflow.MlflowClient().get_registered_model(name)
-    except MlflowException as error:
-        return False if error.error_code == "RESOURCE_DOES_NOT_EXIST" else None
-    return True
-
-
-def _forget_empty_registered_model(name):
-    """Delete a registered model that a failed log created and left without versions."""
-    with contextlib.suppress(Exception):
-        client = mlflow.MlflowClient()
-        if not client.search_model_versions(f"name = '{name}'"):
-            client.delete_registered_model(name)
-
-
-def _last_logged_model_id():
-    """MLflow's id of the LoggedModel most recently created in this thread (None if unknown)."""
-    from mlflow.tracking import fluent
-
-    with contextlib.suppress(Exception):
-        return fluent._last_logged_model_id.get()
-    return None
