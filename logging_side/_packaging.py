@@ -17,6 +17,7 @@ import os
 import pathlib
 import shutil
 import tempfile
+import warnings
 
 import mlflow
 import numpy as np
@@ -30,7 +31,7 @@ from mlflow_triton.shared_contract import MAPPING_VERSION
 from . import _config, _model_py, _requests, _saved_check, _undo
 from ._names import check_model_name, default_model_name
 from ._schema import layout_from_signature
-from .errors import InvalidArgumentError, MlflowTritonError, ValidationError
+from .errors import CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
 
 REPOSITORY_DIRECTORY = "model_repository"
 VERSION_DIRECTORY = "1"
@@ -92,6 +93,10 @@ class Framework:
     def architecture(self, model, package_path, declared_init_kwargs):
         """architecture.json content, or None for flavors without one."""
         return None
+
+    def custom_code_warnings(self, model, options):
+        """Messages about custom code the saved model needs and Triton certainly cannot import (``_custom_code``)."""
+        return []
 
 
 def log_model(framework, model, *, input_example, name, registered_model_name, await_registration_for,
@@ -163,6 +168,7 @@ class _Plan:
     validation: "dict | None"  # None: validate the saved artifact once it exists
     device: str
     triton_model_name: str
+    warnings: tuple  # custom-code warnings, recorded in validation.json
 
 
 def _plan(framework, model, *, input_example, signature, device, triton_model_name, validate_saved_model,
@@ -175,13 +181,27 @@ def _plan(framework, model, *, input_example, signature, device, triton_model_na
     framework.check_native_options(options)
     framework.check_model(model)
     options = framework.native_options(options)
+    found = _warn_about_custom_code(framework, model, options) if not validate_saved_model else ()
     adapter, signature, layout = _predict_and_map(framework, model, input_example, signature, options)
     tensors = _example_tensors(layout, input_example)
     validation = None
     if not validate_saved_model:
         validation = _validate_in_memory(layout, tensors, adapter, framework.current_device(model))
     return _Plan(framework, model, input_example, options, declared_init_kwargs, signature, layout, tensors,
-                 validation, device, triton_model_name)
+                 validation, device, triton_model_name, found)
+
+
+def _warn_about_custom_code(framework, model, options):
+    """Warn (``CustomCodeWarning``) about custom code Triton will not import; returns the messages.
+
+    Only with the default in-memory validation: ``validate_saved_model=True``
+    reloads the package in a clean interpreter, which fails on the same code.
+    """
+    found = tuple(framework.custom_code_warnings(model, options))
+    for message in found:
+        # stacklevel: the caller of <framework>.log_model / save_model (-> log_model / save_model -> _plan -> here)
+        warnings.warn(message, CustomCodeWarning, stacklevel=5)
+    return found
 
 
 def _build(plan, path):
@@ -198,7 +218,8 @@ def _build(plan, path):
         artifact = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY
         _copy_native_package(staging, artifact)
         validation = plan.validation or _validate_saved_artifact(plan.layout, plan.tensors, artifact)
-        _write_repository(repository, plan.triton_model_name, plan.layout, plan.device, plan.tensors, validation)
+        _write_repository(repository, plan.triton_model_name, plan.layout, plan.device, plan.tensors, validation,
+                          plan.warnings)
         _add_triton_flavor(staging, plan.triton_model_name)
         os.rename(staging, path)
     except BaseException:
@@ -353,7 +374,7 @@ def _copy_native_package(source, destination):
             shutil.copy2(entry, target)
 
 
-def _write_repository(repository, model_name, layout, device, tensors, validation):
+def _write_repository(repository, model_name, layout, device, tensors, validation, custom_code_warnings):
     config = _config.build_config(model_name, layout, device)
     _config.write_config(config, repository / "config.pbtxt")
     (repository / VERSION_DIRECTORY / "model.py").write_text(_model_py.compose_model_py(), encoding="utf-8")
@@ -380,6 +401,7 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
             "note": "logging does not start Triton; run the example runner to validate on a real server",
         },
         "request_files": request_files,
+        "warnings": list(custom_code_warnings),
         "mlflow_version": mlflow.__version__,
         "runtime_version": RUNTIME_VERSION,
         "mapping_version": MAPPING_VERSION,
