@@ -52,12 +52,13 @@ def unimportable_code_warnings(references, code_paths, main_stored_by_value, ser
     ``remedy`` is the flavor-specific advice appended to that message.
     """
     covered = _CodePaths(code_paths)
+    installed = _InstalledNames()
     unimportable = {}
     for reference in references:
         if reference.module == MAIN_MODULE:
             if not main_stored_by_value:
                 unimportable.setdefault(reference.module, []).append(reference)
-        elif reference.module and not _importable_elsewhere(reference.module, covered):
+        elif reference.module and not _importable_elsewhere(reference.module, covered, installed):
             unimportable.setdefault(reference.module, []).append(reference)
     return [
         _message(module, found, serializer, remedy) for module, found in sorted(unimportable.items())
@@ -82,7 +83,7 @@ def _message(module, references, serializer, remedy):
     )
 
 
-def _importable_elsewhere(module_name, covered):
+def _importable_elsewhere(module_name, covered, installed):
     """False only when certain: the module's file lies outside the installation and code_paths."""
     module = sys.modules.get(module_name)
     filename = getattr(module, "__file__", None)
@@ -90,11 +91,7 @@ def _importable_elsewhere(module_name, covered):
         return True  # built-in, namespace or synthetic module: cannot decide
     path = pathlib.Path(filename).resolve()
     top_level = module_name.split(".")[0]
-    return (
-        _in_installation(path)
-        or top_level in _installed_top_level_names()
-        or covered.cover(path, top_level)
-    )
+    return _in_installation(path) or covered.cover(path, top_level) or installed.provides(top_level)
 
 
 def _in_installation(path):
@@ -114,9 +111,20 @@ def _installation_roots():
     return tuple(pathlib.Path(root).resolve() for root in roots)
 
 
-def _installed_top_level_names():
-    """Top-level import names of installed distributions (editable installs included); not cached."""
-    return set(importlib.metadata.packages_distributions())
+class _InstalledNames:
+    """Top-level import names of installed distributions (editable installs included).
+
+    Read once per check, on first use: scanning the installed distributions
+    takes a moment, and an install between two log calls must count.
+    """
+
+    def __init__(self):
+        self._names = None
+
+    def provides(self, top_level):
+        if self._names is None:
+            self._names = set(importlib.metadata.packages_distributions())
+        return top_level in self._names
 
 
 class _CodePaths:

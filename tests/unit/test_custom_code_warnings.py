@@ -283,3 +283,14 @@ def test_sklearn_code_references_follow_pipelines_column_transformers_and_functi
     assert {(module.__name__, "Shift"), (module.__name__, "double")} <= references
     assert ("sklearn.pipeline", "Pipeline") in references
     assert ("sklearn.preprocessing._data", "StandardScaler") in references
+
+
+def test_module_of_an_editable_install_outside_site_packages_does_not_warn():
+    """This package is installed editable: its files live in the checkout, its distribution provides it."""
+    import mlflow_triton.errors
+
+    assert "site-packages" not in mlflow_triton.errors.__file__
+    assert unimportable_code_warnings(
+        [CodeReference("class", "mlflow_triton.errors", "ValidationError")], code_paths=None,
+        main_stored_by_value=False, serializer="pickle", remedy="",
+    ) == []
