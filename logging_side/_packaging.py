@@ -7,10 +7,9 @@ rename into place -> ``mlflow.models.Model.log``.
 Everything that can fail runs before ``Model.log``: arguments are checked
 before the first byte is written, and any failure removes the whole workspace,
 so nothing reaches the tracking store or the Registry. A failure inside
-``Model.log`` itself deletes the LoggedModel it created.
+``Model.log`` itself deletes the LoggedModel it created (``_undo``).
 """
 
-import contextlib
 import dataclasses
 import inspect
 import json
@@ -18,21 +17,21 @@ import os
 import pathlib
 import shutil
 import tempfile
+import warnings
 
 import mlflow
 import numpy as np
 import pandas as pd
-from mlflow.exceptions import MlflowException
 from mlflow.models import Model, ModelSignature, infer_signature
 
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.shared_contract import MAPPING_VERSION
 
-from . import _config, _model_py, _requests, _saved_check
+from . import _config, _model_py, _requests, _saved_check, _undo
 from ._names import check_model_name, default_model_name
 from ._schema import layout_from_signature
-from .errors import InvalidArgumentError, MlflowTritonError, ValidationError
+from .errors import CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
 
 REPOSITORY_DIRECTORY = "model_repository"
 VERSION_DIRECTORY = "1"
@@ -95,6 +94,10 @@ class Framework:
         """architecture.json content, or None for flavors without one."""
         return None
 
+    def custom_code_warnings(self, model, options):
+        """Messages about custom code the saved model needs and Triton certainly cannot import (``_custom_code``)."""
+        return []
+
 
 def log_model(framework, model, *, input_example, name, registered_model_name, await_registration_for,
               run_id, metadata, tags, params, signature, device, triton_model_name, validate_saved_model,
@@ -117,9 +120,7 @@ def log_model(framework, model, *, input_example, name, registered_model_name, a
         package = pathlib.Path(workspace) / "model"
         _build(plan, package)
         adopter = _AdoptPreparedPackage(framework.flavor, package)
-        last_logged_before = _last_logged_model_id()
-        registry_had_model = _registered_model_exists(registered_model_name)
-        try:
+        with _undo.undone_on_failure(registered_model_name, lambda: adopter.model_id):
             return Model.log(
                 artifact_path=None,
                 name=name,
@@ -132,11 +133,6 @@ def log_model(framework, model, *, input_example, name, registered_model_name, a
                 params=params,
                 validate_serving_input=False,
             )
-        except BaseException:
-            adopter.forget_logged_model(last_logged_before)
-            if registry_had_model is False:
-                _forget_empty_registered_model(registered_model_name)
-            raise
 
 
 def save_model(framework, model, path, *, input_example, signature=None, device="cpu", triton_model_name=None,
@@ -172,6 +168,7 @@ class _Plan:
     validation: "dict | None"  # None: validate the saved artifact once it exists
     device: str
     triton_model_name: str
+    warnings: tuple  # custom-code warnings, recorded in validation.json
 
 
 def _plan(framework, model, *, input_example, signature, device, triton_model_name, validate_saved_model,
@@ -184,13 +181,27 @@ def _plan(framework, model, *, input_example, signature, device, triton_model_na
     framework.check_native_options(options)
     framework.check_model(model)
     options = framework.native_options(options)
+    found = _warn_about_custom_code(framework, model, options) if not validate_saved_model else ()
     adapter, signature, layout = _predict_and_map(framework, model, input_example, signature, options)
     tensors = _example_tensors(layout, input_example)
     validation = None
     if not validate_saved_model:
         validation = _validate_in_memory(layout, tensors, adapter, framework.current_device(model))
     return _Plan(framework, model, input_example, options, declared_init_kwargs, signature, layout, tensors,
-                 validation, device, triton_model_name)
+                 validation, device, triton_model_name, found)
+
+
+def _warn_about_custom_code(framework, model, options):
+    """Warn (``CustomCodeWarning``) about custom code Triton will not import; returns the messages.
+
+    Only with the default in-memory validation: ``validate_saved_model=True``
+    reloads the package in a clean interpreter, which fails on the same code.
+    """
+    found = tuple(framework.custom_code_warnings(model, options))
+    for message in found:
+        # stacklevel: the caller of <framework>.log_model / save_model (-> log_model / save_model -> _plan -> here)
+        warnings.warn(message, CustomCodeWarning, stacklevel=5)
+    return found
 
 
 def _build(plan, path):
@@ -207,7 +218,8 @@ def _build(plan, path):
         artifact = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY
         _copy_native_package(staging, artifact)
         validation = plan.validation or _validate_saved_artifact(plan.layout, plan.tensors, artifact)
-        _write_repository(repository, plan.triton_model_name, plan.layout, plan.device, plan.tensors, validation)
+        _write_repository(repository, plan.triton_model_name, plan.layout, plan.device, plan.tensors, validation,
+                          plan.warnings)
         _add_triton_flavor(staging, plan.triton_model_name)
         os.rename(staging, path)
     except BaseException:
@@ -362,7 +374,7 @@ def _copy_native_package(source, destination):
             shutil.copy2(entry, target)
 
 
-def _write_repository(repository, model_name, layout, device, tensors, validation):
+def _write_repository(repository, model_name, layout, device, tensors, validation, custom_code_warnings):
     config = _config.build_config(model_name, layout, device)
     _config.write_config(config, repository / "config.pbtxt")
     (repository / VERSION_DIRECTORY / "model.py").write_text(_model_py.compose_model_py(), encoding="utf-8")
@@ -389,6 +401,7 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
             "note": "logging does not start Triton; run the example runner to validate on a real server",
         },
         "request_files": request_files,
+        "warnings": list(custom_code_warnings),
         "mlflow_version": mlflow.__version__,
         "runtime_version": RUNTIME_VERSION,
         "mapping_version": MAPPING_VERSION,
@@ -443,45 +456,9 @@ class _AdoptPreparedPackage:
             setattr(mlflow_model, attribute, getattr(prepared, attribute))
         mlflow_model.save(os.path.join(path, "MLmodel"))
 
-    def forget_logged_model(self, last_logged_before):
-        """Delete the LoggedModel that a failed ``Model.log`` left behind.
-
-        ``Model.log`` creates the LoggedModel before it calls ``save_model`` (it
-        links it to the run first), so a failure in between is recognised by
-        MLflow's last-logged model id changing during the call.
-        """
-        model_id = self._model_id
-        if model_id is None and _last_logged_model_id() != last_logged_before:
-            model_id = _last_logged_model_id()
-        if model_id is None:
-            return
-        with contextlib.suppress(Exception):
-            mlflow.MlflowClient().delete_logged_model(model_id)
+    @property
+    def model_id(self):
+        """The id of the LoggedModel ``Model.log`` created, once it called ``save_model``."""
+        return self._model_id
 
 
-def _registered_model_exists(name):
-    """Whether the Registry already holds ``name``; None when unknown or not registering."""
-    if not name:
-        return None
-    try:
-        mlflow.MlflowClient().get_registered_model(name)
-    except MlflowException as error:
-        return False if error.error_code == "RESOURCE_DOES_NOT_EXIST" else None
-    return True
-
-
-def _forget_empty_registered_model(name):
-    """Delete a registered model that a failed log created and left without versions."""
-    with contextlib.suppress(Exception):
-        client = mlflow.MlflowClient()
-        if not client.search_model_versions(f"name = '{name}'"):
-            client.delete_registered_model(name)
-
-
-def _last_logged_model_id():
-    """MLflow's id of the LoggedModel most recently created in this thread (None if unknown)."""
-    from mlflow.tracking import fluent
-
-    with contextlib.suppress(Exception):
-        return fluent._last_logged_model_id.get()
-    return None

@@ -20,8 +20,13 @@ class ValidationError(MlflowTritonError, RuntimeError):
     """The example prediction or its tensor mapping failed before anything was logged."""
 
 
+class CustomCodeWarning(UserWarning):
+    """Custom code the logged model refers to will not import where Triton loads it (also in validation.json)."""
+
+
 __all__ = [
     "ContractError",
+    "CustomCodeWarning",
     "InvalidArgumentError",
     "MlflowTritonError",
     "UnsupportedSchemaError",

@@ -16,7 +16,7 @@ import inspect
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _architecture, _packaging
+from . import _architecture, _custom_code, _packaging
 from ._packaging import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError
 
@@ -119,6 +119,20 @@ class _PyTorch(_packaging.Framework):
 
     def architecture(self, model, package_path, declared_init_kwargs):
         return _architecture.describe_pytorch(model, package_path, declared_init_kwargs)
+
+    def custom_code_warnings(self, model, options):
+        """The module classes a pickled model needs at load time (an exported model needs none)."""
+        if options.get("export_model") or options.get("serialization_format") != _DEFAULT_SERIALIZATION_FORMAT:
+            return []
+        pickle_module = options.get("pickle_module")
+        name = getattr(pickle_module, "__name__", "cloudpickle") if pickle_module is not None else "cloudpickle"
+        return _custom_code.unimportable_code_warnings(
+            [_custom_code.CodeReference.of("class", type(module)) for module in model.modules()],
+            options.get("code_paths"),
+            main_stored_by_value=name == "cloudpickle",
+            serializer=f"pickle_module={name}",
+            remedy="or leave pickle_module unset (MLflow's cloudpickle stores __main__ classes by value)",
+        )
 
 
 _FRAMEWORK = _PyTorch()

@@ -5,13 +5,14 @@ holds the native ``sklearn`` and ``python_function`` flavors plus a ``triton``
 flavor pointing at ``model_repository/<triton_model_name>/``.
 """
 
+import functools
 import inspect
 
 import mlflow.sklearn
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _packaging
+from . import _custom_code, _packaging
 from ._packaging import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError
 
@@ -46,6 +47,48 @@ class _Sklearn(_packaging.Framework):
                 + ", ".join(["predict", *mlflow.sklearn._SklearnModelWrapper._SUPPORTED_CUSTOM_PREDICT_FN])
             )
         return PyFuncModel(model_meta, mlflow.sklearn._SklearnModelWrapper(model), predict_fn=predict_fn)
+
+    def custom_code_warnings(self, model, options):
+        serialization_format = options.get("serialization_format") or _default_serialization_format()
+        return _custom_code.unimportable_code_warnings(
+            _code_references(model),
+            options.get("code_paths"),
+            main_stored_by_value=serialization_format == "cloudpickle",
+            serializer=f"serialization_format={serialization_format!r}",
+            remedy='or use serialization_format="cloudpickle", which stores __main__ definitions by value',
+        )
+
+
+def _code_references(estimator, depth_limit=50):
+    """The estimator classes and functions (``FunctionTransformer(func=...)``, ...) inside ``estimator``.
+
+    Follows ``get_params(deep=False)`` through pipelines, column transformers,
+    meta-estimators and lists/tuples/dicts of them.
+    """
+    found, seen, pending = [], set(), [(estimator, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > depth_limit or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, functools.partial):
+            pending.append((item.func, depth + 1))
+        elif inspect.isfunction(item):
+            found.append(_custom_code.CodeReference.of("function", item))
+        elif inspect.isclass(item):
+            found.append(_custom_code.CodeReference.of("class", item))
+        elif isinstance(item, (list, tuple)):
+            pending.extend((value, depth + 1) for value in item)
+        elif isinstance(item, dict):
+            pending.extend((value, depth + 1) for value in item.values())
+        elif hasattr(item, "get_params"):
+            found.append(_custom_code.CodeReference.of("class", type(item)))
+            try:
+                parameters = item.get_params(deep=False)
+            except Exception:  # a broken custom get_params: nothing more to learn here
+                continue
+            pending.extend((value, depth + 1) for value in parameters.values())
+    return found
 
 
 def _default_serialization_format():

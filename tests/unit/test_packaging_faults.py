@@ -181,8 +181,11 @@ def test_log_model_deletes_its_logged_model_when_interrupted_during_the_artifact
     tracking_store.assert_nothing_logged()
 
 
-def test_log_model_deletes_its_logged_model_when_creating_the_registry_version_raises(
-    monkeypatch, log, assert_clean, tracking_store
+@pytest.mark.parametrize(
+    "registered_model_name", ["faulty", "it's-a-model", 'say "hi"', "both ' and \"", "trailing\\"]
+)
+def test_log_model_deletes_its_logged_and_registered_model_when_creating_the_registry_version_raises(
+    monkeypatch, log, assert_clean, tracking_store, registered_model_name
 ):
     _inject(
         monkeypatch, mlflow.MlflowClient, "_create_model_version", InjectedFault("registry unavailable"),
@@ -190,7 +193,7 @@ def test_log_model_deletes_its_logged_model_when_creating_the_registry_version_r
     )
 
     with pytest.raises(InjectedFault, match="registry unavailable"):
-        log()
+        log(registered_model_name=registered_model_name)
 
     assert_clean()
     assert tracking_store.registered_models() == []

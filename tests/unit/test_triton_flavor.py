@@ -6,7 +6,9 @@ so "nothing was logged" can be checked with ``mlflow.search_logged_models``.
 
 import inspect
 import os
+import pathlib
 import tempfile
+import urllib.parse
 import uuid
 
 import mlflow
@@ -171,6 +173,20 @@ def _with_link(kind):
     return build
 
 
+def _with_fifo(where):
+    def build(tmp_path):
+        root = write_triton_repository(tmp_path, "model")
+        os.mkfifo(root / where)
+        return root
+    return build
+
+
+def _named(name):
+    def build(tmp_path):
+        return write_triton_repository(tmp_path, name)
+    return build
+
+
 REJECTIONS = {
     "missing-directory": (_missing, "is not an existing directory"),
     "a-file-not-a-directory": (_a_file, "is not an existing directory"),
@@ -188,6 +204,15 @@ REJECTIONS = {
     "dangling-symlink-inside": (_with_link("dangling"), "must not contain symbolic links"),
     "symlinked-version-directory": (_with_link("version"), "must not contain symbolic links"),
     "the-directory-is-a-symlink": (_with_link("root"), "must not contain symbolic links"),
+    "fifo-in-a-version": (_with_fifo("1/pipe"), r"only regular files and directories; .*pipe' is a named pipe"),
+    "fifo-at-the-top": (_with_fifo("pipe"), r"only regular files and directories; .*pipe' is a named pipe"),
+    "name-with-a-newline": (_named("bad\nname"), r"directory name 'bad\\nname' becomes Triton's model name"),
+    "name-with-protobuf-text": (_named('q"name }{ backend: "x'), "becomes Triton's model name and is not a safe one"),
+    "name-starting-with-a-dot": (_named(".hidden_model"), "becomes Triton's model name and is not a safe one"),
+    "name-starting-with-a-dash": (_named("-model"), "becomes Triton's model name and is not a safe one"),
+    "name-with-dot-dot": (_named("a..b"), "becomes Triton's model name and is not a safe one"),
+    "name-with-non-ascii": (_named("mod\u00e8le"), "becomes Triton's model name and is not a safe one"),
+    "name-too-long": (_named("m" * 129), "at most 128 characters; rename the directory"),
 }
 
 
@@ -204,6 +229,7 @@ def test_log_model_rejects_and_logs_nothing_when_directory_is_invalid(
     assert logged_model_creations == []  # validated before Model.log created a LoggedModel
     assert mlflow.search_logged_models(experiment_ids=[experiment_id], output_format="list") == []
     assert MlflowClient().search_model_versions(f"name='{REJECTED_REGISTRY_NAME}'") == []
+    assert MlflowClient().search_registered_models(f"name='{REJECTED_REGISTRY_NAME}'") == []
     assert MlflowClient().get_run(run.info.run_id).outputs.model_outputs == []
     assert list(workspace.iterdir()) == []
 
@@ -419,3 +445,138 @@ def test_load_model_returns_the_directory_of_a_local_model(tmp_path):
 
     assert repository == (tmp_path / "saved" / "model" / "local").resolve()
     assert file_tree(repository) == file_tree(source)
+
+
+# --- a failure inside Model.log leaves no LoggedModel and no empty registered model --------------
+
+class InjectedFault(Exception):
+    """Raised by a patched MLflow step; nothing else raises it."""
+
+
+def _failing(error):
+    def fail(*args, **kwargs):
+        raise error
+    return fail
+
+
+@pytest.mark.parametrize("registered_model_name", ["triton-faulty", "it's-a-model", 'say "hi"', "back\\slash\\"])
+@pytest.mark.parametrize("step", ["artifact-upload", "registry-version"])
+def test_log_model_leaves_no_logged_or_registered_model_when_model_log_fails_after_creating_one(
+    tmp_path, experiment_id, workspace, logged_model_creations, monkeypatch, step, registered_model_name
+):
+    source = write_triton_repository(tmp_path)
+    if step == "artifact-upload":
+        monkeypatch.setattr(MlflowClient, "log_model_artifacts", _failing(InjectedFault(step)))
+    else:
+        monkeypatch.setattr(MlflowClient, "_create_model_version", _failing(InjectedFault(step)))
+
+    with pytest.raises(InjectedFault, match=step):
+        triton.log_model(source, registered_model_name=registered_model_name)
+
+    assert logged_model_creations == ["triton-model"]  # Model.log did create one ...
+    assert mlflow.search_logged_models(experiment_ids=[experiment_id], output_format="list") == []  # ... deleted
+    assert [m.name for m in MlflowClient().search_registered_models()
+            if m.name == registered_model_name] == []
+    assert list(workspace.iterdir()) == []
+
+
+# --- load_model: the flavor's empty_directories ------------------------------------------------
+
+def _tree_with_directories(root):
+    """``{relative path: bytes, or None for a directory}`` of everything below ``root``."""
+    return {
+        path.relative_to(root).as_posix(): None if path.is_dir() else path.read_bytes()
+        for path in sorted(pathlib.Path(root).rglob("*"))
+    }
+
+
+def _ensemble(parent, name="ensemble"):
+    """A Triton ensemble directory: config.pbtxt and an empty version directory ``1/``."""
+    source = pathlib.Path(parent) / name
+    (source / "1").mkdir(parents=True)
+    (source / "config.pbtxt").write_text(f'name: "{name}"\nplatform: "ensemble"\n')
+    return source
+
+
+def _stored_model_directory(info):
+    """The LoggedModel's artifact directory inside the local artifact store."""
+    return pathlib.Path(urllib.parse.urlparse(mlflow.get_logged_model(info.model_id).artifact_location).path)
+
+
+@pytest.mark.parametrize(
+    "listed",
+    ["1", ["1", 2], [""], {"1": True}, [["1"]]],
+    ids=["a-string", "a-non-string-entry", "an-empty-entry", "a-mapping", "a-nested-list"],
+)
+def test_load_model_refuses_and_creates_nothing_when_empty_directories_is_not_a_list_of_paths(tmp_path, listed):
+    model_dir = tmp_path / "local-model"
+    (model_dir / "model" / "x" / "2").mkdir(parents=True)
+    Model().add_flavor("triton", data="model/x", model_name="x", empty_directories=listed).save(
+        str(model_dir / "MLmodel")
+    )
+    before = _tree_with_directories(model_dir)
+
+    with pytest.raises(InvalidArgumentError, match="empty_directories must be a list of non-empty relative paths"):
+        triton.load_model(str(model_dir))
+
+    assert _tree_with_directories(model_dir) == before
+
+
+def test_load_model_refuses_an_empty_directory_that_escapes_the_model(tmp_path):
+    model_dir = tmp_path / "local-model"
+    (model_dir / "model" / "x" / "1").mkdir(parents=True)
+    Model().add_flavor("triton", data="model/x", model_name="x", empty_directories=["../../escaped"]).save(
+        str(model_dir / "MLmodel")
+    )
+
+    with pytest.raises(InvalidArgumentError, match="empty directory '../../escaped' escapes the model"):
+        triton.load_model(str(model_dir))
+
+    assert not (tmp_path / "escaped").exists()
+
+
+# --- load_model never writes into a local store; dst_path gives a copy to serve -----------------
+
+def test_load_model_returns_a_copy_under_dst_path_with_the_empty_directories(tmp_path, experiment_id):
+    info = triton.log_model(_ensemble(tmp_path))
+    stored = _stored_model_directory(info)
+    before = _tree_with_directories(stored)
+
+    repository = triton.load_model(info.model_uri, dst_path=tmp_path / "serve")
+
+    assert repository == (tmp_path / "serve" / "model" / "ensemble").resolve()
+    assert _tree_with_directories(repository) == {"1": None, "config.pbtxt": b'name: "ensemble"\nplatform: "ensemble"\n'}
+    (repository / "1" / "__pycache__").mkdir()  # what Triton writes when it imports a model.py
+    assert _tree_with_directories(stored) == before
+
+
+def test_load_model_without_dst_path_recreates_missing_empty_directories_in_a_copy_not_in_the_store(
+    tmp_path, experiment_id
+):
+    info = triton.log_model(_ensemble(tmp_path))
+    stored = _stored_model_directory(info)
+    (stored / "model" / "ensemble" / "1").rmdir()  # as in a store that keeps files only
+    before = _tree_with_directories(stored)
+
+    repository = triton.load_model(info.model_uri)
+
+    assert not repository.is_relative_to(stored.resolve())
+    assert _tree_with_directories(repository) == {"1": None, "config.pbtxt": b'name: "ensemble"\nplatform: "ensemble"\n'}
+    assert _tree_with_directories(stored) == before
+
+
+@pytest.mark.parametrize("uri_kind", URI_KINDS)
+def test_load_model_without_dst_path_writes_nothing_into_a_local_store_for_every_uri_kind(
+    tmp_path, experiment_id, uri_kind
+):
+    registered = f"ensemble-{uuid.uuid4().hex[:8]}"
+    with mlflow.start_run() as run:
+        info = triton.log_model(_ensemble(tmp_path), name="ensemble-model", registered_model_name=registered)
+    MlflowClient().set_registered_model_alias(registered, "champion", info.registered_model_version)
+    stored = _stored_model_directory(info)
+    before = _tree_with_directories(stored), {path: path.stat().st_mtime_ns for path in [stored, *stored.rglob("*")]}
+
+    repository = triton.load_model(URI_KINDS[uri_kind](run.info.run_id, "ensemble-model", info, registered))
+
+    assert _tree_with_directories(repository) == {"1": None, "config.pbtxt": b'name: "ensemble"\nplatform: "ensemble"\n'}
+    assert (_tree_with_directories(stored), {path: path.stat().st_mtime_ns for path in [stored, *stored.rglob("*")]}) == before

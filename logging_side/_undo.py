@@ -1,0 +1,88 @@
+"""Undo what a failed ``mlflow.models.Model.log`` left in the tracking store and the Registry.
+
+``Model.log`` creates the LoggedModel (and links it to the run) before it calls
+the flavor's ``save_model``, uploads the artifacts and registers a version. A
+failure at any of those steps would otherwise leave that LoggedModel behind,
+and a failed registration an empty registered model that the call itself
+created. Both logging entry points (the framework wrappers and
+``triton.log_model``) run ``Model.log`` inside ``undone_on_failure``.
+"""
+
+import contextlib
+
+import mlflow
+from mlflow.exceptions import MlflowException
+
+# Characters that MLflow's filter-string parser cannot take inside a quoted name: it accepts no
+# escape for quotes (checked with MLflow 3.17: `\'`, `''` and double quoting fail or match nothing),
+# and a backslash before the closing quote escapes it.
+_UNQUOTABLE = ("'", '"', "\\")
+
+
+@contextlib.contextmanager
+def undone_on_failure(registered_model_name, logged_model_id=lambda: None):
+    """On any exception from the body: delete the LoggedModel it created and an empty registered model.
+
+    ``logged_model_id`` returns the id of the LoggedModel the body created when
+    known (``None`` otherwise); without it the LoggedModel is recognised by
+    MLflow's thread-local last-logged model id changing during the body. A
+    registered model is deleted only if it did not exist before the body ran
+    and has no version afterwards.
+    """
+    last_logged_before = _last_logged_model_id()
+    registry_had_model = _registered_model_exists(registered_model_name)
+    try:
+        yield
+    except BaseException:
+        model_id = logged_model_id()
+        if model_id is None and _last_logged_model_id() != last_logged_before:
+            model_id = _last_logged_model_id()
+        if model_id is not None:
+            with contextlib.suppress(Exception):
+                mlflow.MlflowClient().delete_logged_model(model_id)
+        if registry_had_model is False:
+            _forget_empty_registered_model(registered_model_name)
+        raise
+
+
+def _registered_model_exists(name):
+    """Whether the Registry already holds ``name``; None when unknown or not registering."""
+    if not name:
+        return None
+    try:
+        mlflow.MlflowClient().get_registered_model(name)
+    except MlflowException as error:
+        return False if error.error_code == "RESOURCE_DOES_NOT_EXIST" else None
+    return True
+
+
+def _forget_empty_registered_model(name):
+    """Delete a registered model that a failed log created and left without versions."""
+    with contextlib.suppress(Exception):
+        client = mlflow.MlflowClient()
+        if not has_model_versions(client, name):
+            client.delete_registered_model(name)
+
+
+def has_model_versions(client, name):
+    """Whether the registered model ``name`` (matched exactly) has any version.
+
+    A name with a quote or a backslash cannot be written into a filter string,
+    so it is looked up with ``LIKE`` and those characters as single-character
+    wildcards, and the results are compared with the exact name.
+    """
+    if not any(quote in name for quote in _UNQUOTABLE):
+        return bool(client.search_model_versions(f"name = '{name}'"))
+    pattern = name
+    for quote in _UNQUOTABLE:
+        pattern = pattern.replace(quote, "_")
+    return any(version.name == name for version in client.search_model_versions(f"name LIKE '{pattern}'"))
+
+
+def _last_logged_model_id():
+    """MLflow's id of the LoggedModel most recently created in this thread (None if unknown)."""
+    from mlflow.tracking import fluent
+
+    with contextlib.suppress(Exception):
+        return fluent._last_logged_model_id.get()
+    return None
