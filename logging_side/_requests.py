@@ -1,7 +1,8 @@
 """The ready-to-send inference request shipped beside config.pbtxt.
 
 ``request.json`` is a KServe v2 / Triton HTTP JSON body. JSON cannot carry
-NaN, infinities or arbitrary bytes, so an example holding any of those is
+NaN, infinities or arbitrary bytes, and Triton refuses FP16 data in JSON ("receiving
+FP16 data via JSON is not supported"), so an example holding any of those is
 shipped as ``request.bin`` (the complete HTTP body of Triton's binary tensor
 extension, JSON prefix included) plus ``request.headers`` (the HTTP headers to
 send with it). Values are never altered to fit JSON.
@@ -21,9 +22,9 @@ JSON_HEADER_LENGTH = "Inference-Header-Content-Length"
 
 
 def needs_binary(tensors, contents):
-    """True when a tensor holds non-finite floats or binary (non-text) bytes."""
+    """True when a tensor is FP16, holds non-finite floats or binary (non-text) bytes."""
     for name, array in tensors.items():
-        if contents.get(name) == "binary":
+        if contents.get(name) == "binary" or array.dtype == np.float16:
             return True
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             return True
