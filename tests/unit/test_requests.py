@@ -63,6 +63,12 @@ def test_needs_binary_is_true_when_a_float_tensor_holds_a_non_finite_value(value
     assert needs_binary(tensors, CONTENTS) is True
 
 
+def test_needs_binary_is_true_when_a_tensor_is_fp16_because_triton_refuses_fp16_in_json():
+    tensors = {**TENSORS, "half": np.array([[0.5, 1.0]], dtype=np.float16)}
+
+    assert needs_binary(tensors, CONTENTS) is True
+
+
 def test_needs_binary_is_true_when_a_bytes_tensor_carries_binary_content():
     assert needs_binary({"blob": _bytes(b"\x00\xff")}, {"blob": "binary"}) is True
 

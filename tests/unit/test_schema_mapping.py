@@ -171,6 +171,17 @@ def test_layout_records_numpy_integer_labels_as_plain_integers_when_columns_carr
     assert type(layout.contract.outputs.fields[0].name) is int
 
 
+def test_layout_raises_when_the_integer_label_0_is_not_the_first_input_column():
+    with pytest.raises(UnsupportedSchemaError, match=re.escape("Column 0 of the input schema: the label 0 at position 1")):
+        _layout(inputs=Schema([ColSpec("double", 5), ColSpec("double", 0)]))
+
+
+def test_layout_keeps_the_integer_label_0_anywhere_when_it_names_an_output_column():
+    layout = _layout(outputs=Schema([ColSpec("double", 5), ColSpec("double", 0)]))
+
+    assert [f.name for f in layout.contract.outputs.fields] == [5, 0]
+
+
 @pytest.mark.parametrize(
     ("schema", "message"),
     [
