@@ -176,3 +176,17 @@ def test_save_model_ships_a_binary_request_that_model_py_answers_when_the_module
     expected = mlflow.pyfunc.load_model(str(tmp_path / "package")).predict(example)
     assert served["output_0"].dtype == np.float16
     np.testing.assert_array_equal(served["output_0"], expected)
+
+
+def test_save_model_ships_a_binary_request_when_only_the_output_is_half_precision(tmp_path):
+    module = tiny_models.import_custom_net().HalfOutput().eval()
+
+    pytorch.save_model(module, tmp_path / "package", input_example=tiny_models.mlp_example(),
+                       code_paths=[str(tiny_models.CUSTOM_NET_DIR)])
+
+    repository = repository_of(tmp_path / "package")
+    assert sorted(p.name for p in repository.glob("request.*")) == ["request.bin", "request.headers"]
+    headers = read_headers_file(repository / "request.headers")
+    prefix, _ = arrays_from_binary_request((repository / "request.bin").read_bytes(), headers)
+    assert prefix["inputs"][0]["datatype"] == "FP32"
+    assert prefix["outputs"] == [{"name": "output_0", "parameters": {"binary_data": True}}]
