@@ -11,9 +11,9 @@ tensor. A value is never changed to fit:
   uint8, ...) when the value lies in the target's range;
 * an integer becomes a float when the float holds it exactly (int64 ``2**53 + 1``
   fails for every float type; int32 ``2**24 + 1`` fails for float32);
-* a float becomes a narrower float when it is exactly representable there (NaN
-  and infinities stay themselves; float64 ``1e6`` overflows float16 and fails,
-  ``0.1`` rounds in float32 and fails);
+* a float becomes a wider float, or a narrower one when it is exactly
+  representable there (NaN and infinities stay themselves; float64 ``1e6``
+  overflows float16 and fails, ``0.1`` rounds in float32 and fails);
 * floats never become integers (also ``1.0``), nor do complex, datetime,
   timedelta or string values become numbers (``"1"`` is never parsed);
 * an object array holds Python or numpy scalars: all bool, all integers (bool

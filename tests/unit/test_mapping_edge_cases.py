@@ -144,6 +144,19 @@ def test_save_model_serves_a_single_named_input_tensor_when_the_example_is_an_nd
     np.testing.assert_array_equal(tiny_models.serve_request(repository)["output_0"], expected)
 
 
+def test_log_model_logs_the_readme_explicit_signature_snippet_when_run_as_written(tracking_store):
+    embedder = torch.nn.Embedding(100, 8).eval()
+    signature = ModelSignature(
+        inputs=Schema([TensorSpec(np.dtype("int64"), (-1, -1), "input_ids")]),
+        outputs=Schema([TensorSpec(np.dtype("float32"), (-1, -1, 8))]),
+    )
+
+    info = pytorch.log_model(embedder, input_example=np.array([[1, 2, 3]]), signature=signature, name="embedder")
+
+    prediction = mlflow.pyfunc.load_model(info.model_uri).predict(np.array([[4, 5], [6, 7]]))
+    assert prediction.shape == (2, 2, 8) and prediction.dtype == np.float32
+
+
 # -- #18.4: an empty column name ----------------------------------------------------------------------
 
 
