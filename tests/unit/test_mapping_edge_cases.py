@@ -45,6 +45,17 @@ def shipped_arrays(repository):
     return arrays_from_binary_request((repository / "request.bin").read_bytes(), headers)[1]
 
 
+class HalfOutput(torch.nn.Module):
+    """float32 in, float16 out (scripted, so no class code needs packaging)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.linear(x).half()
+
+
 # -- #17.3: integer column labels ------------------------------------------------------------------
 
 
@@ -192,10 +203,10 @@ def test_save_model_ships_a_binary_request_that_model_py_answers_when_the_module
 
 
 def test_save_model_ships_a_binary_request_when_only_the_output_is_half_precision(tmp_path):
-    module = tiny_models.import_custom_net().HalfOutput().eval()
+    module = torch.jit.script(HalfOutput().eval())
 
     pytorch.save_model(module, tmp_path / "package", input_example=tiny_models.mlp_example(),
-                       code_paths=[str(tiny_models.CUSTOM_NET_DIR)])
+                       validate_saved_model=True)
 
     repository = repository_of(tmp_path / "package")
     assert sorted(p.name for p in repository.glob("request.*")) == ["request.bin", "request.headers"]

@@ -6,7 +6,6 @@ script imports its architecture package, so the pickled model refers to
 package travels with the model.
 """
 
-from .half import HalfOutput
 from .mlp import TinyMLP
 
-__all__ = ["HalfOutput", "TinyMLP"]
+__all__ = ["TinyMLP"]
