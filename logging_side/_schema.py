@@ -121,7 +121,7 @@ def _map_schema(schema, side, namer, example):
             f"The signature has no {side} schema; mlflow-triton needs both inputs and outputs"
         )
     if example is not None and _is_any_schema(schema):
-        reason = explain_uninferable(example, side)
+        reason = _explain_uninferable(example, side)
         if reason is not None:
             raise UnsupportedSchemaError(reason)
     if schema.is_tensor_spec():
@@ -141,7 +141,7 @@ def _map_schema(schema, side, namer, example):
 def _map_column(spec, side, position, namer):
     label = _label(spec.name, side, position, "Column")
     name = _field_name(spec.name, label)
-    if side == "input" and name == 0 and type(name) is int and position != 0:
+    if side == "input" and type(name) is int and name == 0 and position != 0:
         raise UnsupportedSchemaError(
             f"{label}: the label 0 at position {position} cannot be served: MLflow's schema enforcement "
             f"reads it as an unnamed column and looks for position {position} instead; put the column "
@@ -219,7 +219,7 @@ def _is_any_schema(schema):
     return not schema.is_tensor_spec() and len(schema.inputs) == 1 and isinstance(schema.inputs[0].type, AnyType)
 
 
-def explain_uninferable(value, side):
+def _explain_uninferable(value, side):
     """Why MLflow could not infer a schema for ``value``, naming the column or scalar; None if unknown.
 
     MLflow collapses a whole frame into one ``Any`` column when a single column
@@ -284,6 +284,6 @@ def triton_type_for_dtype(dtype, label):
 def _label(name, side, position, kind):
     if name is None:
         return f"{kind} #{position} of the {side} schema"
-    return f"{kind} {name!r} of the {side} schema" if not isinstance(name, str) or not name else (
-        f"{kind} `{name}` of the {side} schema"
-    )
+    if isinstance(name, str) and name:
+        return f"{kind} `{name}` of the {side} schema"
+    return f"{kind} {name!r} of the {side} schema"  # an integer label, or '' for the empty name

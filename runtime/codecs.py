@@ -19,7 +19,9 @@ dtype, ``str`` for text and ``bytes`` for binary fields. Anything else raises
 
 A ``tensor`` structure takes an ndarray (or a dict holding just its named key);
 a ``columns`` structure takes a DataFrame, a Series, a dict of equal-length
-columns, a list of records or a 2-D array with one column per field.
+columns, a list of records or a 2-D array with one column per field. Lists and
+tuples of values are read element by element (as object arrays): numpy's own
+inference would round some mixes of integers and floats.
 """
 
 import numpy as np
