@@ -95,7 +95,7 @@ def _write_request(directory, source, inputs, outputs):
     tensors = {t.name: t.to_wire(source.example_tensors[t.name]) for t in inputs}
     return _requests.write_request(
         directory, tensors, {t.name: t.data_type for t in inputs}, {t.name: t.content for t in inputs},
-        [t.name for t in outputs],
+        {t.name: t.data_type for t in outputs},
     )
 
 

@@ -20,6 +20,7 @@ _CONTRACT_DIR = pathlib.Path(contract_package.__file__).resolve().parent
 # Dependency order: each module may use names defined by those before it.
 SOURCES = (
     ("shared_contract/contract.py", _CONTRACT_DIR / "contract.py"),
+    ("runtime/conversions.py", _RUNTIME_DIR / "conversions.py"),
     ("runtime/codecs.py", _RUNTIME_DIR / "codecs.py"),
     ("runtime/loading.py", _RUNTIME_DIR / "loading.py"),
     ("runtime/triton_model.py", _RUNTIME_DIR / "triton_model.py"),

@@ -13,13 +13,15 @@ MAX_MODEL_NAME_LENGTH = 128
 def sanitize(name, fallback):
     """Map ``name`` to ``[A-Za-z_][A-Za-z0-9_]*`` deterministically.
 
-    Accents are folded to ASCII, every other run of unsafe characters becomes
-    one ``_``, a leading digit gets a ``_`` prefix, and a name with nothing safe
-    left (``None``, ``""``, ``"ü"`` in some scripts, ``"{}"``) becomes ``fallback``.
+    A non-string name (an integer column label) is spelled as text first (``0``
+    -> ``"0"``). Accents are folded to ASCII, every other run of unsafe
+    characters becomes one ``_``, a leading digit gets a ``_`` prefix (``0`` ->
+    ``_0``), and a name with nothing safe left (``None``, ``"{}"``, ``"名前"``)
+    becomes ``fallback``.
     """
     if name is None:
         return fallback
-    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    folded = unicodedata.normalize("NFKD", str(name)).encode("ascii", "ignore").decode("ascii")
     safe = _UNSAFE.sub("_", folded).strip("_")
     if not safe:
         return fallback

@@ -30,7 +30,7 @@ from mlflow_triton.shared_contract import MAPPING_VERSION
 
 from . import _config, _model_py, _requests, _saved_check, _undo
 from ._names import check_model_name, default_model_name
-from ._schema import layout_from_signature
+from ._schema import layout_from_signature, signature_for_pyfunc
 from .errors import CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
 
 REPOSITORY_DIRECTORY = "model_repository"
@@ -293,17 +293,20 @@ def _predict_and_map(framework, model, input_example, signature, options):
     """Predict the example in memory and derive (adapter, signature, layout).
 
     An explicit signature is kept and enforced on the example by MLflow's own
-    schema enforcement; otherwise MLflow infers one from the example and the
-    prediction.
+    schema enforcement (a single named input tensor is recorded unnamed where the
+    flavor takes no dict: ``signature_for_pyfunc``; the layout keeps the name);
+    otherwise MLflow infers one from the example and the prediction.
     """
-    model_meta = Model(signature=signature)
+    model_meta = Model(signature=signature_for_pyfunc(signature, framework.flavor))
     adapter = framework.pyfunc_adapter(model, options, model_meta)
+    examples = None
     if signature is None:
-        prediction = _predict(adapter, input_example, "example")
-        signature = infer_signature(input_example, _as_plain(prediction))
+        prediction = _as_plain(_predict(adapter, input_example, "example"))
+        signature = infer_signature(input_example, prediction)
         model_meta.signature = signature
-    layout = layout_from_signature(signature, framework.flavor)
-    return adapter, signature, layout
+        examples = {"input": input_example, "output": prediction}
+    layout = layout_from_signature(signature, framework.flavor, examples)
+    return adapter, model_meta.signature, layout
 
 
 def _predict(adapter, model_input, what):
@@ -382,7 +385,7 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
     datatypes = {d.name: d.data_type for d in layout.inputs}
     contents = {f.tensor: f.content for f in layout.contract.inputs.fields}
     request_files = _requests.write_request(
-        repository, tensors, datatypes, contents, [d.name for d in layout.outputs]
+        repository, tensors, datatypes, contents, {d.name: d.data_type for d in layout.outputs}
     )
     report = {
         "mode": validation["mode"],

@@ -1,9 +1,12 @@
 """The ready-to-send inference request shipped beside config.pbtxt.
 
 ``request.json`` is a KServe v2 / Triton HTTP JSON body. JSON cannot carry
-NaN, infinities or arbitrary bytes, so an example holding any of those is
-shipped as ``request.bin`` (the complete HTTP body of Triton's binary tensor
-extension, JSON prefix included) plus ``request.headers`` (the HTTP headers to
+NaN, infinities or arbitrary bytes, and Triton carries FP16 tensors in neither
+direction as JSON ("receiving FP16 data via JSON is not supported", "sending FP16
+data via JSON is not supported"), so a model with an FP16 input or output, or an
+example holding NaN, infinities or binary bytes, ships ``request.bin`` (the
+complete HTTP body of Triton's binary tensor extension, JSON prefix included,
+every output requested as binary) plus ``request.headers`` (the HTTP headers to
 send with it). Values are never altered to fit JSON.
 """
 
@@ -20,10 +23,16 @@ BINARY_HEADERS = "request.headers"
 JSON_HEADER_LENGTH = "Inference-Header-Content-Length"
 
 
-def needs_binary(tensors, contents):
-    """True when a tensor holds non-finite floats or binary (non-text) bytes."""
+FP16_TYPE = "TYPE_FP16"
+
+
+def needs_binary(tensors, contents, outputs=None):
+    """True when an input tensor is FP16, holds non-finite floats or binary (non-text) bytes,
+    or an output (``{name: config datatype}``) is FP16."""
+    if outputs and FP16_TYPE in outputs.values():
+        return True
     for name, array in tensors.items():
-        if contents.get(name) == "binary":
+        if contents.get(name) == "binary" or array.dtype == np.float16:
             return True
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             return True
@@ -57,9 +66,13 @@ def binary_request(tensors, datatypes, output_names):
     return body, headers
 
 
-def write_request(directory, tensors, datatypes, contents, output_names):
-    """Write request.json, or request.bin + request.headers; return the file names written."""
-    if needs_binary(tensors, contents):
+def write_request(directory, tensors, datatypes, contents, outputs):
+    """Write request.json, or request.bin + request.headers; return the file names written.
+
+    ``outputs`` maps each output tensor to its config datatype, in config order.
+    """
+    output_names = list(outputs)
+    if needs_binary(tensors, contents, outputs):
         body, headers = binary_request(tensors, datatypes, output_names)
         (directory / BINARY_REQUEST).write_bytes(body)
         (directory / BINARY_HEADERS).write_text(

@@ -1,15 +1,23 @@
 """MLflow signature -> (contract, Triton tensor declarations).
 
 Column schemas become one rank-one tensor per column (dims ``[-1]``); tensor
-schemas keep their declared shapes, ``-1`` only where the signature has it.
+schemas keep their declared shapes, ``-1`` only where the signature has it. A
+single tensor, named or not, is an ndarray (structure ``tensor``); several named
+tensors are a dict (``tensors``). Column labels are strings or integers (a
+DataFrame's default labels ``0..n-1``): the contract keeps the original label.
 Everything the runtime cannot rebuild faithfully is rejected here, before any
 file is written, with a message naming the field.
 """
 
+import contextlib
 import dataclasses
+import logging
 
 import numpy as np
-from mlflow.types import ColSpec, DataType, Schema
+import pandas as pd
+from mlflow.models import ModelSignature, infer_signature
+from mlflow.types import ColSpec, DataType, Schema, TensorSpec
+from mlflow.types.schema import AnyType
 
 from mlflow_triton.shared_contract import (
     BYTES_TYPE,
@@ -37,6 +45,8 @@ UNSUPPORTED_COLUMN_TYPES = {
     DataType.datetime: "datetime columns need a serving adapter",
 }
 SUPPORTED_COLUMN_TYPE_NAMES = ", ".join(t.name for t in COLUMN_TYPES)
+# Flavors whose pyfunc ``predict`` refuses a dict input (see ``signature_for_pyfunc``).
+FLAVORS_WITHOUT_DICT_INPUT = ("sklearn", "pytorch")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,33 +67,68 @@ class TensorLayout:
     outputs: "tuple[TensorDeclaration, ...]"
 
 
-def layout_from_signature(signature, flavor):
+def layout_from_signature(signature, flavor, examples=None):
     """Map an MLflow ``ModelSignature`` onto Triton tensors.
 
     Raises UnsupportedSchemaError for a missing input or output schema, optional
     or datetime columns, Array/Object/Map/Any types, scalar tensors, dimensions
-    Triton refuses (anything but -1 or >= 1) and dtypes Triton has no datatype for.
+    Triton refuses (anything but -1 or >= 1), dtypes Triton has no datatype for,
+    empty names and column labels other than strings and integers.
+
+    ``examples`` (``{"input": example, "output": prediction}``, for a signature
+    MLflow inferred from them) only sharpens the message when MLflow's inference
+    gave up on a whole side (an ``Any`` schema): the example names the column or
+    scalar at fault.
     """
     if signature is None:
         raise UnsupportedSchemaError("The model has no signature; pass signature= or an input_example")
     namer = TensorNamer()
-    inputs_mapping, inputs = _map_schema(signature.inputs, "input", namer)
-    outputs_mapping, outputs = _map_schema(signature.outputs, "output", namer)
+    examples = examples or {}
+    inputs_mapping, inputs = _map_schema(signature.inputs, "input", namer, examples.get("input"))
+    outputs_mapping, outputs = _map_schema(signature.outputs, "output", namer, examples.get("output"))
     contract = Contract(flavor=flavor, inputs=inputs_mapping, outputs=outputs_mapping)
     return TensorLayout(contract=contract, inputs=inputs, outputs=outputs)
 
 
-def _map_schema(schema, side, namer):
+def signature_for_pyfunc(signature, flavor):
+    """The signature the MLflow package records: ``signature``, or a copy whose only input tensor is unnamed.
+
+    When the input schema's only tensor is named, MLflow's schema enforcement hands
+    ``predict`` a one-key dict instead of the ndarray, and the scikit-learn and
+    PyTorch flavors refuse dicts ("does not support List or Dict input types").
+    For those flavors the recorded input tensor is unnamed, so the ndarray passes
+    through; the Triton tensor keeps the name (``layout_from_signature`` maps the
+    original signature).
+    """
+    inputs = signature.inputs if signature is not None else None
+    if flavor not in FLAVORS_WITHOUT_DICT_INPUT or not _is_single_named_tensor(inputs):
+        return signature
+    [spec] = inputs.inputs
+    unnamed = Schema([TensorSpec(spec.type, spec.shape)])
+    return ModelSignature(inputs=unnamed, outputs=signature.outputs, params=signature.params)
+
+
+def _is_single_named_tensor(schema):
+    return (
+        isinstance(schema, Schema) and schema.is_tensor_spec() and len(schema.inputs) == 1
+        and schema.inputs[0].name is not None
+    )
+
+
+def _map_schema(schema, side, namer, example):
     if not isinstance(schema, Schema) or not schema.inputs:
         raise UnsupportedSchemaError(
             f"The signature has no {side} schema; mlflow-triton needs both inputs and outputs"
         )
+    if example is not None and _is_any_schema(schema):
+        reason = _explain_uninferable(example, side)
+        if reason is not None:
+            raise UnsupportedSchemaError(reason)
     if schema.is_tensor_spec():
         specs = schema.inputs
-        named = schema.has_input_names()
-        if not named and len(specs) > 1:
+        if len(specs) > 1 and not schema.has_input_names():
             raise UnsupportedSchemaError(f"The {side} schema has several unnamed tensors; name them")
-        structure = "tensors" if named else "tensor"
+        structure = "tensor" if len(specs) == 1 else "tensors"
         mapped = [_map_tensor(spec, side, i, namer) for i, spec in enumerate(specs)]
     else:
         structure = "columns"
@@ -95,6 +140,13 @@ def _map_schema(schema, side, namer):
 
 def _map_column(spec, side, position, namer):
     label = _label(spec.name, side, position, "Column")
+    name = _field_name(spec.name, label)
+    if side == "input" and type(name) is int and name == 0 and position != 0:
+        raise UnsupportedSchemaError(
+            f"{label}: the label 0 at position {position} cannot be served: MLflow's schema enforcement "
+            f"reads it as an unnamed column and looks for position {position} instead; put the column "
+            "first or rename the columns"
+        )
     if not isinstance(spec, ColSpec) or not isinstance(spec.type, DataType):
         kind = type(spec.type).__name__
         raise UnsupportedSchemaError(
@@ -110,15 +162,16 @@ def _map_column(spec, side, position, namer):
         reason = UNSUPPORTED_COLUMN_TYPES.get(spec.type, f"{spec.type.name} columns are not supported")
         raise UnsupportedSchemaError(f"{label}: {reason}; supported: {SUPPORTED_COLUMN_TYPE_NAMES}")
     data_type, content = COLUMN_TYPES[spec.type]
-    tensor = namer.claim(spec.name, f"{side}_{position}")
+    tensor = namer.claim(name, f"{side}_{position}")
     return (
-        FieldMapping(name=spec.name, tensor=tensor, content=content),
+        FieldMapping(name=name, tensor=tensor, content=content),
         TensorDeclaration(name=tensor, data_type=data_type, dims=(-1,)),
     )
 
 
 def _map_tensor(spec, side, position, namer):
     label = _label(spec.name, side, position, "Tensor")
+    name = _field_name(spec.name, label)
     bad = [d for d in spec.shape if not _is_triton_dim(d)]
     if bad:
         raise UnsupportedSchemaError(
@@ -137,11 +190,75 @@ def _map_tensor(spec, side, position, namer):
             "object-dtype array of str/bytes, or a DataFrame string/binary column"
         )
     data_type, content = triton_type_for_dtype(spec.type, label)
-    tensor = namer.claim(spec.name, f"{side}_{position}")
+    tensor = namer.claim(name, f"{side}_{position}")
     return (
-        FieldMapping(name=spec.name, tensor=tensor, content=content),
+        FieldMapping(name=name, tensor=tensor, content=content),
         TensorDeclaration(name=tensor, data_type=data_type, dims=shape),
     )
+
+
+def _field_name(name, label):
+    """The name the contract records: a string, an integer label or None (unnamed)."""
+    if name is None or isinstance(name, str) and name:
+        return name
+    if name == "":
+        raise UnsupportedSchemaError(
+            f"{label}: an empty name cannot be served: MLflow's schema enforcement takes it for an unnamed "
+            "field at position 0 and refuses the input; give it a non-empty name"
+        )
+    if isinstance(name, (int, np.integer)) and not isinstance(name, (bool, np.bool_)):
+        return int(name)
+    raise UnsupportedSchemaError(
+        f"{label}: a {type(name).__name__} label is not supported; supported: string or integer labels "
+        "(rename the columns, e.g. frame.columns = frame.columns.astype(str))"
+    )
+
+
+def _is_any_schema(schema):
+    """Whether MLflow's inference gave up on this side: a single ``Any`` column."""
+    return not schema.is_tensor_spec() and len(schema.inputs) == 1 and isinstance(schema.inputs[0].type, AnyType)
+
+
+def _explain_uninferable(value, side):
+    """Why MLflow could not infer a schema for ``value``, naming the column or scalar; None if unknown.
+
+    MLflow collapses a whole frame into one ``Any`` column when a single column
+    has no MLflow type (timedelta, complex, ...), and a 0-d array into ``Any``:
+    here each column is inferred on its own to find the one at fault.
+    """
+    kind = "input example" if side == "input" else "prediction of the example"
+    if isinstance(value, (np.generic, int, float, bool)) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        return (
+            f"Tensor #0 of the {side} schema: the {kind} is a scalar ({np.asarray(value).dtype}, shape ()); "
+            "scalar tensors need a serving adapter; give it at least one dimension (e.g. a batch axis)"
+        )
+    if isinstance(value, pd.Series):
+        value = value.to_frame()
+    if not isinstance(value, pd.DataFrame):
+        return None
+    for position, label in enumerate(value.columns):
+        column = value.iloc[:, [position]]
+        with _quiet_signature_inference():
+            inferred = infer_signature(column).inputs
+        if _is_any_schema(inferred):
+            return (
+                f"{_label(label, side, position, 'Column')}: the {kind} holds {column.dtypes.iloc[0]} values, "
+                f"which have no MLflow column type (MLflow's inference then gives up on the whole frame); "
+                f"supported: {SUPPORTED_COLUMN_TYPE_NAMES}; convert the column before logging"
+            )
+    return None
+
+
+@contextlib.contextmanager
+def _quiet_signature_inference():
+    """Silence MLflow's warning for each column that fails inference (the error names it)."""
+    logger = logging.getLogger("mlflow.models.signature")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _is_triton_dim(dim):
@@ -167,4 +284,6 @@ def triton_type_for_dtype(dtype, label):
 def _label(name, side, position, kind):
     if name is None:
         return f"{kind} #{position} of the {side} schema"
-    return f"{kind} `{name}` of the {side} schema"
+    if isinstance(name, str) and name:
+        return f"{kind} `{name}` of the {side} schema"
+    return f"{kind} {name!r} of the {side} schema"  # an integer label, or '' for the empty name

@@ -4,30 +4,33 @@ A ``StructureCodec`` serves one side of the contract (inputs or outputs):
 
 * ``from_tensors(arrays)`` rebuilds the MLflow value (DataFrame, ndarray or dict
   of ndarrays) from Triton tensors. Inside Triton it decodes requests; on the
-  logging side and in tests it reads outputs back.
+  logging side and in tests it reads outputs back. Tensors must have exactly the
+  configured dtype and shape; column tensors must have equal lengths.
 * ``to_tensors(value)`` splits an MLflow value into Triton tensors with the
   configured dtypes and shapes. Inside Triton it encodes predictions; on the
   logging side it turns the input example into the shipped request.
 
 Round trips are exact for values that already have the configured dtypes and
-shapes. ``to_tensors`` casts within a kind (int64 -> int32, float64 -> float32)
-and turns text into UTF-8 bytes, so ``from_tensors(to_tensors(x))`` returns the
-configured dtype, ``str`` for text and ``bytes`` for binary fields.
+shapes. ``to_tensors`` converts a value only where it keeps its value (see
+``conversions.py`` for exactly which conversions are allowed) and turns text
+into UTF-8 bytes, so ``from_tensors(to_tensors(x))`` returns the configured
+dtype, ``str`` for text and ``bytes`` for binary fields. Anything else raises
+``TensorMappingError`` naming the tensor.
 
-BYTES tensors are numpy object arrays (never ``np.bytes_``, which strips
-trailing NUL bytes); decoding them is the only per-element Python work.
+A ``tensor`` structure takes an ndarray (or a dict holding just its named key);
+a ``columns`` structure takes a DataFrame, a Series, a dict of equal-length
+columns, a list of records or a 2-D array with one column per field. Lists and
+tuples of values are read element by element (as object arrays): numpy's own
+inference would round some mixes of integers and floats.
 """
 
 import numpy as np
 import pandas as pd
 
 # <mlflow-triton package imports: removed when composing model.py>
-from ..shared_contract.contract import BYTES_TYPE, TRITON_TO_NUMPY, MlflowTritonError
+from ..shared_contract.contract import BYTES_TYPE, TRITON_TO_NUMPY
+from .conversions import TensorMappingError, as_bytes, decode_text, object_array, to_bytes_items, to_numbers
 # </mlflow-triton package imports>
-
-
-class TensorMappingError(MlflowTritonError, ValueError):
-    """A tensor or value does not fit the configured mapping; the message names it."""
 
 
 def tensor_types_from_model_config(model_config, side):
@@ -67,10 +70,7 @@ class StructureCodec:
             return values[0]
         if structure == "tensors":
             return {spec.field.name: value for spec, value in zip(self.specs, values)}
-        lengths = {spec.tensor: len(value) for spec, value in zip(self.specs, values)}
-        if len(set(lengths.values())) > 1:
-            detail = ", ".join(f"{name}: {length}" for name, length in lengths.items())
-            raise TensorMappingError(f"Column tensors must have equal lengths; got {detail}")
+        _check_equal_lengths(self.specs, values, "Column tensors")
         return pd.DataFrame({spec.column_key: value for spec, value in zip(self.specs, values)})
 
     # -- MLflow value -> Triton tensors -------------------------------------------------
@@ -78,12 +78,15 @@ class StructureCodec:
     def to_tensors(self, value):
         structure = self.mapping.structure
         if structure == "tensor":
-            raw = [value]
+            raw = [_single_tensor(value, self.specs[0])]
         elif structure == "tensors":
             raw = [_dict_entry(value, spec) for spec in self.specs]
         else:
             raw = _columns_of(value, self.specs)
-        return {spec.tensor: spec.encode(item) for spec, item in zip(self.specs, raw)}
+        arrays = [spec.encode(item) for spec, item in zip(self.specs, raw)]
+        if structure == "columns":
+            _check_equal_lengths(self.specs, arrays, "Column values")
+        return {spec.tensor: array for spec, array in zip(self.specs, arrays)}
 
 
 class _TensorSpec:
@@ -131,34 +134,19 @@ class _TensorSpec:
         if array.dtype != object and array.dtype.kind not in ("S", "U"):
             raise TensorMappingError(f"Tensor {self.label}: dtype {array.dtype} is not BYTES")
         if self.field.content == "binary":
-            items = [_as_bytes(item) for item in array.ravel()]
+            items = [as_bytes(item) for item in array.ravel()]
         else:
-            items = _decode_text(array.ravel(), self.label)
-        return _object_array(items, array.shape)
+            items = decode_text(array.ravel(), self.label)
+        return object_array(items, array.shape)
 
     def encode(self, value):
         array = _to_array(value)
         if self.is_bytes:
-            items = [_to_bytes(item, self.label, index) for index, item in enumerate(array.ravel())]
-            array = _object_array(items, array.shape)
-        elif array.dtype != self.dtype:
-            array = self._cast(array)
+            array = object_array(to_bytes_items(array.ravel(), self.field.content, self.label), array.shape)
+        else:
+            array = to_numbers(array, self.dtype, self.data_type, self.label)
         self.check_shape(array.shape)
         return array
-
-    def _cast(self, array):
-        # An empty value has no elements to lose; ``np.asarray([])`` is float64 whatever was meant.
-        lossy = not np.can_cast(array.dtype, self.dtype, casting="same_kind")
-        if array.size and array.dtype != object and lossy:
-            raise TensorMappingError(
-                f"Tensor {self.label}: cannot convert {array.dtype} values to {self.data_type} ({self.dtype})"
-            )
-        try:
-            return array.astype(self.dtype)
-        except (TypeError, ValueError) as error:
-            raise TensorMappingError(
-                f"Tensor {self.label}: cannot convert values to {self.data_type}: {error}"
-            ) from None
 
 
 def _lookup(arrays, spec):
@@ -166,6 +154,23 @@ def _lookup(arrays, spec):
     if array is None:
         raise TensorMappingError(f"Tensor {spec.label} is missing")
     return array
+
+
+def _check_equal_lengths(specs, arrays, what):
+    lengths = {spec.tensor: len(array) for spec, array in zip(specs, arrays)}
+    if len(set(lengths.values())) > 1:
+        detail = ", ".join(f"{name}: {length}" for name, length in lengths.items())
+        raise TensorMappingError(f"{what} must have equal lengths; got {detail}")
+
+
+def _single_tensor(value, spec):
+    """The one array of a ``tensor`` structure: the value itself, or its entry in a dict."""
+    if not isinstance(value, dict):
+        return value
+    if spec.field.name is None or list(value) != [spec.field.name]:
+        keys = ", ".join(map(str, value))
+        raise TensorMappingError(f"Tensor {spec.label}: expected an array, got a dict with key(s) {keys}")
+    return value[spec.field.name]
 
 
 def _dict_entry(value, spec):
@@ -215,50 +220,8 @@ def _to_array(value):
         return value
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, without importing torch
         return value.detach().cpu().numpy()
-    if isinstance(value, (list, tuple)) and any(isinstance(v, (str, bytes)) for v in value):
+    if isinstance(value, (list, tuple)):
+        # Python scalars keep their exact values; numpy's own inference would round some
+        # (``np.asarray([2**63, -1])`` is float64). ``to_numbers`` decides what fits.
         return np.array(value, dtype=object)
     return np.asarray(value)
-
-
-def _object_array(items, shape):
-    array = np.empty(len(items), dtype=object)
-    array[:] = items
-    return array.reshape(shape)
-
-
-def _decode_text(items, label):
-    """UTF-8 text of BYTES elements. The usual case (every element ``bytes``) is one C-level
-    pass; anything else (``str``, ``bytearray``, invalid UTF-8) takes the per-element path,
-    which gives the same values and names the failing element."""
-    try:
-        return list(map(bytes.decode, items))
-    except (TypeError, UnicodeDecodeError):
-        return [_as_text(item, label, index) for index, item in enumerate(items)]
-
-
-def _as_text(item, label, index):
-    if isinstance(item, str):
-        return item
-    try:
-        return bytes(item).decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise TensorMappingError(
-            f"Tensor {label}: element {index} is not valid UTF-8 text ({error.reason} at byte {error.start})"
-        ) from None
-
-
-def _as_bytes(item):
-    return item.encode("utf-8") if isinstance(item, str) else bytes(item)
-
-
-def _to_bytes(item, label, index):
-    if isinstance(item, (bytes, bytearray, np.bytes_)):
-        return bytes(item)
-    if item is None or item is pd.NA or (isinstance(item, (float, np.floating)) and item != item):
-        raise TensorMappingError(f"Tensor {label}: element {index} is missing ({item!r}); BYTES values cannot be null")
-    try:
-        return str(item).encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise TensorMappingError(
-            f"Tensor {label}: element {index} cannot be encoded as UTF-8 ({error.reason} at position {error.start})"
-        ) from None

@@ -3,28 +3,55 @@
 ``initialize`` reads the contract and tensor declarations from the model
 config Triton passes in, then loads ``1/artifact/`` on the instance's device.
 ``execute`` answers each request on its own: a request that cannot be decoded,
-predicted or encoded gets a ``TritonError`` naming the tensor or column, and
-the others in the same batch are answered normally.
+predicted or encoded gets a ``TritonError``, and the others in the same batch
+are answered normally. The error's code says whose fault it is:
+
+* ``INVALID_ARG`` (HTTP 400, gRPC INVALID_ARGUMENT), a ``RequestError``: an
+  input tensor missing, of another dtype or shape than configured, column
+  tensors of unequal lengths, invalid UTF-8 in a text tensor, an empty request
+  to a Transformers pipeline, or a value MLflow's schema enforcement rejects.
+* ``INTERNAL`` (HTTP 500): the model's own ``predict`` raised
+  (``PredictionError``), the prediction does not fit the configured outputs
+  (``OutputError``), or this runtime failed.
+
+Messages name the tensor or column, the element index and the expected type,
+never request values, and are cut to ``MAX_MESSAGE_LENGTH`` characters. The
+model's own exception text may quote the request (an unknown category, a long
+string), so the client gets only its type and a reference; Triton's log gets
+the text, cut to ``MAX_LOGGED_LENGTH``, under the same reference. Backends whose
+``TritonError`` has no codes get the message without one (Triton answers 500).
 """
 
 import json
+import os
 import pathlib
+import sys
+import traceback
 
 import triton_python_backend_utils as pb_utils
 
 # <mlflow-triton package imports: removed when composing model.py>
 from ..shared_contract.contract import MlflowTritonError, contract_from_model_config
 from .codecs import StructureCodec, tensor_types_from_model_config
+from .conversions import TensorMappingError
 from .loading import device_for_instance, load_predictor
 # </mlflow-triton package imports>
 
 ARTIFACT_DIRECTORY = "artifact"
+MAX_MESSAGE_LENGTH = 1000
+MAX_LOGGED_LENGTH = 4000
+MAX_SCHEMA_REASON_LENGTH = 300
+# MLflow marks a model input its schema enforcement refused with this error class.
+SCHEMA_ENFORCEMENT_FAILED = "SCHEMA_ENFORCEMENT_FAILED"
+# Flavors whose predict fails obscurely on a request without rows: refused as the client's error.
+FLAVORS_NEEDING_ROWS = ("transformers",)
 
 
 class TritonPythonModel:
     def initialize(self, args):
         model_config = json.loads(args["model_config"])
         contract = contract_from_model_config(model_config)
+        self.flavor = contract.flavor
         self.inputs = StructureCodec(contract.inputs, tensor_types_from_model_config(model_config, "input"))
         self.outputs = StructureCodec(contract.outputs, tensor_types_from_model_config(model_config, "output"))
         self.device = device_for_instance(args.get("model_instance_kind"), args.get("model_instance_device_id"))
@@ -36,26 +63,111 @@ class TritonPythonModel:
 
     def _answer(self, request):
         try:
-            arrays = {}
-            for spec in self.inputs.specs:
-                tensor = pb_utils.get_input_tensor_by_name(request, spec.tensor)
-                if tensor is not None:
-                    arrays[spec.tensor] = tensor.as_numpy()
-            model_input = self.inputs.from_tensors(arrays)
+            prediction = self._predict(self._decode(request))
             try:
-                prediction = self.predictor.predict(model_input)
-            except Exception as error:
-                raise PredictionError(f"Prediction failed: {type(error).__name__}: {error}") from error
-            outputs = self.outputs.to_tensors(prediction)
-        except Exception as error:
-            return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(str(error)))
+                outputs = self.outputs.to_tensors(prediction)
+            except TensorMappingError as error:
+                raise OutputError(f"The prediction does not fit the configured outputs: {error}") from None
+        except RequestError as error:
+            return _error_response(str(error), "INVALID_ARG")
+        except (PredictionError, OutputError) as error:
+            return _error_response(str(error), "INTERNAL")
+        except Exception as error:  # a defect of this runtime; its text is kept out of the response too
+            return _error_response(_withheld("The mlflow-triton runtime failed", error), "INTERNAL")
         return pb_utils.InferenceResponse(
             output_tensors=[pb_utils.Tensor(name, array) for name, array in outputs.items()]
         )
+
+    def _decode(self, request):
+        arrays = {}
+        for spec in self.inputs.specs:
+            tensor = pb_utils.get_input_tensor_by_name(request, spec.tensor)
+            if tensor is not None:
+                arrays[spec.tensor] = tensor.as_numpy()
+        try:
+            model_input = self.inputs.from_tensors(arrays)
+        except TensorMappingError as error:
+            raise RequestError(str(error)) from None
+        if self.flavor in FLAVORS_NEEDING_ROWS:
+            for spec in self.inputs.specs:
+                if arrays[spec.tensor].size == 0:
+                    raise RequestError(f"Tensor {spec.label} is empty; a {self.flavor} model needs at least one input")
+        return model_input
+
+    def _predict(self, model_input):
+        try:
+            return self.predictor.predict(model_input)
+        except Exception as error:
+            reason = _schema_refusal(error)
+            if reason is not None:
+                raise RequestError(f"The request does not match the model's input schema: {reason}") from None
+            raise PredictionError(_withheld("Prediction failed", error)) from None
 
     def finalize(self):
         self.predictor = None
 
 
+class RequestError(MlflowTritonError, ValueError):
+    """The request does not fit the model's inputs: the client's error (``INVALID_ARG``)."""
+
+
 class PredictionError(MlflowTritonError, RuntimeError):
-    """The model's own ``predict`` raised; the message keeps its type and text."""
+    """The model's own ``predict`` raised (``INTERNAL``): its type for the client, its text in Triton's log."""
+
+
+class OutputError(MlflowTritonError, RuntimeError):
+    """The prediction does not fit the configured output tensors (``INTERNAL``); the message names it."""
+
+
+def _schema_refusal(error):
+    """MLflow's reason when its schema enforcement refused the model input, else None.
+
+    MLflow's message prints the whole input before the reason; only the reason
+    (the exception it wraps: the column or tensor and the expected type) is kept.
+    """
+    if getattr(error, "error_class", None) != SCHEMA_ENFORCEMENT_FAILED:
+        return None
+    lines = str(error.__context__ or "").strip().splitlines()
+    return _bounded(lines[0], MAX_SCHEMA_REASON_LENGTH) if lines else "MLflow gave no reason"
+
+
+def _withheld(what, error):
+    """Log ``error`` (text and traceback, cut) under a fresh reference; the client's message names only its type."""
+    reference = os.urandom(4).hex()
+    frames = _bounded("".join(traceback.format_tb(error.__traceback__)), MAX_LOGGED_LENGTH)
+    text = _bounded(str(error), MAX_LOGGED_LENGTH)
+    _log_error(f"mlflow-triton [{reference}] {what}: {type(error).__name__}: {text}\n{frames}")
+    return (
+        f"{what}: {type(error).__name__}; its message may quote the request, so it is only in Triton's log "
+        f"(reference {reference})"
+    )
+
+
+def _error_response(message, code_name):
+    error = _triton_error(_bounded(message, MAX_MESSAGE_LENGTH), code_name)
+    return pb_utils.InferenceResponse(output_tensors=[], error=error)
+
+
+def _triton_error(message, code_name):
+    """``TritonError`` with the named code, or without one where the backend has no codes."""
+    code = getattr(pb_utils.TritonError, code_name, None)
+    if code is not None:
+        try:
+            return pb_utils.TritonError(message, code)
+        except TypeError:
+            pass
+    return pb_utils.TritonError(message)
+
+
+def _log_error(text):
+    logger = getattr(pb_utils, "Logger", None)
+    if logger is not None:
+        logger.log_error(text)
+    else:
+        print(text, file=sys.stderr, flush=True)
+
+
+def _bounded(text, limit):
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters cut]"

@@ -7,19 +7,25 @@ The contract says how the tensors declared in ``config.pbtxt`` are put together
 into the model's MLflow input and taken apart from its prediction:
 
 * ``columns``: a DataFrame; one rank-one tensor per column.
-* ``tensor``: a single ndarray; one tensor.
+* ``tensor``: a single ndarray; one tensor, named (the signature's tensor name)
+  or unnamed.
 * ``tensors``: a dict of named ndarrays; one tensor per key.
 
 Each field links an original MLflow name to a Triton tensor name. Datatypes and
 shapes are deliberately absent: they live in the config's ``input``/``output``
 entries, linked by tensor name, so there is a single source of truth.
+
+Mapping versions: 1 names fields with strings (or null); 2 also allows integer
+names (DataFrame column labels such as ``0``, kept as JSON integers so the
+rebuilt frame's columns compare equal to the original ones). A reader accepts
+every version in ``SUPPORTED_MAPPING_VERSIONS``; writers emit ``MAPPING_VERSION``.
 """
 
 import dataclasses
 import json
 
-MAPPING_VERSION = 1
-SUPPORTED_MAPPING_VERSIONS = (1,)
+MAPPING_VERSION = 2
+SUPPORTED_MAPPING_VERSIONS = (1, 2)
 CONTRACT_PARAMETER = "mlflow_contract"
 
 STRUCTURES = ("columns", "tensor", "tensors")
@@ -65,22 +71,24 @@ class ContractError(MlflowTritonError, ValueError):
 class FieldMapping:
     """One MLflow field (column, tensor or dict key) and its Triton tensor.
 
-    ``name`` is the original MLflow name exactly as the signature spells it,
-    or ``None`` for an unnamed column or tensor. ``content`` is ``"text"`` (UTF-8
-    ``str``) or ``"binary"`` (``bytes``) for BYTES tensors and ``None`` otherwise.
+    ``name`` is the original MLflow name exactly as the signature spells it: a
+    string, an integer (a DataFrame column label such as ``0``), or ``None`` for
+    an unnamed column or tensor. ``content`` is ``"text"`` (UTF-8 ``str``) or
+    ``"binary"`` (``bytes``) for BYTES tensors and ``None`` otherwise.
     """
 
-    name: str | None
+    name: str | int | None
     tensor: str
     content: str | None = None
 
     def __post_init__(self):
-        if self.name is not None and not isinstance(self.name, str):
-            raise ContractError(f"Field name must be a string or null, got {self.name!r}")
+        # type() rather than isinstance: a bool is not a column label here, and JSON would not keep it an int.
+        if self.name is not None and not isinstance(self.name, str) and type(self.name) is not int:
+            raise ContractError(f"Field name must be a string, an integer or null, got {self.name!r}")
         if not isinstance(self.tensor, str) or not self.tensor:
             raise ContractError(f"Field {self.name!r}: tensor name must be a non-empty string")
         for what, value in (("name", self.name), ("tensor name", self.tensor)):
-            if value is not None and not _is_unicode_text(value):
+            if isinstance(value, str) and not _is_unicode_text(value):
                 raise ContractError(
                     f"Field {self.name!r}: {what} {value!r} contains surrogate code points, which "
                     "JSON cannot store faithfully; use valid Unicode text"

@@ -35,6 +35,11 @@ names = st.one_of(
 )
 # Names that are not valid Unicode text: at least one surrogate code point inside a name.
 names_with_surrogates = st.tuples(names, st.text(SURROGATES, min_size=1, max_size=2), names).map("".join)
+# MLflow reads a field named "" as unnamed field 0 and the mapping rejects it, so signature
+# field names are non-empty. Column labels may also be integers; 0 is left out because MLflow
+# reads it as "unnamed" too (the mapping accepts it as the first input column only).
+field_names = names.filter(lambda name: name != "")
+integer_labels = st.integers(1, 12)
 
 SUPPORTED_COLUMN_TYPES = (
     DataType.boolean,
@@ -64,11 +69,12 @@ shapes = st.lists(st.one_of(st.just(-1), st.integers(1, 64)), min_size=1, max_si
 MAX_FIELDS = 6
 
 
-def _unique_names(min_size=1):
-    return st.lists(names, min_size=min_size, max_size=MAX_FIELDS, unique=True)
+def _unique_names(min_size=1, labels=field_names):
+    # unique_by=str: MLflow cannot tell the labels 0 and "0" apart in one frame.
+    return st.lists(labels, min_size=min_size, max_size=MAX_FIELDS, unique_by=str)
 
 
-named_column_schemas = _unique_names().flatmap(
+named_column_schemas = _unique_names(labels=st.one_of(field_names, integer_labels)).flatmap(
     lambda ns: st.lists(column_types, min_size=len(ns), max_size=len(ns)).map(
         lambda types: Schema([ColSpec(t, n) for t, n in zip(types, ns)])
     )
@@ -109,7 +115,7 @@ def _structure(draw, tensor_names):
         field_names = draw(st.lists(any_text, min_size=len(tensor_names), max_size=len(tensor_names), unique=True))
     else:
         field_names = draw(
-            st.lists(st.one_of(st.none(), any_text), min_size=len(tensor_names), max_size=len(tensor_names))
+            st.lists(st.one_of(st.none(), any_text, st.integers()), min_size=len(tensor_names), max_size=len(tensor_names))
             .filter(lambda ns: len([n for n in ns if n is not None]) == len({n for n in ns if n is not None}))
         )
     fields = [FieldMapping(name, tensor, draw(contents)) for name, tensor in zip(field_names, tensor_names)]
@@ -147,11 +153,10 @@ def _utf8_encodable(name):
     return True
 
 
-# MLflow reads a field named "" as unnamed field 0, so field names are non-empty. pandas 3
-# (pyarrow strings) cannot build a column index holding a lone surrogate, so column names are
-# also UTF-8; dict keys keep the rest of the hostile set.
-field_names = names.filter(lambda name: name != "")
-column_names = field_names.filter(_utf8_encodable)
+# pandas 3 (pyarrow strings) cannot build a column index holding a lone surrogate, so column
+# names are also UTF-8; dict keys keep the rest of the hostile set. DataFrame labels may also be
+# integers (pd.DataFrame(X) labels its columns 0..n-1).
+column_names = st.one_of(field_names.filter(_utf8_encodable), integer_labels)
 
 # MLflow column type -> (element strategy, pandas dtype; None lets pandas infer, as for text).
 COLUMN_VALUES = {
@@ -173,7 +178,7 @@ def column_frames(draw, named=None, max_columns=MAX_FIELDS):
         named = draw(st.booleans())
     types = draw(st.lists(column_types, min_size=1, max_size=max_columns))
     if named:
-        keys = draw(st.lists(column_names, min_size=len(types), max_size=len(types), unique=True))
+        keys = draw(st.lists(column_names, min_size=len(types), max_size=len(types), unique_by=str))
     else:
         keys = list(range(len(types)))
     rows = draw(st.integers(0, MAX_ROWS))
@@ -206,16 +211,17 @@ def tensor_arrays(draw, dtype, dims):
 
 @st.composite
 def single_tensors(draw, dtypes=ROUND_TRIP_TENSOR_DTYPES):
-    """``(Schema with one unnamed TensorSpec, ndarray)``."""
+    """``(Schema with one TensorSpec, named or not, ndarray)``: a single tensor is an ndarray either way."""
     dtype = draw(st.sampled_from(dtypes))
     dims = draw(small_dims)
-    return Schema([TensorSpec(dtype, dims)]), draw(tensor_arrays(dtype, dims))
+    name = draw(st.one_of(st.none(), field_names))
+    return Schema([TensorSpec(dtype, dims, name)]), draw(tensor_arrays(dtype, dims))
 
 
 @st.composite
 def named_tensor_dicts(draw, dtypes=ROUND_TRIP_TENSOR_DTYPES):
-    """``(Schema of named TensorSpecs, dict of ndarrays)``."""
-    keys = draw(st.lists(field_names, min_size=1, max_size=4, unique=True))
+    """``(Schema of two or more named TensorSpecs, dict of ndarrays)``."""
+    keys = draw(st.lists(field_names, min_size=2, max_size=4, unique=True))
     specs, value = [], {}
     for key in keys:
         dtype = draw(st.sampled_from(dtypes))

@@ -92,7 +92,7 @@ def test_structure_and_declarations_follow_schema_when_mapped_from_any_signature
             assert mapping.structure == "columns"
             assert all(d.dims == (-1,) for d in declared)
         else:
-            assert mapping.structure == ("tensor" if specs[0].name is None else "tensors")
+            assert mapping.structure == ("tensor" if len(specs) == 1 else "tensors")
             assert [d.dims for d in declared] == [tuple(s.shape) for s in specs]
         assert all((d.data_type == BYTES_TYPE) == (f.content is not None) for d, f in zip(declared, mapping.fields))
 

@@ -1,9 +1,12 @@
 """A small stand-in for Triton's ``triton_python_backend_utils``.
 
 Just enough of the real module's surface for the runtime: Tensor,
-InferenceRequest, InferenceResponse, TritonError and get_input_tensor_by_name.
-It drives the generated model.py in-process for fast tests; real Triton runs in
-tests/e2e.
+InferenceRequest, InferenceResponse, TritonError (with the backend's error
+codes), Logger and get_input_tensor_by_name. It drives the generated model.py
+in-process for fast tests; real Triton runs in tests/e2e.
+
+``LegacyTritonError`` stands in for the ``TritonError`` of backends that predate
+error codes (a message only); tests swap it in to check the runtime's fallback.
 """
 
 import sys
@@ -12,20 +15,60 @@ import numpy as np
 
 
 class TritonError(Exception):
-    # The real module's codes (a subset); None is the real default, INTERNAL.
-    INTERNAL = "INTERNAL"
-    INVALID_ARG = "INVALID_ARG"
+    """``pb_utils.TritonError(message, code=TritonError.INTERNAL)``; codes as in the real backend."""
 
-    def __init__(self, msg, code=None):
-        super().__init__(msg)
-        self._msg = msg
+    UNKNOWN = 0
+    INTERNAL = 1
+    NOT_FOUND = 2
+    INVALID_ARG = 3
+    UNAVAILABLE = 4
+    UNSUPPORTED = 5
+    ALREADY_EXISTS = 6
+    CANCELLED = 7
+
+    def __init__(self, message, code=INTERNAL):
+        super().__init__(message)
+        self._message = message
         self._code = code
 
     def message(self):
-        return self._msg
+        return self._message
 
     def code(self):
-        return self.INTERNAL if self._code is None else self._code
+        return self._code
+
+
+class LegacyTritonError(Exception):
+    """A ``TritonError`` without codes: its constructor takes the message only."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self._message = message
+
+    def message(self):
+        return self._message
+
+
+class Logger:
+    """``pb_utils.Logger``: records what the model logs (``Logger.records``: ``(level, message)``)."""
+
+    records = []
+
+    @classmethod
+    def log_info(cls, message):
+        cls.records.append(("info", message))
+
+    @classmethod
+    def log_warn(cls, message):
+        cls.records.append(("warn", message))
+
+    @classmethod
+    def log_error(cls, message):
+        cls.records.append(("error", message))
+
+    @classmethod
+    def log_verbose(cls, message):
+        cls.records.append(("verbose", message))
 
 
 class Tensor:

@@ -87,6 +87,35 @@ def test_contract_round_trips_when_serialised_to_dict_and_json():
     assert Contract.from_json(contract.to_json()) == contract
 
 
+def test_contract_round_trip_keeps_integer_names_when_columns_have_integer_labels():
+    contract = Contract(
+        flavor="sklearn",
+        inputs=StructureMapping("columns", (FieldMapping(0, "_0"), FieldMapping("0", "_0_2"), FieldMapping(1, "_1"))),
+        outputs=StructureMapping("tensor", (FieldMapping("scores", "scores"),)),
+    )
+
+    restored = Contract.from_json(contract.to_json())
+
+    assert restored == contract
+    assert [type(f.name) for f in restored.inputs.fields] == [int, str, int]
+    assert restored.outputs.fields[0].name == "scores"
+
+
+def test_contract_reads_version_one_when_written_by_an_earlier_release():
+    data = _contract().to_dict()
+    data["version"] = 1
+
+    contract = Contract.from_dict(data)
+
+    assert contract.version == 1
+    assert contract.inputs == _contract().inputs
+
+
+def test_contract_writes_version_two_when_created():
+    assert MAPPING_VERSION == 2
+    assert json.loads(_contract().to_json())["version"] == 2
+
+
 def test_contract_json_is_ascii_and_key_sorted_when_names_are_unicode():
     contract = Contract(
         flavor="f",
@@ -118,7 +147,8 @@ def test_structure_mapping_stores_tuple_when_given_list_of_fields():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"name": 3, "tensor": "t"}, "Field name must be a string or null, got 3"),
+        ({"name": 3.0, "tensor": "t"}, "Field name must be a string, an integer or null, got 3.0"),
+        ({"name": True, "tensor": "t"}, "Field name must be a string, an integer or null, got True"),
         ({"name": "price", "tensor": ""}, "Field 'price': tensor name must be a non-empty string"),
         ({"name": "price", "tensor": None}, "Field 'price': tensor name must be a non-empty string"),
         (
@@ -171,9 +201,9 @@ def test_structure_mapping_raises_when_structure_is_malformed(structure, fields,
         StructureMapping(structure, fields)
 
 
-@pytest.mark.parametrize("version", [0, 2, "1", 1.0, True, None])
+@pytest.mark.parametrize("version", [0, 3, "1", 1.0, True, None])
 def test_contract_raises_when_mapping_version_is_unsupported(version):
-    with pytest.raises(ContractError, match=re.escape(f"Mapping version {version!r} is not supported; supported: 1")):
+    with pytest.raises(ContractError, match=re.escape(f"Mapping version {version!r} is not supported; supported: 1, 2")):
         _contract(version=version)
 
 
@@ -202,7 +232,7 @@ def _edited(edit):
     [
         ([], "Contract must be a JSON object, got list"),
         ({}, "Contract has no 'version'"),
-        ({"version": 2}, "Mapping version 2 is not supported; supported: 1"),
+        ({"version": 3}, "Mapping version 3 is not supported; supported: 1, 2"),
         ({"version": True}, "Mapping version True is not supported"),
         ({"version": 1.0}, "Mapping version 1.0 is not supported"),
         (_edited(lambda d: d.pop("flavor")), "A contract entry lacks flavor"),
@@ -276,10 +306,10 @@ def test_contract_from_model_config_raises_when_parameter_is_missing(parameters)
 
 def test_contract_from_model_config_raises_when_mapping_version_is_unsupported():
     data = _contract().to_dict()
-    data["version"] = 2
+    data["version"] = 3
     config = _model_config(json.dumps(data))
 
-    with pytest.raises(ContractError, match=re.escape("Mapping version 2 is not supported; supported: 1")):
+    with pytest.raises(ContractError, match=re.escape("Mapping version 3 is not supported; supported: 1, 2")):
         contract_from_model_config(config)
 
 

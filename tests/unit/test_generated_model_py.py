@@ -30,12 +30,12 @@ from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / "shared_contract" / "contract.py"
-RUNTIME_MODULES = ("codecs.py", "loading.py", "triton_model.py")
+RUNTIME_MODULES = ("conversions.py", "codecs.py", "loading.py", "triton_model.py")
 BLOCK_START = "# <mlflow-triton package imports"
 BLOCK_END = "# </mlflow-triton package imports>"
 # Everything model.py may import: the standard library it uses, numpy, pandas, MLflow and Triton.
 ALLOWED_IMPORTS = {
-    "contextlib", "dataclasses", "json", "os", "pathlib", "threading",
+    "contextlib", "dataclasses", "json", "os", "pathlib", "sys", "threading", "traceback",
     "numpy", "pandas", "mlflow", "triton_python_backend_utils",
 }
 

@@ -34,6 +34,9 @@ TENSOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
         ("123", "_123"),
         ("über", "uber"),
         ("café au lait", "cafe_au_lait"),
+        (0, "_0"),
+        (12, "_12"),
+        (-3, "_3"),
     ],
 )
 def test_sanitize_returns_safe_name_when_name_has_safe_characters_left(name, expected):

@@ -34,7 +34,7 @@ TENSORS = {
 DATATYPES = {"price": "TYPE_FP64", "count": "TYPE_INT32", "flag": "TYPE_BOOL", "name": "TYPE_STRING",
              "image": "TYPE_FP32"}
 CONTENTS = {"name": "text"}
-OUTPUTS = ["label", "probabilities"]
+OUTPUTS = {"label": "TYPE_STRING", "probabilities": "TYPE_FP64"}
 
 
 def _assert_same_arrays(actual, expected):
@@ -61,6 +61,17 @@ def test_needs_binary_is_true_when_a_float_tensor_holds_a_non_finite_value(value
     tensors = {**TENSORS, "price": np.array([1.0, value], dtype=dtype)}
 
     assert needs_binary(tensors, CONTENTS) is True
+
+
+def test_needs_binary_is_true_when_a_tensor_is_fp16_because_triton_refuses_fp16_in_json():
+    tensors = {**TENSORS, "half": np.array([[0.5, 1.0]], dtype=np.float16)}
+
+    assert needs_binary(tensors, CONTENTS) is True
+
+
+def test_needs_binary_is_true_when_an_output_is_fp16_because_triton_sends_fp16_only_as_binary():
+    assert needs_binary(TENSORS, CONTENTS, {"label": "TYPE_STRING", "half": "TYPE_FP16"}) is True
+    assert needs_binary(TENSORS, CONTENTS, OUTPUTS) is False
 
 
 def test_needs_binary_is_true_when_a_bytes_tensor_carries_binary_content():
@@ -158,7 +169,7 @@ def test_write_request_writes_body_and_headers_only_when_an_input_is_not_finite(
 def test_write_request_keeps_trailing_nul_bytes_when_a_column_is_binary(tmp_path):
     tensors = {"blob": _bytes(b"ab\x00\x00", b"\x00", b"")}
 
-    write_request(tmp_path, tensors, {"blob": "TYPE_STRING"}, {"blob": "binary"}, ["out"])
+    write_request(tmp_path, tensors, {"blob": "TYPE_STRING"}, {"blob": "binary"}, {"out": "TYPE_INT64"})
 
     headers = read_headers_file(tmp_path / BINARY_HEADERS)
     _, arrays = arrays_from_binary_request((tmp_path / BINARY_REQUEST).read_bytes(), headers)

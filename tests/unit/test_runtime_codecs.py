@@ -89,7 +89,7 @@ def test_columns_codec_splits_the_prediction_into_typed_columns_when_given_commo
         ),
         (
             {"unit price": [1.5, 2.5], "count": [2.5, 3.5]},
-            r"^Tensor `count`: cannot convert float64 values to TYPE_INT32",
+            r"^Tensor `count`: cannot convert float values to TYPE_INT32",
         ),
     ],
     ids=["missing-column", "wrong-width", "float-for-int"],

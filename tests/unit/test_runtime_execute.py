@@ -1,8 +1,9 @@
 """TritonPythonModel.execute: each request is answered on its own.
 
 A malformed request (missing input, wrong dtype or shape, invalid UTF-8, a failing predict,
-a prediction that does not fit the outputs) gets a TritonError naming the tensor or column;
-the other requests in the batch get their outputs and the instance keeps serving.
+a prediction that does not fit the outputs) gets a TritonError naming the tensor or column, with
+INVALID_ARG where the request is at fault and INTERNAL otherwise; the other requests in the
+batch get their outputs and the instance keeps serving.
 
 A real scikit-learn Pipeline is served through the generated model.py and the fake
 ``triton_python_backend_utils``; a fake predictor covers what a real model rarely does.
@@ -64,11 +65,25 @@ def codecs(config, signature, flavor):
     )
 
 
-def error_message(response):
+INVALID_ARG = fake_pb_utils.TritonError.INVALID_ARG
+INTERNAL = fake_pb_utils.TritonError.INTERNAL
+
+
+def error_message(response, code=INVALID_ARG):
+    """The error message of a failed response, after checking its code."""
     assert response.has_error()
     assert isinstance(response.error(), fake_pb_utils.TritonError)
     assert response.output_tensors() == []
+    assert response.error().code() == code, response.error().message()
     return response.error().message()
+
+
+@pytest.fixture(autouse=True)
+def triton_log(monkeypatch):
+    """What the model writes to Triton's log during the test: ``[(level, message), ...]``."""
+    records = []
+    monkeypatch.setattr(fake_pb_utils.Logger, "records", records)
+    return records
 
 
 # -- a real scikit-learn Pipeline behind the generated model.py ------------------------------------
@@ -126,14 +141,19 @@ def unknown_category(tensors):
     tensors["city"] = np.array([b"Paris", b"Atlantis", b"Paris", b"Paris"], dtype=object)
 
 
+def float_for_long(tensors):
+    tensors["n"] = tensors["n"].astype(np.float64)
+
+
 MALFORMED = {
-    missing_input: r"^Tensor `city` is missing$",
-    wrong_dtype: r"^Tensor `n`: dtype int32 does not match configured TYPE_INT64",
-    wrong_shape: r"^Tensor `age`: shape \[2, 2\] does not match configured dims \[-1\]$",
-    invalid_utf8: r"^Tensor `city`: element 1 is not valid UTF-8 text",
-    numbers_for_text: r"^Tensor `city`: dtype float64 is not BYTES$",
-    unequal_lengths: r"^Column tensors must have equal lengths; got age: 3, city: 4, n: 4$",
-    unknown_category: r"^Prediction failed: ValueError: Found unknown categories \['Atlantis'\]",
+    missing_input: (r"^Tensor `city` is missing$", INVALID_ARG),
+    wrong_dtype: (r"^Tensor `n`: dtype int32 does not match configured TYPE_INT64", INVALID_ARG),
+    wrong_shape: (r"^Tensor `age`: shape \[2, 2\] does not match configured dims \[-1\]$", INVALID_ARG),
+    invalid_utf8: (r"^Tensor `city`: element 1 is not valid UTF-8 text", INVALID_ARG),
+    numbers_for_text: (r"^Tensor `city`: dtype float64 is not BYTES$", INVALID_ARG),
+    unequal_lengths: (r"^Column tensors must have equal lengths; got age: 3, city: 4, n: 4$", INVALID_ARG),
+    unknown_category: (r"^Prediction failed: ValueError; its message may quote the request, so it is only in "
+                       r"Triton's log \(reference [0-9a-f]{8}\)$", INTERNAL),
 }
 
 
@@ -146,9 +166,42 @@ def test_execute_answers_only_the_malformed_request_with_an_error_when_a_batch_m
 
     first, broken, last = model.execute([fake_pb_utils.request_from_arrays(t) for t in batch])
 
-    assert re.search(MALFORMED[malform], error_message(broken))
+    pattern, code = MALFORMED[malform]
+    assert re.search(pattern, error_message(broken, code))
     np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(first)), pipeline.predict(GOOD_A))
     np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(last)), pipeline.predict(GOOD_B))
+
+
+def test_execute_answers_a_schema_error_without_the_request_data_when_mlflow_refuses_the_decoded_input(
+    monkeypatch, sklearn_serving
+):
+    model, *_ = sklearn_serving
+    monkeypatch.setattr(model.inputs.specs[2], "dtype", np.dtype("float64"))  # as if config.pbtxt said TYPE_FP64
+    tensors = model.inputs.to_tensors(GOOD_A.assign(city=["SECRET-abc", "Paris", "Köln", "東京"]))
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(tensors)])
+
+    assert error_message(response, INVALID_ARG) == (
+        "The request does not match the model's input schema: Incompatible input types for column n. "
+        "Can not safely convert float64 to int64."
+    )
+
+
+def test_execute_keeps_the_model_error_text_out_of_the_response_and_in_the_log_when_predict_raises(
+    sklearn_serving, triton_log
+):
+    model, *_ = sklearn_serving
+    tensors = model.inputs.to_tensors(GOOD_A.assign(city=["SECRET-TOKEN-abc123", "Paris", "Köln", "東京"]))
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(tensors)])
+
+    message = error_message(response, INTERNAL)
+    assert "SECRET" not in message
+    reference = re.search(r"reference ([0-9a-f]{8})", message).group(1)
+    [(level, logged)] = triton_log
+    assert level == "error"
+    assert logged.startswith(f"mlflow-triton [{reference}] Prediction failed: ValueError: Found unknown categories")
+    assert "SECRET-TOKEN-abc123" in logged
 
 
 def test_execute_keeps_serving_when_an_earlier_batch_failed_entirely(sklearn_serving):
@@ -240,29 +293,38 @@ def test_execute_answers_other_requests_when_predict_raises_for_one(monkeypatch)
 
     first, broken, last = model.execute(requests)
 
-    assert error_message(broken) == "Prediction failed: RuntimeError: exploded on purpose"
+    assert error_message(broken, INTERNAL).startswith("Prediction failed: RuntimeError; its message may quote")
     for response in (first, last):
         np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(response)), [0, 1])
+
+
+OUTPUT_MISFIT = r"^The prediction does not fit the configured outputs: "
 
 
 @pytest.mark.parametrize(
     ("prediction", "message"),
     [
-        (np.array([0.5, 1.5]), r"^Tensor `output_0`: cannot convert float64 values to TYPE_INT64 \(int64\)$"),
-        (["x", "y"], r"^Tensor `output_0`: cannot convert values to TYPE_INT64"),
+        (np.array([0.5, 1.5]), r"Tensor `output_0`: cannot convert float64 values to TYPE_INT64 \(int64\)$"),
+        (["x", "y"], r"Tensor `output_0`: element 0 is a str, not a number \(TYPE_INT64 expected\)$"),
         (
             np.zeros((2, 2), dtype=np.int64),
-            r"^Tensor `output_0`: shape \[2, 2\] does not match configured dims \[-1\]$",
+            r"Tensor `output_0`: shape \[2, 2\] does not match configured dims \[-1\]$",
+        ),
+        (
+            np.array([1, 2**63], dtype=np.uint64),
+            r"Tensor `output_0`: element 1 \(9223372036854775808\) does not fit TYPE_INT64 \(int64\) unchanged$",
         ),
     ],
-    ids=["float-for-int", "text-for-int", "wrong-rank"],
+    ids=["float-for-int", "text-for-int", "wrong-rank", "uint64-beyond-int64"],
 )
-def test_execute_names_the_output_tensor_when_the_prediction_does_not_fit(monkeypatch, prediction, message):
+def test_execute_names_the_output_tensor_with_an_internal_error_when_the_prediction_does_not_fit(
+    monkeypatch, prediction, message
+):
     model, _, inputs, _ = serve(monkeypatch, PRICES, lambda frame: prediction)
 
     [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PRICES_FRAME))])
 
-    assert re.search(message, error_message(response))
+    assert re.search(OUTPUT_MISFIT + message, error_message(response, INTERNAL))
 
 
 SCORES = ModelSignature(
@@ -275,33 +337,50 @@ PIXELS = {"pixels": np.arange(6, dtype=np.float32).reshape(2, 3)}
 @pytest.mark.parametrize(
     ("prediction", "message"),
     [
-        ({"scores": np.ones(2, dtype=np.float32)}, r"^Tensor `label`: key `label` is missing$"),
-        (np.ones(2, dtype=np.float32), r"^Expected a dict of named tensors, got ndarray$"),
+        ({"scores": np.ones(2, dtype=np.float32)}, r"Tensor `label`: key `label` is missing$"),
+        (np.ones(2, dtype=np.float32), r"Expected a dict of named tensors, got ndarray$"),
         (
             {"scores": np.ones(2, dtype=np.float32), "label": ["ok", None]},
-            r"^Tensor `label`: element 1 is missing \(None\); BYTES values cannot be null$",
+            r"Tensor `label`: element 1 is missing \(None\); BYTES values cannot be null$",
         ),
         (
             {"scores": np.ones(2, dtype=np.float32), "label": ["ok", "\ud800"]},
-            r"^Tensor `label`: element 1 cannot be encoded as UTF-8 \(surrogates not allowed at position 0\)$",
+            r"Tensor `label`: element 1 cannot be encoded as UTF-8 \(surrogates not allowed at position 0\)$",
+        ),
+        (
+            {"scores": np.ones(2, dtype=np.float32), "label": [b"ok", b"\xff"]},
+            r"Tensor `label`: element 1 is not valid UTF-8 text \(invalid start byte at byte 0\)$",
         ),
     ],
-    ids=["missing-key", "not-a-dict", "null-text", "lone-surrogate"],
+    ids=["missing-key", "not-a-dict", "null-text", "lone-surrogate", "invalid-utf8-bytes"],
 )
 def test_execute_names_the_output_tensor_when_a_dict_prediction_does_not_fit(monkeypatch, prediction, message):
     model, _, inputs, _ = serve(monkeypatch, SCORES, lambda tensors: prediction)
 
     [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PIXELS))])
 
-    assert re.search(message, error_message(response))
+    assert re.search(OUTPUT_MISFIT + message, error_message(response, INTERNAL))
+
+
+def test_execute_hands_predict_an_ndarray_when_the_single_input_tensor_is_named(monkeypatch):
+    model, predictor, inputs, _ = serve(
+        monkeypatch, SCORES, lambda pixels: {"scores": pixels.sum(axis=1), "label": ["a"] * len(pixels)}
+    )
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PIXELS["pixels"]))])
+
+    [seen] = predictor.seen
+    assert isinstance(seen, np.ndarray)
+    np.testing.assert_array_equal(seen, PIXELS["pixels"])
+    assert fake_pb_utils.outputs_of(response)["label"].tolist() == [b"a", b"a"]
 
 
 def test_execute_encodes_text_outputs_as_utf8_bytes_when_predictions_are_named_tensors(monkeypatch):
     labels = ["", "a\x00", "名前", "🎉"]
 
-    def respond(tensors):
-        rows = len(tensors["pixels"])
-        return {"scores": tensors["pixels"].sum(axis=1), "label": np.array(labels[:rows], dtype=object)}
+    def respond(pixels):
+        rows = len(pixels)
+        return {"scores": pixels.sum(axis=1), "label": np.array(labels[:rows], dtype=object)}
 
     model, predictor, inputs, _ = serve(monkeypatch, SCORES, respond)
     pixels = {"pixels": np.arange(12, dtype=np.float32).reshape(4, 3)}
@@ -312,4 +391,103 @@ def test_execute_encodes_text_outputs_as_utf8_bytes_when_predictions_are_named_t
     assert outputs["label"].dtype == object
     assert outputs["label"].tolist() == [label.encode("utf-8") for label in labels]
     np.testing.assert_array_equal(outputs["scores"], np.array([3, 12, 21, 30], dtype=np.float32))
-    assert list(predictor.seen[0]) == ["pixels"]
+    assert isinstance(predictor.seen[0], np.ndarray)
+
+
+# -- error codes, the error-text policy and older backends -------------------------------------------
+
+
+def test_execute_answers_without_a_code_when_the_backend_triton_error_has_none(monkeypatch):
+    model, _, inputs, _ = serve(monkeypatch, PRICES, lambda frame: np.arange(len(frame)))
+    monkeypatch.setattr(fake_pb_utils, "TritonError", fake_pb_utils.LegacyTritonError)
+    tensors = inputs.to_tensors(PRICES_FRAME)
+    del tensors["unit_price"]
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(tensors)])
+
+    assert isinstance(response.error(), fake_pb_utils.LegacyTritonError)
+    assert response.error().message() == "Tensor `unit_price` (field `unit price`) is missing"
+
+
+def test_execute_writes_the_model_error_to_stderr_when_the_backend_has_no_logger(monkeypatch, capsys):
+    def respond(frame):
+        raise RuntimeError("exploded on purpose")
+
+    model, _, inputs, _ = serve(monkeypatch, PRICES, respond)
+    monkeypatch.delattr(fake_pb_utils, "Logger")
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PRICES_FRAME))])
+
+    reference = re.search(r"reference ([0-9a-f]{8})", error_message(response, INTERNAL)).group(1)
+    assert f"mlflow-triton [{reference}] Prediction failed: RuntimeError: exploded on purpose" in capsys.readouterr().err
+
+
+def test_execute_caps_what_it_logs_and_answers_when_the_model_error_quotes_a_huge_value(monkeypatch, triton_log):
+    from mlflow_triton.runtime.triton_model import MAX_LOGGED_LENGTH, MAX_MESSAGE_LENGTH
+
+    def respond(frame):
+        raise ValueError(f"unknown label {frame['label'][0]!r}")
+
+    model, _, inputs, _ = serve(monkeypatch, PRICES, respond)
+    huge = PRICES_FRAME.assign(label=["x" * 5_000_000, "b"])
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(huge))])
+
+    message = error_message(response, INTERNAL)
+    assert len(message) <= MAX_MESSAGE_LENGTH and "xxx" not in message
+    [(_, logged)] = triton_log
+    assert "more characters cut" in logged
+    assert len(logged) < 2 * MAX_LOGGED_LENGTH + 200
+
+
+def test_execute_refuses_an_empty_request_as_the_client_error_when_the_model_is_a_transformers_pipeline(monkeypatch):
+    texts = ModelSignature(inputs=Schema([ColSpec(DataType.string)]), outputs=Schema([ColSpec(DataType.string)]))
+    model, predictor, inputs, _ = serve(monkeypatch, texts, lambda frame: [][0], flavor="transformers")
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(pd.DataFrame({0: []}, dtype=object)))])
+
+    assert error_message(response, INVALID_ARG) == "Tensor `input_0` is empty; a transformers model needs at least one input"
+    assert predictor.seen == []
+
+
+def test_execute_predicts_an_empty_request_when_the_model_is_not_a_transformers_pipeline(monkeypatch):
+    model, predictor, inputs, outputs = serve(monkeypatch, PRICES, lambda frame: np.arange(len(frame)))
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PRICES_FRAME.iloc[:0]))])
+
+    assert outputs.from_tensors(fake_pb_utils.outputs_of(response)).tolist() == []
+    assert len(predictor.seen) == 1
+
+
+def test_execute_answers_an_internal_error_naming_the_tensors_when_dict_prediction_columns_differ_in_length(
+    monkeypatch,
+):
+    table = ModelSignature(
+        inputs=PRICES.inputs, outputs=Schema([ColSpec(DataType.double, "a"), ColSpec(DataType.long, "b")])
+    )
+    model, _, inputs, _ = serve(monkeypatch, table, lambda frame: {"a": [1.0, 2.0], "b": [1, 2, 3]})
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PRICES_FRAME))])
+
+    assert error_message(response, INTERNAL) == (
+        "The prediction does not fit the configured outputs: Column values must have equal lengths; got a: 2, b: 3"
+    )
+
+
+INTEGER_LABELS = ModelSignature(
+    inputs=Schema([ColSpec(DataType.double, 0), ColSpec(DataType.double, 1)]),
+    outputs=Schema([ColSpec(DataType.double, 0), ColSpec(DataType.double, 1)]),
+)
+
+
+def test_execute_rebuilds_integer_column_labels_when_the_signature_has_them(monkeypatch):
+    example = pd.DataFrame(np.arange(6.0).reshape(3, 2))
+    model, predictor, inputs, outputs = serve(monkeypatch, INTEGER_LABELS, lambda frame: frame * 2)
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(example))])
+
+    [frame] = predictor.seen
+    assert list(frame.columns) == [0, 1] and frame.columns.equals(example.columns)
+    pd.testing.assert_frame_equal(frame, example, check_column_type=False)
+    answer = outputs.from_tensors(fake_pb_utils.outputs_of(response))
+    pd.testing.assert_frame_equal(answer, example * 2, check_column_type=False)

@@ -138,10 +138,63 @@ def test_layout_uses_tensors_structure_when_tensors_are_named():
     assert layout.contract.inputs.fields == (FieldMapping("pixel values", "pixel_values"), FieldMapping("ids", "ids"))
 
 
-def test_layout_uses_tensors_structure_when_single_tensor_is_named():
-    layout = _layout(inputs=Schema([TensorSpec(np.dtype("float32"), (-1,), "x")]))
+@pytest.mark.parametrize("side", ["inputs", "outputs"])
+def test_layout_uses_tensor_structure_keeping_the_name_when_single_tensor_is_named(side):
+    schema = Schema([TensorSpec(np.dtype("int64"), (-1, -1), "input ids")])
 
-    assert layout.contract.inputs.structure == "tensors"
+    layout = _layout(**{side: schema})
+
+    mapping = getattr(layout.contract, side)
+    assert mapping.structure == "tensor"
+    assert mapping.fields == (FieldMapping("input ids", "input_ids"),)
+    assert getattr(layout, side) == (TensorDeclaration("input_ids", "TYPE_INT64", (-1, -1)),)
+
+
+# --- names -------------------------------------------------------------------------------------
+
+
+def test_layout_keeps_integer_labels_and_prefixes_tensor_names_when_columns_have_default_labels():
+    layout = _layout(inputs=Schema([ColSpec("double", 0), ColSpec("double", 1), ColSpec("string", "1")]))
+
+    assert layout.contract.inputs.fields == (
+        FieldMapping(0, "_0"),
+        FieldMapping(1, "_1"),
+        FieldMapping("1", "_1_2", "text"),
+    )
+    assert [type(f.name) for f in layout.contract.inputs.fields] == [int, int, str]
+
+
+def test_layout_records_numpy_integer_labels_as_plain_integers_when_columns_carry_them():
+    layout = _layout(outputs=Schema([ColSpec("double", np.int64(3))]))
+
+    assert layout.contract.outputs.fields == (FieldMapping(3, "_3"),)
+    assert type(layout.contract.outputs.fields[0].name) is int
+
+
+def test_layout_raises_when_the_integer_label_0_is_not_the_first_input_column():
+    with pytest.raises(UnsupportedSchemaError, match=re.escape("Column 0 of the input schema: the label 0 at position 1")):
+        _layout(inputs=Schema([ColSpec("double", 5), ColSpec("double", 0)]))
+
+
+def test_layout_keeps_the_integer_label_0_anywhere_when_it_names_an_output_column():
+    layout = _layout(outputs=Schema([ColSpec("double", 5), ColSpec("double", 0)]))
+
+    assert [f.name for f in layout.contract.outputs.fields] == [5, 0]
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (Schema([ColSpec("double", "")]), "Column '' of the input schema: an empty name cannot be served"),
+        (Schema([TensorSpec(np.dtype("float32"), (-1,), "")]), "Tensor '' of the input schema: an empty name"),
+        (Schema([ColSpec("double", 1.5)]), "Column 1.5 of the input schema: a float label is not supported"),
+        (Schema([ColSpec("double", True)]), "Column True of the input schema: a bool label is not supported"),
+    ],
+    ids=["empty-column", "empty-tensor", "float-label", "bool-label"],
+)
+def test_layout_raises_naming_the_field_when_its_name_cannot_be_served(schema, message):
+    with pytest.raises(UnsupportedSchemaError, match=re.escape(message)):
+        _layout(inputs=schema)
 
 
 @pytest.mark.parametrize(("side", "default"), [("inputs", "input_0"), ("outputs", "output_0")])

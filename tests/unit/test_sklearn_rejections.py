@@ -183,7 +183,8 @@ def test_log_model_rejects_before_writing_when_pyfunc_predict_fn_is_not_a_model_
         ),
         (
             _signature(("age", "double"), ("city", "long"), ("visits", "long")),
-            "The input example does not fit the signature's tensors: Tensor `city`: cannot convert values to TYPE_INT64",
+            "The input example does not fit the signature's tensors: Tensor `city`: element 0 is a str, not a number "
+            "(TYPE_INT64 expected)",
         ),
         (
             _signature(*EXAMPLE_COLUMNS, outputs=Schema([TensorSpec(np.dtype("float64"), (-1, 3))])),

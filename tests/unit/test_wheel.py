@@ -5,6 +5,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from mlflow_triton.shared_contract import MAPPING_VERSION
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -36,4 +38,4 @@ def test_wheel_installs_logging_side_runtime_and_contract_when_built_from_the_ch
     assert completed.returncode == 0, completed.stderr
     location, composed = completed.stdout.splitlines()
     assert Path(location).is_relative_to(tmp_path / "site")
-    assert composed == "True 1"
+    assert composed == f"True {MAPPING_VERSION}"

@@ -1,0 +1,233 @@
+"""Element conversions between MLflow values and Triton tensor dtypes: value-preserving only.
+
+``to_numbers(array, dtype, data_type, label)`` turns a prediction (or an example)
+into the configured numeric dtype, or raises ``TensorMappingError`` naming the
+tensor. A value is never changed to fit:
+
+* the configured dtype passes as it is; an empty array takes the configured
+  dtype (``np.asarray([])`` is float64 whatever was meant);
+* bool becomes any number (``True`` -> 1, 1.0); a number never becomes bool;
+* an integer becomes any integer type (int64 -> int32, uint64 -> int64, int64 ->
+  uint8, ...) when the value lies in the target's range;
+* an integer becomes a float when the float holds it exactly (int64 ``2**53 + 1``
+  fails for every float type; int32 ``2**24 + 1`` fails for float32);
+* a float becomes a wider float, or a narrower one when it is exactly
+  representable there (NaN and infinities stay themselves; float64 ``1e6``
+  overflows float16 and fails, ``0.1`` rounds in float32 and fails);
+* floats never become integers (also ``1.0``), nor do complex, datetime,
+  timedelta or string values become numbers (``"1"`` is never parsed);
+* an object array holds Python or numpy scalars: all bool, all integers (bool
+  counts as 0/1) or integers and floats (each integer exactly a float64); any
+  other element (``None``, ``pd.NA``, a string, ``Decimal``, ...) fails, naming
+  its index. The elements are then converted by the rules above.
+
+A failure names the element's flat index and, for a number that does not fit,
+its value.
+
+``to_bytes_items(items, content, label)`` encodes BYTES elements: text takes
+``str`` (encoded as UTF-8) and ``bytes`` that are valid UTF-8; binary takes
+``bytes`` and ``str`` (encoded as UTF-8). ``None``, NaN, ``pd.NA`` and any other
+type (a number is never turned into its digits) fail, naming the element.
+
+``decode_text`` / ``as_bytes`` read BYTES elements Triton delivers. BYTES
+tensors are numpy object arrays (never ``np.bytes_``, which strips trailing
+NUL bytes).
+"""
+
+import numpy as np
+import pandas as pd
+
+# <mlflow-triton package imports: removed when composing model.py>
+from ..shared_contract.contract import MlflowTritonError
+# </mlflow-triton package imports>
+
+_NUMBER_KINDS = "biuf"
+# Source kind -> the target kinds a value may keep its value in.
+_TARGET_KINDS = {"b": "biuf", "i": "iuf", "u": "iuf", "f": "f"}
+
+
+class TensorMappingError(MlflowTritonError, ValueError):
+    """A tensor or value does not fit the configured mapping; the message names it."""
+
+
+# -- numbers -------------------------------------------------------------------------------------
+
+
+def to_numbers(array, dtype, data_type, label):
+    """``array`` as ``dtype`` with every value unchanged, or TensorMappingError (rules above)."""
+    if array.dtype == dtype or array.size == 0:
+        return array.astype(dtype, copy=False)
+    described = str(array.dtype)
+    if array.dtype == object:
+        array, described = _numbers_of_objects(array, dtype, data_type, label)
+    if array.dtype.kind not in _NUMBER_KINDS or dtype.kind not in _TARGET_KINDS[array.dtype.kind]:
+        raise TensorMappingError(f"Tensor {label}: cannot convert {described} values to {data_type} ({dtype})")
+    if _always_exact(array.dtype, dtype):
+        return array.astype(dtype)
+    with np.errstate(all="ignore"):
+        converted = array.astype(dtype)
+    index = _first_changed(array.ravel(), converted.ravel(), dtype)
+    if index is not None:
+        value = array.ravel()[index].item()
+        raise TensorMappingError(
+            f"Tensor {label}: element {index} ({value!r}) does not fit {data_type} ({dtype}) unchanged"
+        )
+    return converted
+
+
+def _always_exact(source, target):
+    """Whether every value of ``source`` keeps its value in ``target``."""
+    if source.kind == "b":
+        return True
+    if target.kind in "iu":
+        return np.can_cast(source, target, casting="safe")
+    if source.kind == "f":
+        return target.itemsize >= source.itemsize
+    info = np.iinfo(source)
+    limit = 2 ** (np.finfo(target).nmant + 1)  # every integer up to this magnitude is exact
+    return -limit <= int(info.min) and int(info.max) <= limit
+
+
+def _first_changed(values, converted, target):
+    """The flat index of the first value that ``converted`` does not hold unchanged, or None."""
+    if target.kind in "iu":
+        info = np.iinfo(target)
+        # Python ints: comparing uint64 with int64 bounds in numpy may go through float64.
+        if int(values.min()) < int(info.min):
+            return int(np.argmin(values))
+        if int(values.max()) > int(info.max):
+            return int(np.argmax(values))
+        return None
+    if values.dtype.kind == "f":
+        same = (converted == values) | (np.isnan(converted) & np.isnan(values))
+        return None if same.all() else int(np.argmin(same))
+    limit = 2 ** (np.finfo(target).nmant + 1)
+    beyond = values > limit
+    if values.dtype.kind == "i":
+        beyond |= values < -limit
+    for index in np.flatnonzero(beyond):  # only integers this large can round
+        approximation = converted[index]
+        if not np.isfinite(approximation) or int(approximation) != int(values[index]):
+            return int(index)
+    return None
+
+
+def _numbers_of_objects(array, dtype, data_type, label):
+    """A numeric array with the values of an object array's scalars, and a description of them."""
+    items = array.ravel().tolist()
+    kinds = set()
+    for index, item in enumerate(items):
+        if isinstance(item, (bool, np.bool_)):
+            kinds.add("b")
+        elif isinstance(item, (int, np.integer)):
+            kinds.add("i")
+        elif isinstance(item, (float, np.floating)):
+            kinds.add("f")
+        else:
+            raise TensorMappingError(
+                f"Tensor {label}: element {index} is {_describe(item)}, not a number ({data_type} expected)"
+            )
+    if kinds == {"b"}:
+        return np.array(items, dtype=bool).reshape(array.shape), "bool"
+    if "f" not in kinds:
+        integers = [int(item) for item in items]
+        for candidate in (np.int64, np.uint64):
+            info = np.iinfo(candidate)
+            if int(info.min) <= min(integers) and max(integers) <= int(info.max):
+                return np.array(integers, dtype=candidate).reshape(array.shape), "integer"
+        index = integers.index(min(integers) if min(integers) < 0 else max(integers))
+        raise TensorMappingError(
+            f"Tensor {label}: element {index} ({integers[index]!r}) does not fit {data_type} ({dtype}) unchanged"
+        )
+    floats = []
+    for index, item in enumerate(items):
+        try:
+            number = float(item)
+        except OverflowError:
+            number = None
+        if number is None or (number != item and item == item):
+            value = item.item() if isinstance(item, np.generic) else item
+            raise TensorMappingError(
+                f"Tensor {label}: element {index} ({value!r}) does not fit {data_type} ({dtype}) unchanged"
+            )
+        floats.append(number)
+    return np.array(floats, dtype=np.float64).reshape(array.shape), "float"
+
+
+def _describe(item):
+    """What an element is, without its value (it may be request data)."""
+    if item is None or item is pd.NA:
+        return f"missing ({item!r})"
+    return f"a {type(item).__name__}"
+
+
+# -- BYTES -----------------------------------------------------------------------------------------
+
+
+def object_array(items, shape):
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array.reshape(shape)
+
+
+def to_bytes_items(items, content, label):
+    """The BYTES elements of ``items`` for ``content`` ``"text"`` or ``"binary"`` (rules above)."""
+    encode = _text_bytes if content == "text" else _binary_bytes
+    return [encode(item, label, index) for index, item in enumerate(items)]
+
+
+def _text_bytes(item, label, index):
+    if isinstance(item, str):
+        return _encoded(item, label, index)
+    if isinstance(item, (bytes, bytearray, np.bytes_)):
+        data = bytes(item)
+        _decoded(data, label, index)
+        return data
+    raise _not_bytes(item, label, index, "text tensors take str or UTF-8 bytes")
+
+
+def _binary_bytes(item, label, index):
+    if isinstance(item, (bytes, bytearray, np.bytes_)):
+        return bytes(item)
+    if isinstance(item, str):
+        return _encoded(item, label, index)
+    raise _not_bytes(item, label, index, "binary tensors take bytes or str")
+
+
+def _not_bytes(item, label, index, allowed):
+    if item is None or item is pd.NA or (isinstance(item, (float, np.floating)) and item != item):
+        return TensorMappingError(f"Tensor {label}: element {index} is missing ({item!r}); BYTES values cannot be null")
+    return TensorMappingError(f"Tensor {label}: element {index} is a {type(item).__name__}; {allowed}")
+
+
+def _encoded(text, label, index):
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise TensorMappingError(
+            f"Tensor {label}: element {index} cannot be encoded as UTF-8 ({error.reason} at position {error.start})"
+        ) from None
+
+
+def _decoded(data, label, index):
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise TensorMappingError(
+            f"Tensor {label}: element {index} is not valid UTF-8 text ({error.reason} at byte {error.start})"
+        ) from None
+
+
+def decode_text(items, label):
+    """UTF-8 text of BYTES elements. The usual case (every element ``bytes``) is one C-level
+    pass; anything else (``str``, ``bytearray``, invalid UTF-8) takes the per-element path,
+    which gives the same values and names the failing element."""
+    try:
+        return list(map(bytes.decode, items))
+    except (TypeError, UnicodeDecodeError):
+        return [item if isinstance(item, str) else _decoded(bytes(item), label, index)
+                for index, item in enumerate(items)]
+
+
+def as_bytes(item):
+    return item.encode("utf-8") if isinstance(item, str) else bytes(item)
