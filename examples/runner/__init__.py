@@ -2,14 +2,14 @@
 
 The harness has four small parts, usable on their own:
 
-* :mod:`examples.runner.triton_install` -- where the server comes from (the Triton 2.51
+* :mod:`mlflow_triton.local.installation` -- where the server comes from (the Triton 2.51
   bundled in the ``nvidia-pytriton`` wheel, or an existing installation such as an NGC
   container) and what that installation demands of a serving environment.
-* :mod:`examples.runner.serving_env` -- a cached virtualenv built from a model's
+* :mod:`mlflow_triton.local.serving_env` -- a cached virtualenv built from a model's
   ``requirements.txt`` under the installation's constraints.
-* :mod:`examples.runner.server` -- a ``tritonserver`` process on loopback ports, as a
+* :mod:`mlflow_triton.local.server` -- a ``tritonserver`` process on loopback ports, as a
   context manager that always stops it.
-* :mod:`examples.runner.send` -- sends a model's shipped ``request.json`` /
+* :mod:`mlflow_triton.local.send` -- sends a model's shipped ``request.json`` /
   ``request.bin`` exactly as a user's ``curl`` would, and decodes the answer.
 
 Typical use::
@@ -20,16 +20,16 @@ Typical use::
         outputs, form = send_shipped_request(server.url, model_dir)
 """
 
-from examples.runner.send import InferenceError, ShippedResponse, send_shipped_request
-from examples.runner.server import TritonServer, TritonStartError
-from examples.runner.serving_env import (
+from mlflow_triton.local.send import InferenceError, ShippedResponse, send_shipped_request
+from mlflow_triton.local.server import TritonServer, TritonStartError
+from mlflow_triton.local.serving_env import (
     ServingEnvError,
     check_requirements,
     default_cache_dir,
     ensure_serving_env,
     env_python_version,
 )
-from examples.runner.triton_install import TritonInstallation, TritonInstallError
+from mlflow_triton.local.installation import TritonInstallation, TritonInstallError
 
 __all__ = [
     "InferenceError",

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import mlflow
 
-from examples.runner.triton_install import TritonInstallation
-from examples.runner.validate import validate_model, write_report
+from mlflow_triton.local.installation import TritonInstallation
+from mlflow_triton.local.check import validate_model, write_report
 
 EXAMPLES = ("sklearn", "pytorch", "transformers")
 EXPERIMENT = "mlflow-triton-examples"

@@ -17,9 +17,9 @@ import mlflow.pyfunc
 import numpy as np
 from mlflow.models import Model
 
-from examples.runner.send import InferenceError, send_shipped_request
-from examples.runner.server import TritonServer, TritonStartError
-from examples.runner.serving_env import ServingEnvError, ensure_serving_env
+from mlflow_triton.local.send import InferenceError, send_shipped_request
+from mlflow_triton.local.server import TritonServer, TritonStartError
+from mlflow_triton.local.serving_env import ServingEnvError, ensure_serving_env
 from mlflow_triton import triton
 from mlflow_triton._config import DEVICE_KINDS, declarations, read_config
 from mlflow_triton.runtime.codecs import StructureCodec

@@ -74,7 +74,7 @@ class TritonInstallation:
         """The Triton 2.51 from ``nvidia-pytriton==0.7.0``, installed under ``cache_dir``.
 
         ``python_version`` ("3.11") selects the Python-backend stub; it must be the X.Y of the
-        serving environment (see :func:`examples.runner.serving_env.env_python_version`).
+        serving environment (see :func:`mlflow_triton.local.serving_env.env_python_version`).
         Defaults to the running interpreter's. ``progress`` receives one-line status messages
         (``None`` to be quiet).
         """

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from examples.runner.triton_install import default_cache_dir
+from mlflow_triton.local.installation import default_cache_dir
 
 __all__ = [
     "ServingEnvError",

@@ -35,8 +35,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from examples.runner.serving_env import read_pyvenv_cfg
-from examples.runner.triton_install import TritonInstallation
+from mlflow_triton.local.serving_env import read_pyvenv_cfg
+from mlflow_triton.local.installation import TritonInstallation
 
 __all__ = ["TritonServer", "TritonStartError"]
 

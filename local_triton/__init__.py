@@ -1,0 +1,1 @@
+"""``mlflow_triton.local``: generated repositories on a real local Triton server."""
