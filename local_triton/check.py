@@ -1,31 +1,38 @@
-"""Validate a generated repository on a real Triton server against MLflow's own prediction.
+"""``mlflow-triton check``: prove a generated repository on a real Triton server.
 
-``validate_model`` fetches the repository of a logged model with
-``mlflow_triton.triton.load_model``, computes the expected outputs with
-``mlflow.pyfunc.load_model(...).predict`` on the model's saved input example
-(encoded with the runtime's output codec), and hands both to
-``validate_repository``, which serves the directory and sends its shipped request.
+For each model: fetch the repository (:func:`~mlflow_triton.local.sources.resolve_model`),
+compute the expected outputs with ``mlflow.pyfunc`` on the saved input example (and on a
+user's ``--input`` file), serve a copy of the repository from a fresh directory with a cached
+serving environment, send the shipped request exactly as ``curl`` would, compare, and report.
+A model's failure is a FAIL report with the reason, never an exception; only an interruption
+(Ctrl-C, SIGTERM) stops the whole check, after stopping what it started.
 """
+
+from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import time
 from pathlib import Path
 
-import mlflow.pyfunc
-import numpy as np
-from mlflow.models import Model
+from tritonclient.grpc import model_config_pb2
 
-from mlflow_triton.local.send import InferenceError, send_shipped_request
-from mlflow_triton.local.server import TritonServer, TritonStartError
-from mlflow_triton.local.serving_env import ServingEnvError, ensure_serving_env
-from mlflow_triton import triton
-from mlflow_triton._config import DEVICE_KINDS, declarations, read_config
-from mlflow_triton.runtime.codecs import StructureCodec
+from mlflow_triton._config import DEVICE_KINDS, read_config
+from mlflow_triton.shared_contract import MlflowTritonError
 
-# Floats are compared with these tolerances (relative, absolute); everything else exactly.
-FLOAT_TOLERANCES = {"float16": (1e-2, 1e-3), "float32": (1e-4, 1e-6), "float64": (1e-6, 1e-9)}
+from .compare import compare, expected_outputs, load_input_example, predict_outputs
+from .errors import InferenceError, LocalTritonError, ModelSourceError, TritonStartError
+from .progress import as_progress
+from .send import send_request, shipped_request
+from .server import TritonServer
+from .serving_env import ensure_serving_env
+from .sources import resolve_model
+from .user_input import input_request, load_user_input, rows_of
+
+__all__ = ["ValidationReport", "check_models", "expected_outputs", "validate_model", "validate_repository",
+           "write_report"]
 
 
 @dataclasses.dataclass
@@ -36,12 +43,15 @@ class ValidationReport:
     passed: bool = False
     reason: str = ""
     model_uri: str | None = None
+    triton_model: str | None = None
     repository: str | None = None
     triton_version: str | None = None
     device: str = "cpu"
     request_form: str | None = None
     comparison: dict = dataclasses.field(default_factory=dict)
+    inputs: list = dataclasses.field(default_factory=list)
     seconds: dict = dataclasses.field(default_factory=dict)
+    logs: dict = dataclasses.field(default_factory=dict)
     triton_log_tail: str | None = None
 
     def line(self):
@@ -52,113 +62,166 @@ class ValidationReport:
         return {"real_triton_validation": True, **dataclasses.asdict(self)}
 
 
-def expected_outputs(model_uri, model_dir):
-    """``pyfunc.predict`` on the saved input example, encoded into the configured output tensors."""
-    config, contract = read_config(Path(model_dir) / "config.pbtxt")
-    _, outputs = declarations(config)
-    codec = StructureCodec(contract.outputs, {d.name: (d.data_type, d.dims) for d in outputs})
-    artifact = Path(model_dir) / "1" / "artifact"
-    example = Model.load(str(artifact / "MLmodel")).load_input_example(str(artifact))
-    prediction = mlflow.pyfunc.load_model(model_uri).predict(example)
-    return codec.to_tensors(prediction)
+@dataclasses.dataclass(frozen=True)
+class ExtraRequest:
+    """A request besides the shipped one (``--input``), with what Triton should answer."""
+
+    label: str
+    request: object  # send.RequestFiles
+    expected: dict
+    rows: int
 
 
-def compare(expected, actual):
-    """Per output: ``{"equal": bool, "how": ..., "max_abs_diff": ...}``; missing outputs are unequal."""
-    results = {}
-    for name, want in expected.items():
-        got = actual.get(name)
-        if got is None:
-            results[name] = {"equal": False, "how": "missing from the response"}
-            continue
-        if got.shape != want.shape:
-            results[name] = {"equal": False, "how": f"shape {list(got.shape)} != expected {list(want.shape)}"}
-            continue
-        if want.dtype.kind == "f":
-            rtol, atol = FLOAT_TOLERANCES.get(want.dtype.name, (1e-6, 1e-9))
-            got = got.astype(want.dtype)
-            equal = bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
-            diff = float(np.nanmax(np.abs(got - want))) if want.size else 0.0
-            results[name] = {"equal": equal, "how": f"allclose rtol={rtol} atol={atol}", "max_abs_diff": diff}
-        else:
-            if want.dtype == object:
-                want = np.array([_as_bytes(v) for v in want.ravel()], dtype=object).reshape(want.shape)
-            results[name] = {"equal": bool(np.array_equal(got, want)), "how": "exact"}
-    return results
+def check_models(model_uris, work_dir, installation, *, device="cpu", input_file=None, progress=print, out=print):
+    """Check each model in turn; ``out`` receives one PASS/FAIL line per model. Returns the reports.
+
+    Each model gets ``work_dir/<n>-<name>/`` (downloaded model, served copy, Triton log).
+    """
+    say = as_progress(progress)
+    reports = []
+    for number, uri in enumerate(model_uris, start=1):
+        model_work = Path(work_dir) / f"{number}-{_slug(uri)}"
+        report = validate_model(uri, model_work, installation, device=device, progress=say.with_prefix(f"[{uri}] "),
+                                name=uri, input_file=input_file)
+        if report.triton_log_tail and not report.passed:
+            out(f"--- last lines of the Triton log ({report.logs.get('tritonserver')}) ---\n"
+                f"{report.triton_log_tail.rstrip()}")
+        out(report.line())
+        reports.append(report)
+    return reports
 
 
-def _as_bytes(value):
-    return value if isinstance(value, bytes) else str(value).encode("utf-8")
-
-
-def validate_model(model_uri, work_dir, installation, *, device="cpu", progress=print, name=None):
+def validate_model(model_uri, work_dir, installation, *, device="cpu", progress=print, name=None, input_file=None):
     """Fetch the logged model's repository and validate it; returns a ``ValidationReport``."""
-    model_dir = triton.load_model(model_uri)
-    progress(f"[{name or model_dir.name}] computing the expected outputs with mlflow.pyfunc ...")
-    expected = expected_outputs(model_uri, model_dir)
-    report = validate_repository(model_dir, expected, work_dir, installation, device=device, progress=progress,
-                                 name=name)
-    report.model_uri = model_uri
-    return report
+    say = as_progress(progress)
+    work_dir = Path(work_dir)
+    report = ValidationReport(model=name or str(model_uri), model_uri=str(model_uri), device=device)
+    started = time.monotonic()
+    try:
+        say.say("fetching the model's Triton repository ...")
+        source = resolve_model(str(model_uri), work_dir / "download")
+        if not source.generated or source.pyfunc_uri is None:
+            raise ModelSourceError(
+                f"{model_uri}: the Triton directory was not generated by mlflow_triton's wrappers (no mlflow_contract, "
+                "shipped request or 1/artifact/): check needs a model logged with mlflow_triton.sklearn|pytorch|"
+                "transformers.log_model"
+            )
+        report.triton_model = source.name
+        say.say(f"repository {source.repository} (Triton model {source.name!r}); computing the expected outputs "
+                "with mlflow.pyfunc ...")
+        import mlflow.pyfunc
+
+        pyfunc_model = mlflow.pyfunc.load_model(source.pyfunc_uri)
+        expected = predict_outputs(pyfunc_model, load_input_example(source.repository), source.repository)
+        extra = []
+        if input_file is not None:
+            value = load_user_input(input_file, pyfunc_model.metadata.get_input_schema())
+            extra.append(ExtraRequest(
+                label=f"input file {Path(input_file).name}",
+                request=input_request(value, source.repository, work_dir / "requests"),
+                expected=predict_outputs(pyfunc_model, value, source.repository),
+                rows=rows_of(value),
+            ))
+        report.seconds["prepare"] = round(time.monotonic() - started, 1)
+    except (MlflowTritonError, OSError) as error:
+        report.reason = str(error)
+        return report
+    except Exception as error:  # the model's own prediction failed: report it, check the next model
+        report.reason = f"mlflow.pyfunc could not predict the example: {type(error).__name__}: {error}"
+        return report
+    return validate_repository(source.repository, expected, work_dir, installation, device=device, progress=say,
+                               name=report.model, report=report, extra_requests=extra)
 
 
-def validate_repository(model_dir, expected, work_dir, installation, *, device="cpu", progress=print, name=None):
-    """Serve ``model_dir`` from a fresh repository under ``work_dir``, send its shipped request, compare."""
+def validate_repository(model_dir, expected, work_dir, installation, *, device="cpu", progress=print, name=None,
+                        report=None, extra_requests=()):
+    """Serve a copy of ``model_dir`` from a fresh repository under ``work_dir``, send its shipped request, compare."""
+    say = as_progress(progress)
     model_dir = Path(model_dir)
-    report = ValidationReport(model=name or model_dir.name, device=device)
-    repository = Path(work_dir) / "repository"
+    work_dir = Path(work_dir)
+    report = report or ValidationReport(model=name or model_dir.name, device=device)
+    report.triton_model = model_dir.name
+    repository = work_dir / "repository"
     shutil.rmtree(repository, ignore_errors=True)
     served = repository / model_dir.name
     shutil.copytree(model_dir, served)
     report.repository = str(served)
+    log_path = work_dir / f"tritonserver-{served.name}.log"
     try:
         _check_device(served, device)
         started = time.monotonic()
-        progress(f"[{report.model}] serving environment from requirements.txt + {list(installation.serving_constraints)}")
-        env = ensure_serving_env(served / "requirements.txt", installation.serving_constraints, progress=progress)
+        say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
+        env = ensure_serving_env(served / "requirements.txt", installation.serving_constraints, progress=say)
         report.seconds["serving_env"] = round(time.monotonic() - started, 1)
-        started = time.monotonic()
-        progress(f"[{report.model}] starting tritonserver and loading the model ...")
+        say.say(f"starting tritonserver and loading the model (log: {log_path}) ...")
+        report.logs["tritonserver"] = str(log_path)
         with TritonServer(repository, served.name, installation=installation, serving_env=env,
-                          log_path=Path(work_dir) / f"tritonserver-{served.name}.log") as server:
-            report.seconds["server_ready"] = round(time.monotonic() - started, 1)
+                          log_path=log_path) as server:
+            report.seconds["server_ready"] = round(server.ready_seconds, 1)
+            say.say(f"tritonserver ready in {server.ready_seconds:.1f}s on {server.url}")
             report.triton_version = server.version()
             started = time.monotonic()
+            what = "the shipped request"
             try:
-                response = send_shipped_request(server.url, served)
-            except InferenceError:
+                response = send_request(server.url, served.name, shipped_request(served))
+                answers = []
+                for extra in extra_requests:
+                    what = f"the request made from the {extra.label}"
+                    answers.append((extra, send_request(server.url, served.name, extra.request)))
+            except InferenceError as error:
                 report.triton_log_tail = server.log_tail(40)
-                raise
+                report.reason = f"Triton rejected {what} (HTTP {error.status}): {error.triton_error}"
+                return report
             report.seconds["inference"] = round(time.monotonic() - started, 2)
         report.request_form = response.form
         report.comparison = compare(expected, response.outputs)
-        unequal = [n for n, result in report.comparison.items() if not result["equal"]]
-        report.passed = not unequal
-        report.reason = (
-            f"Triton {report.triton_version} answered the shipped {response.form} request with the "
-            f"in-memory prediction ({', '.join(sorted(report.comparison))})"
-            if report.passed else
-            "outputs differ from pyfunc.predict: "
-            + "; ".join(f"{n}: {report.comparison[n]['how']}" for n in unequal)
-        )
+        for extra, answer in answers:
+            comparison = compare(extra.expected, answer.outputs)
+            report.inputs.append({"label": extra.label, "request": str(extra.request.body_path), "form": answer.form,
+                                  "rows": extra.rows, "comparison": comparison,
+                                  "equal": all(result["equal"] for result in comparison.values())})
+        report.passed, report.reason = _verdict(report)
     except TritonStartError as error:
-        report.reason = f"Triton did not load the model: {error.reason or 'see log'}"
+        report.reason = f"Triton did not load the model: {error.reason or 'see the log'} (log: {error.log_path})"
         report.triton_log_tail = error.log_tail
-    except InferenceError as error:
-        report.reason = f"Triton rejected the shipped request (HTTP {error.status}): {error.triton_error}"
-    except (ServingEnvError, ValueError, OSError) as error:
+    except (LocalTritonError, MlflowTritonError, ValueError, OSError) as error:
         report.reason = f"{type(error).__name__}: {error}"
     return report
+
+
+def _verdict(report):
+    unequal = [n for n, result in report.comparison.items() if not result["equal"]]
+    failed_inputs = [entry for entry in report.inputs if not entry["equal"]]
+    if unequal:
+        return False, "outputs differ from pyfunc.predict: " + "; ".join(
+            f"{n}: {report.comparison[n]['how']}" for n in unequal)
+    if failed_inputs:
+        return False, "; ".join(
+            f"{entry['label']}: outputs differ from pyfunc.predict: "
+            + "; ".join(f"{n}: {r['how']}" for n, r in entry["comparison"].items() if not r["equal"])
+            for entry in failed_inputs)
+    reason = (f"Triton {report.triton_version} answered the shipped {report.request_form} request with the "
+              f"in-memory prediction ({', '.join(sorted(report.comparison))})")
+    for entry in report.inputs:
+        reason += f"; and the {entry['label']} ({entry['rows']} rows, {entry['form']}) with pyfunc.predict of it"
+    return True, reason
 
 
 def _check_device(model_dir, device):
     config, _ = read_config(model_dir / "config.pbtxt")
     kinds = {group.kind for group in config.instance_group}
     if kinds != {DEVICE_KINDS[device]}:
+        names = sorted(model_config_pb2.ModelInstanceGroup.Kind.Name(kind) for kind in kinds)
         raise ValueError(
             f"--device {device} asks for a KIND_{device.upper()} repository, but config.pbtxt has "
-            f"instance kinds {sorted(kinds)}; log the model with device={device!r}"
+            f"instance kinds {names}; log the model with device={device!r}"
         )
+
+
+def _slug(uri):
+    """A directory name recognisably made from ``uri`` ("models:/clf/1" -> "models-clf-1")."""
+    text = re.sub(r"[^A-Za-z0-9_.]+", "-", str(uri)).strip("-.")
+    return text[-60:].lstrip("-.") or "model"
 
 
 def write_report(reports, path):

@@ -1,13 +1,19 @@
 """Cached serving virtualenvs built from a model's ``requirements.txt``.
 
 The Python backend's embedded interpreter finds its packages through the first ``python3`` on
-``PATH`` (see ``/work/shared/REAL-TRITON.md``), so each model is served with a plain
-``python -m venv`` environment whose ``bin/`` the server puts first on ``PATH``.
+``PATH``, so each model is served with a plain ``python -m venv`` environment whose ``bin/`` the
+server puts first on ``PATH``.
 
-Environments are cached under ``<cache_dir>/envs/<key>`` where ``key`` hashes the requirements
-text, the constraints and the interpreter version. A build happens in a temporary sibling
-directory and is renamed into place only after ``pip`` succeeded, so a present directory is a
-complete environment and a failed build leaves nothing behind.
+Environments are cached under ``<cache root>/envs/<key>``: the key hashes the requirement lines
+(comments and blank lines dropped, duplicates removed, sorted -- so the same requirements in
+another order or with another header share one environment), the constraints and the
+interpreter (implementation, full version, machine). A build happens in a hidden temporary
+sibling and is renamed into place only after ``pip`` succeeded, so a present directory is a
+complete environment. A failed or interrupted build (Ctrl-C, SIGTERM) stops pip and removes the
+temporary directory: nothing is left in the cache.
+
+The first build takes minutes; progress shows the elapsed time and pip's current step
+("Collecting torch==2.13.0", "Installing collected packages: ...").
 
 Requirements that contradict the Triton installation's constraints (``numpy==2.1.0`` against
 ``numpy<2``) raise :class:`ServingEnvError` quoting pip's resolver explanation.
@@ -19,46 +25,46 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
-from mlflow_triton.local.installation import default_cache_dir
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from .errors import ServingEnvError
+from .installation import default_cache_dir
+from .progress import as_progress
 
 __all__ = [
+    "ENV_RECORD",
     "ServingEnvError",
     "check_requirements",
     "default_cache_dir",
+    "ensure_env_for_requirements",
     "ensure_serving_env",
     "env_python_version",
+    "read_pyvenv_cfg",
+    "requirement_lines",
 ]
-
-Progress = Callable[[str], None] | None
 
 #: Written into a finished environment; describes how it was built.
 ENV_RECORD = "mlflow-triton-env.json"
+PIP_LOG = "pip-install.log"
 
 
-class ServingEnvError(RuntimeError):
-    """pip could not build the serving environment.
-
-    ``pip_lines`` holds pip's explanation (the resolver's ``ERROR:`` / "The conflict is caused
-    by:" lines for a conflict, else the tail of its output); ``conflict`` is ``True`` when pip's
-    resolver found the requirements and constraints impossible to satisfy together.
-    """
-
-    def __init__(self, message: str, pip_lines: list[str], conflict: bool):
-        super().__init__(message)
-        self.pip_lines = pip_lines
-        self.conflict = conflict
-
-
-def _say(progress: Progress, message: str) -> None:
-    if progress is not None:
-        progress(message)
+def requirement_lines(text: str) -> list[str]:
+    """The requirement lines of a requirements file: no comments or blanks, unique, sorted."""
+    lines = set()
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if line and not line.startswith("#"):
+            lines.add(line)
+    return sorted(lines)
 
 
 def _python_identity(python: str) -> str:
@@ -72,9 +78,9 @@ def _python_identity(python: str) -> str:
     return out.stdout.strip()
 
 
-def _env_key(requirements_text: str, constraints: Iterable[str], python_id: str) -> str:
+def _env_key(lines: list[str], constraints: Iterable[str], python_id: str) -> str:
     payload = json.dumps(
-        {"requirements": requirements_text, "constraints": sorted(constraints), "python": python_id},
+        {"requirements": lines, "constraints": sorted(constraints), "python": python_id},
         sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
@@ -103,14 +109,14 @@ def _explain_pip_failure(output: str) -> tuple[list[str], bool]:
     return (errors + [l for l in tail if l not in errors]) or ["(pip printed nothing)"], False
 
 
-def _pip_error(action: str, requirements_file: Path, constraints: list[str], output: str) -> ServingEnvError:
+def _pip_error(action: str, source: str, constraints: list[str], output: str) -> ServingEnvError:
     pip_lines, conflict = _explain_pip_failure(output)
     what = (
-        "the requirements conflict with the constraints of the Triton installation"
+        "the requirements conflict with each other or with the constraints of the Triton installation"
         if conflict else "pip failed"
     )
     message = (
-        f"{action} for {requirements_file}: {what} "
+        f"{action} for {source}: {what} "
         f"(constraints: {', '.join(constraints) or 'none'}).\npip said:\n"
         + "\n".join(f"  {l}" for l in pip_lines)
     )
@@ -144,14 +150,14 @@ def check_requirements(
             cmd += ["-c", str(_write_constraints(Path(tmp), cons))]
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise _pip_error("resolving the serving environment", req, cons, proc.stdout + proc.stderr)
+        raise _pip_error("resolving the serving environment", str(req), cons, proc.stdout + proc.stderr)
 
 
 def ensure_serving_env(
     requirements_file: str | os.PathLike[str],
     constraints: Iterable[str] = (),
     cache_dir: str | os.PathLike[str] | None = None,
-    progress: Progress = print,
+    progress=print,
     *,
     python: str = sys.executable,
 ) -> Path:
@@ -159,53 +165,80 @@ def ensure_serving_env(
 
     Built with ``python -m venv`` and ``pip install -r requirements.txt -c constraints.txt``
     on first use, reused afterwards. ``cache_dir`` defaults to :func:`default_cache_dir`.
-    ``progress`` receives one-line status messages (``None`` to be quiet). ``python`` is the
-    base interpreter; its X.Y must have a Triton Python-backend stub (3.8-3.13 for the bundled
-    server). Raises :class:`ServingEnvError` if pip fails; nothing is left in the cache then.
+    ``progress`` receives status lines (a :class:`~mlflow_triton.local.progress.Progress`, a
+    callable or ``None``). ``python`` is the base interpreter; its X.Y must have a Triton
+    Python-backend stub (3.8-3.13 for the bundled server). Raises :class:`ServingEnvError` if
+    pip fails; nothing is left in the cache then.
     """
     req = Path(requirements_file)
+    return ensure_env_for_requirements(
+        requirement_lines(req.read_text()), constraints, cache_dir, progress, python=python, source=str(req),
+    )
+
+
+def ensure_env_for_requirements(
+    lines: list[str],
+    constraints: Iterable[str] = (),
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress=print,
+    *,
+    python: str = sys.executable,
+    source: str = "the requirements",
+    reuse_superset: bool = False,
+) -> Path:
+    """:func:`ensure_serving_env` for requirement lines (see :func:`requirement_lines`).
+
+    With ``reuse_superset`` a cached environment built for the same interpreter and constraints
+    whose installed packages already satisfy every line is reused instead of building a new one
+    (for serving several models: their union is often met by one model's environment). Only
+    plain ``name<specifier>`` lines can be checked that way; any other line means an exact build.
+    """
+    say = as_progress(progress)
+    lines = sorted(set(lines))
     cons = list(constraints)
-    requirements_text = req.read_text()
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     python_id = _python_identity(python)
-    key = _env_key(requirements_text, cons, python_id)
+    key = _env_key(lines, cons, python_id)
     envs = cache / "envs"
     env = envs / key
 
     if (env / ENV_RECORD).is_file():
-        _say(progress, f"reusing cached serving environment {env}")
+        say.say(f"reusing cached serving environment {env}")
         return env
+    if reuse_superset:
+        existing = _satisfying_env(envs, lines, cons, python_id)
+        if existing is not None:
+            say.say(f"reusing cached serving environment {existing} (its packages satisfy every requirement)")
+            return existing
 
     envs.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=envs))
     tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary directory
     started = time.monotonic()
-    _say(progress, f"building serving environment {env} for {req} "
-                   f"(first run takes a few minutes) ...")
+    say.say(f"building serving environment {env} for {source} (the first build takes a few minutes; "
+            f"pip log: {tmp / PIP_LOG})")
     try:
-        venv = subprocess.run([python, "-m", "venv", str(tmp)], capture_output=True, text=True)
-        if venv.returncode != 0:
-            raise ServingEnvError(
-                f"`{python} -m venv` failed:\n{venv.stdout}{venv.stderr}",
-                (venv.stdout + venv.stderr).splitlines(), conflict=False,
-            )
-        shutil.copyfile(req, tmp / "requirements.txt")
+        log_path = tmp / PIP_LOG
+        with open(log_path, "w") as log:
+            venv = _run_logged([python, "-m", "venv", str(tmp)], log, say, started, "creating the virtualenv")
+        if venv != 0:
+            output = log_path.read_text(errors="replace")
+            raise ServingEnvError(f"`{python} -m venv` failed:\n{output}", output.splitlines(), conflict=False)
+        (tmp / "requirements.txt").write_text("".join(f"{line}\n" for line in lines))
         cmd = [str(tmp / "bin" / "python"), "-m", "pip", "install", "--progress-bar", "off",
                "--no-input", "-r", str(tmp / "requirements.txt")]
         if cons:
             cmd += ["-c", str(_write_constraints(tmp, cons))]
-        with open(tmp / "pip-install.log", "w+") as log:
-            proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, text=True)
-            log.seek(0)
-            output = log.read()
-        if proc.returncode != 0:
-            raise _pip_error("building the serving environment", req, cons, output)
+        with open(log_path, "a") as log:
+            status = _run_logged(cmd, log, say, started, "pip")
+        if status != 0:
+            raise _pip_error("building the serving environment", source, cons, log_path.read_text(errors="replace"))
 
         freeze = subprocess.run([str(tmp / "bin" / "python"), "-m", "pip", "freeze"],
                                 capture_output=True, text=True).stdout.splitlines()
         _relocate_scripts(tmp, env)
         (tmp / ENV_RECORD).write_text(json.dumps(
-            {"requirements": requirements_text, "constraints": cons, "python": python_id,
+            {"requirements": lines, "constraints": cons, "python": python_id, "source": source,
              "installed": freeze}, indent=2) + "\n")
         try:
             tmp.rename(env)
@@ -215,8 +248,97 @@ def ensure_serving_env(
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    _say(progress, f"serving environment ready in {time.monotonic() - started:.0f}s: {env}")
+    say.say(f"serving environment ready in {time.monotonic() - started:.0f}s: {env}")
     return env
+
+
+def _run_logged(cmd, log, say, started, what) -> int:
+    """Run ``cmd`` with its output in ``log``; report elapsed time and its current step meanwhile.
+
+    The child runs in its own process group; if anything interrupts the wait (Ctrl-C, SIGTERM
+    turned into an exception), the whole group is stopped before the exception propagates.
+    """
+    log.flush()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        with open(log.name, errors="replace") as reader:
+            reader.seek(0, os.SEEK_END)
+            current = what
+            while proc.poll() is None:
+                time.sleep(0.5)
+                current = _latest_step(reader.read(), current)
+                say.step(current, elapsed=time.monotonic() - started)
+        return proc.returncode
+    finally:
+        _stop_process_group(proc)
+
+
+def _latest_step(new_output: str, current: str) -> str:
+    """pip's most recent meaningful line ("Collecting x", "Installing collected packages: ...").
+
+    Lines inside a step (pip's "Attempting uninstall" of a package it replaces) are skipped: the
+    step they belong to is still the one running.
+    """
+    for line in reversed(new_output.splitlines()):
+        text = line.strip()
+        if text.startswith(("Collecting", "Downloading", "Using cached", "Building", "Installing",
+                            "Successfully installed", "Processing", "Requirement already")):
+            return text if len(text) <= 100 else text[:97] + "..."
+    return current
+
+
+def _stop_process_group(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        except ProcessLookupError:
+            proc.wait()
+    try:  # pip's own children (build backends) are in the same group
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _satisfying_env(envs: Path, lines, constraints, python_id) -> Path | None:
+    """A finished environment for the same interpreter and constraints that satisfies ``lines``."""
+    requirements = _plain_requirements(lines)
+    if requirements is None or not envs.is_dir():
+        return None
+    for record_path in sorted(envs.glob(f"*/{ENV_RECORD}")):
+        try:
+            record = json.loads(record_path.read_text())
+        except (OSError, ValueError):
+            continue
+        if record.get("python") != python_id or sorted(record.get("constraints", [])) != sorted(constraints):
+            continue
+        installed = {}
+        for entry in record.get("installed", []):
+            name, sep, version = entry.partition("==")
+            if sep:
+                installed[canonicalize_name(name)] = version.strip()
+        if all(r.specifier.contains(installed.get(canonicalize_name(r.name), "0+absent"), prereleases=True)
+               and canonicalize_name(r.name) in installed for r in requirements):
+            return record_path.parent
+    return None
+
+
+def _plain_requirements(lines):
+    """``Requirement`` objects when every line is a plain ``name<specifier>``; else ``None``."""
+    requirements = []
+    for line in lines:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            return None
+        if requirement.url or requirement.extras or requirement.marker is not None:
+            return None
+        requirements.append(requirement)
+    return requirements
 
 
 def _relocate_scripts(built_at: Path, final: Path) -> None:

@@ -12,6 +12,8 @@ PUBLIC_MODULES = [
     "mlflow_triton.triton",
     "mlflow_triton.errors",
     "mlflow_triton.shared_contract",
+    "mlflow_triton.local",
+    "mlflow_triton.cli",
 ]
 
 
