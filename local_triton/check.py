@@ -55,8 +55,10 @@ class ValidationReport:
     triton_log_tail: str | None = None
 
     def line(self):
+        """``PASS|FAIL <model>: <reason>`` on one line (a multi-line reason is joined with `` | ``)."""
         verdict = "PASS" if self.passed else "FAIL"
-        return f"{verdict} {self.model}: {self.reason}"
+        reason = " | ".join(part.strip() for part in self.reason.strip().splitlines() if part.strip())
+        return f"{verdict} {self.model}: {reason}"
 
     def to_dict(self):
         return {"real_triton_validation": True, **dataclasses.asdict(self)}
@@ -182,7 +184,10 @@ def validate_repository(model_dir, expected, work_dir, installation, *, device="
                                   "equal": all(result["equal"] for result in comparison.values())})
         report.passed, report.reason = _verdict(report)
     except TritonStartError as error:
-        report.reason = f"Triton did not load the model: {error.reason or 'see the log'} (log: {error.log_path})"
+        # Triton's reason may carry a Python traceback: its first line goes on the verdict line, the rest is in the
+        # log tail printed above it and kept in the report.
+        said = (error.reason or "").strip().splitlines()
+        report.reason = f"Triton did not load the model: {said[0] if said else 'see the log'} (log: {error.log_path})"
         report.triton_log_tail = error.log_tail
     except (LocalTritonError, MlflowTritonError, ValueError, OSError) as error:
         report.reason = f"{type(error).__name__}: {error}"

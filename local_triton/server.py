@@ -21,7 +21,8 @@ The process runs in its own session (process group) and is always stopped on exi
 exception, ``KeyboardInterrupt`` and ``SIGTERM`` (while the context is active in the main
 thread and no other SIGTERM handler is installed, SIGTERM is turned into ``SystemExit`` so that
 ``__exit__`` runs): SIGTERM to the server, then SIGKILL to its process group after a grace
-period, so no Python-backend stub outlives it.
+period, so no Python-backend stub outlives it. Should this process be killed outright, Linux's
+parent-death signal sends the server SIGTERM.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from ._children import die_with_parent
 from .errors import PortInUseError, TritonStartError
 from .installation import TritonInstallation
 from .serving_env import read_pyvenv_cfg
@@ -345,6 +347,7 @@ class TritonServer:
             stderr=subprocess.STDOUT,
             env=self.environment(),
             start_new_session=True,  # own process group: stop() can signal server + stubs
+            preexec_fn=die_with_parent,  # and it gets SIGTERM should this process be killed outright
         )
         self._wait_ready()
 

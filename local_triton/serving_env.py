@@ -10,7 +10,8 @@ another order or with another header share one environment), the constraints and
 interpreter (implementation, full version, machine). A build happens in a hidden temporary
 sibling and is renamed into place only after ``pip`` succeeded, so a present directory is a
 complete environment. A failed or interrupted build (Ctrl-C, SIGTERM) stops pip and removes the
-temporary directory: nothing is left in the cache.
+temporary directory: nothing is left in the cache. (A process killed outright cannot clean up; pip
+then gets SIGTERM from the kernel, and the next build removes build directories idle for hours.)
 
 The first build takes minutes; progress shows the elapsed time and pip's current step
 ("Collecting torch==2.13.0", "Installing collected packages: ...").
@@ -36,6 +37,7 @@ from typing import Iterable
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from ._children import die_with_parent
 from .errors import ServingEnvError
 from .installation import default_cache_dir
 from .progress import as_progress
@@ -55,6 +57,8 @@ __all__ = [
 #: Written into a finished environment; describes how it was built.
 ENV_RECORD = "mlflow-triton-env.json"
 PIP_LOG = "pip-install.log"
+#: A build directory whose pip log has been idle this long belongs to a process that was killed.
+STALE_BUILD_SECONDS = 6 * 3600
 
 
 def requirement_lines(text: str) -> list[str]:
@@ -212,6 +216,7 @@ def ensure_env_for_requirements(
             return existing
 
     envs.mkdir(parents=True, exist_ok=True)
+    _remove_stale_builds(envs)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=envs))
     tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary directory
     started = time.monotonic()
@@ -252,6 +257,23 @@ def ensure_env_for_requirements(
     return env
 
 
+def _remove_stale_builds(envs: Path, older_than: float = STALE_BUILD_SECONDS) -> None:
+    """Remove build directories left by a process killed outright (no chance to clean up).
+
+    A build in progress -- here or in another process sharing the cache -- appends to its pip log
+    continuously; one whose log (or directory) has not changed for ``older_than`` seconds is dead.
+    """
+    now = time.time()
+    for build in envs.glob(".*-*"):
+        marker = build / PIP_LOG if (build / PIP_LOG).exists() else build
+        try:
+            idle = now - marker.stat().st_mtime
+        except OSError:
+            continue
+        if build.is_dir() and idle > older_than:
+            shutil.rmtree(build, ignore_errors=True)
+
+
 def _run_logged(cmd, log, say, started, what) -> int:
     """Run ``cmd`` with its output in ``log``; report elapsed time and its current step meanwhile.
 
@@ -260,7 +282,7 @@ def _run_logged(cmd, log, say, started, what) -> int:
     """
     log.flush()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=die_with_parent)
     try:
         with open(log.name, errors="replace") as reader:
             reader.seek(0, os.SEEK_END)

@@ -29,6 +29,7 @@ from mlflow_triton.local import (
     env_python_version,
     send_shipped_request,
 )
+from tests.support.processes import command_lines
 
 pytestmark = [
     pytest.mark.triton,
@@ -320,8 +321,9 @@ with TritonServer({repo!r}, "doubler", installation=inst, serving_env={env!r}) a
 """
 
 
-@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGKILL"])
 def test_signals_stop_the_server(installation, serving_env, cache_dir, tmp_path, sig):
+    """SIGTERM and SIGINT: the parent stops the server; SIGKILL: the kernel's parent-death signal does."""
     import os
     import signal
     import subprocess
@@ -330,16 +332,15 @@ def test_signals_stop_the_server(installation, serving_env, cache_dir, tmp_path,
     script = CHILD.format(cache=str(cache_dir),
                           repo=str(tmp_path / "repo"), env=str(serving_env))
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    server_pid = None
     try:
         server_pid = int(child.stdout.readline())
         os.kill(server_pid, 0)  # running
         child.send_signal(getattr(signal, sig))
         child.wait(30)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            try:
-                os.kill(server_pid, 0)
-            except ProcessLookupError:
+            if server_pid not in command_lines():  # gone, or a zombie nobody has reaped yet
                 break
             time.sleep(0.1)
         else:
@@ -348,3 +349,5 @@ def test_signals_stop_the_server(installation, serving_env, cache_dir, tmp_path,
         if child.poll() is None:
             child.kill()
             child.wait()
+        if server_pid in command_lines():  # the test failed: do not leave the server (a group leader) behind
+            os.killpg(server_pid, signal.SIGKILL)

@@ -167,3 +167,22 @@ def test_curl_command_is_a_pasteable_shell_command_when_paths_hold_spaces():
     assert words == ["curl", "-s", "-X", "POST", "http://127.0.0.1:8000/v2/models/my_model/infer",
                      "-H", "Content-Type: application/octet-stream", "-H", "Inference-Header-Content-Length: 120",
                      "--data-binary", "@/tmp/my models/request.bin", "-D", "headers.txt", "-o", "response.bin"]
+
+
+def test_remove_stale_builds_removes_only_builds_whose_pip_log_is_idle_for_hours(tmp_path):
+    import os
+    import time
+
+    from mlflow_triton.local.serving_env import PIP_LOG, _remove_stale_builds
+
+    stale, running, finished = tmp_path / ".aaaa-old", tmp_path / ".bbbb-new", tmp_path / "cccc"
+    for build in (stale, running, finished):
+        build.mkdir()
+        (build / PIP_LOG).write_text("Collecting x\n")
+    hours_ago = time.time() - 7 * 3600
+    for path in (stale, stale / PIP_LOG, finished, finished / PIP_LOG):
+        os.utime(path, (hours_ago, hours_ago))
+
+    _remove_stale_builds(tmp_path)
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".bbbb-new", "cccc"]
