@@ -23,7 +23,7 @@ from mlflow_triton._config import DEVICE_KINDS, read_config
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from .compare import compare, expected_outputs, load_input_example, predict_outputs
-from .errors import InferenceError, LocalTritonError, ModelSourceError, TritonStartError
+from .errors import InferenceError, LocalTritonError, ModelSourceError, OraclePredictionError, TritonStartError
 from .progress import as_progress
 from .send import send_request, shipped_request
 from .server import TritonServer
@@ -111,28 +111,47 @@ def validate_model(model_uri, work_dir, installation, *, device="cpu", progress=
         report.triton_model = source.name
         say.say(f"repository {source.repository} (Triton model {source.name!r}); computing the expected outputs "
                 "with mlflow.pyfunc ...")
-        import mlflow.pyfunc
-
-        pyfunc_model = mlflow.pyfunc.load_model(source.pyfunc_uri)
-        expected = predict_outputs(pyfunc_model, load_input_example(source.repository), source.repository)
-        extra = []
-        if input_file is not None:
-            value = load_user_input(input_file, pyfunc_model.metadata.get_input_schema())
-            extra.append(ExtraRequest(
-                label=f"input file {Path(input_file).name}",
-                request=input_request(value, source.repository, work_dir / "requests"),
-                expected=predict_outputs(pyfunc_model, value, source.repository),
-                rows=rows_of(value),
-            ))
+        expected, extra = _expected_answers(source, input_file, work_dir)
         report.seconds["prepare"] = round(time.monotonic() - started, 1)
     except (MlflowTritonError, OSError) as error:
         report.reason = str(error)
         return report
-    except Exception as error:  # the model's own prediction failed: report it, check the next model
-        report.reason = f"mlflow.pyfunc could not predict the example: {type(error).__name__}: {error}"
-        return report
     return validate_repository(source.repository, expected, work_dir, installation, device=device, progress=say,
                                name=report.model, report=report, extra_requests=extra)
+
+
+def _expected_answers(source, input_file, work_dir):
+    """What Triton should answer to the shipped request and to ``input_file`` (``pyfunc`` is the oracle)."""
+    import mlflow.pyfunc
+
+    try:
+        pyfunc_model = mlflow.pyfunc.load_model(source.pyfunc_uri)
+    except Exception as error:  # whatever the flavor's loader raises
+        raise OraclePredictionError(
+            f"mlflow.pyfunc could not load {source.uri}: {type(error).__name__}: {error}") from None
+    expected = _predicted(pyfunc_model, load_input_example(source.repository), source.repository,
+                          "the saved input example")
+    extra = []
+    if input_file is not None:
+        value = load_user_input(input_file, pyfunc_model.metadata.get_input_schema())
+        label = f"input file {Path(input_file).name}"
+        extra.append(ExtraRequest(
+            label=label,
+            request=input_request(value, source.repository, work_dir / "requests"),
+            expected=_predicted(pyfunc_model, value, source.repository, f"the {label}"),
+            rows=rows_of(value),
+        ))
+    return expected, extra
+
+
+def _predicted(pyfunc_model, value, model_dir, what):
+    try:
+        return predict_outputs(pyfunc_model, value, model_dir)
+    except MlflowTritonError:
+        raise
+    except Exception as error:  # the model's own predict: report it, go on with the next model
+        raise OraclePredictionError(
+            f"mlflow.pyfunc could not predict {what}: {type(error).__name__}: {error}") from None
 
 
 def validate_repository(model_dir, expected, work_dir, installation, *, device="cpu", progress=print, name=None,

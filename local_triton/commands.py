@@ -9,6 +9,7 @@ Results go to ``out`` (stdout), progress to stderr.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -20,7 +21,10 @@ from .installation import choose_installation
 from .progress import Progress
 from .signals import StopRequested, stop_on_sigterm
 
-__all__ = ["check_command", "serve_command"]
+__all__ = ["check_command", "serve_command", "workspace"]
+
+#: What a temporary work directory holds besides logs and the report: copies of the models.
+MODEL_COPIES = ("download", "repository", "requests")
 
 
 def check_command(model_uris, *, device="cpu", tritonserver=None, backend_directory=None, serving_constraints=None,
@@ -95,15 +99,9 @@ def workspace(work_dir, command):
     try:
         yield directory
     finally:
-        for copy in sorted(directory.glob("**/"), key=lambda p: len(p.parts)):
-            if copy.name in ("download", "repository", "requests") and copy.is_dir():
-                _remove_tree(copy)
-
-
-def _remove_tree(path):
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
+        for name in MODEL_COPIES:
+            for copy in list(directory.glob(f"**/{name}")):
+                shutil.rmtree(copy, ignore_errors=True)
 
 
 def _use_tracking_uri(tracking_uri):

@@ -11,6 +11,7 @@ __all__ = [
     "InputFileError",
     "LocalTritonError",
     "ModelSourceError",
+    "OraclePredictionError",
     "PortInUseError",
     "RepositoryAssemblyError",
     "ServingEnvError",
@@ -33,6 +34,10 @@ class BundledTritonUnavailableError(TritonInstallError):
 
 class ModelSourceError(LocalTritonError, ValueError):
     """A model URI or directory cannot be resolved to a Triton repository this package generated."""
+
+
+class OraclePredictionError(LocalTritonError):
+    """``mlflow.pyfunc`` could not load the model or predict the input the answer is compared with."""
 
 
 class InputFileError(LocalTritonError, ValueError):

@@ -343,8 +343,8 @@ def _satisfying_env(envs: Path, lines, constraints, python_id) -> Path | None:
             name, sep, version = entry.partition("==")
             if sep:
                 installed[canonicalize_name(name)] = version.strip()
-        if all(r.specifier.contains(installed.get(canonicalize_name(r.name), "0+absent"), prereleases=True)
-               and canonicalize_name(r.name) in installed for r in requirements):
+        versions = [installed.get(canonicalize_name(r.name)) for r in requirements]
+        if all(v is not None and r.specifier.contains(v, prereleases=True) for r, v in zip(requirements, versions)):
             return record_path.parent
     return None
 

@@ -45,6 +45,9 @@ def test_runner_passes_when_example_is_logged_and_served_by_real_triton(example,
     assert report[0]["request_form"] in ("json", "binary")
     assert all(result["equal"] for result in report[0]["comparison"].values())
     assert triton_processes_under(tmp_path) == []
+    if example == "sklearn":  # what `make demo` ends with
+        assert completed.stdout.splitlines()[-1] == (
+            "PASS sklearn: Triton 2.51.0 answered the shipped json request with the in-memory prediction (output_0)")
 
 
 @pytest.fixture(scope="module")

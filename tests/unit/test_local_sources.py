@@ -2,6 +2,7 @@
 
 import dataclasses
 import re
+import shutil
 
 import mlflow
 import pytest
@@ -120,3 +121,17 @@ def test_check_refuses_input_file_when_several_models_are_given(fake_installatio
 
     assert status == 1
     assert "give exactly one MODEL_URI with it" in capsys.readouterr().err
+
+
+def test_check_fails_naming_pyfunc_when_the_packaged_model_cannot_be_loaded(logged, fake_installation, tmp_path):
+    repository = tmp_path / "copy" / "clf"
+    shutil.copytree(logged.saved / "model_repository" / "clf", repository)
+    for weights in (repository / "1" / "artifact").glob("model.*"):
+        weights.unlink()
+    lines = []
+
+    status = check_command([str(repository)], work_dir=tmp_path / "work", out=lines.append, progress=None,
+                           **fake_installation)
+
+    assert status == 1
+    assert lines[0].startswith(f"FAIL {repository}: mlflow.pyfunc could not load {repository}: ")
