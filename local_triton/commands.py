@@ -3,7 +3,9 @@
 Each takes what the command line parsed and returns the exit status: 0 success; 1 a FAIL or an
 error (printed as ``mlflow-triton <command>: error: ...``); 130 after Ctrl-C and 143 after
 SIGTERM during ``check`` (``serve`` returns 0 when stopped that way: stopping is how it ends).
-Results go to ``out`` (stdout), progress to stderr.
+Results go to ``out`` (default ``print``: stdout); status lines to ``progress`` (a
+:class:`~mlflow_triton.local.progress.Progress` or a callable; default: stderr, rewriting one line
+in place on a terminal).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def _run(command, work_dir, progress, body):
     say = progress if progress is not None else Progress()
     try:
         with stop_on_sigterm(), workspace(work_dir, command) as directory:
-            say.say(f"work directory: {directory} (logs, report)")
+            say.say(f"work directory: {directory}")
             return body(directory, say)
     except StopRequested as stop:
         _error(f"mlflow-triton {command}: stopped by {stop}; every process it started is stopped and nothing "

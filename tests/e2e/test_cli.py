@@ -283,3 +283,29 @@ def test_check_interrupted_while_the_server_starts_leaves_no_tritonserver_or_stu
 
     assert status == 130, stderr.text()
     assert triton_processes_under(work) == []
+
+
+def test_serve_quotes_pip_and_each_models_line_when_requirements_cannot_share_an_environment(triton_directory,
+                                                                                              tmp_path, monkeypatch):
+    from mlflow_triton.local import RepositoryAssemblyError, TritonInstallation, serve_models
+
+    monkeypatch.setenv("MLFLOW_TRITON_CACHE", str(tmp_path / "cache"))
+    new, old = tmp_path / "models" / "new_numpy", tmp_path / "models" / "old_numpy"
+    for directory, line in ((new, "numpy>=2.0"), (old, "numpy<1.25")):
+        shutil.copytree(triton_directory, directory)
+        replace_in(directory / "config.pbtxt", 'name: "three_columns"', f'name: "{directory.name}"')
+        (directory / "requirements.txt").write_text(f"{line}\n")  # only numpy: pip resolves it in seconds
+
+    http, grpc, metrics = free_ports()
+
+    with pytest.raises(RepositoryAssemblyError) as raised:
+        serve_models([str(new), str(old)], tmp_path / "work", TritonInstallation.bundled(progress=None),
+                     progress=None, http_port=http, grpc_port=grpc, metrics_port=metrics)
+
+    message = str(raised.value)
+    assert message.startswith("the models' requirements cannot share one serving environment: pip cannot install "
+                              "them together under the Triton installation's constraints.\npip said:\n"), message
+    assert f"  {new} (new_numpy) requirements.txt: numpy>=2.0" in message
+    assert f"  {old} (old_numpy) requirements.txt: numpy<1.25" in message
+    assert list((tmp_path / "cache" / "envs").iterdir()) == []
+    assert processes_mentioning(tmp_path / "cache") == [] and triton_processes_under(tmp_path) == []
