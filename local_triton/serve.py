@@ -24,7 +24,14 @@ from .server import LOOPBACK, TritonServer, check_port_free, is_loopback
 from .serving_env import ensure_env_for_requirements, requirement_lines
 from .sources import ModelSource, resolve_model
 
-__all__ = ["DEFAULT_PORTS", "ServedModel", "assemble_repository", "check_unique_names", "serve_models", "shared_requirements"]
+__all__ = [
+    "DEFAULT_PORTS",
+    "ServedModel",
+    "assemble_repository",
+    "check_unique_names",
+    "serve_models",
+    "shared_requirements",
+]
 
 DEFAULT_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
 
