@@ -195,7 +195,7 @@ def replace_in(path, old, new):
 
 
 def set_max_batch_size(model_dir):
-    """A batching config the generated runtime refuses at initialize (max_batch_size 0 is protobuf's unwritten default)."""
+    """A batching config the generated runtime refuses at initialize (0, the default, is not written)."""
     config = model_dir / "config.pbtxt"
     assert "max_batch_size" not in config.read_text()
     config.write_text(config.read_text() + "max_batch_size: 4\n")

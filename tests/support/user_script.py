@@ -29,7 +29,8 @@ def fitted_pipeline():
     from sklearn.preprocessing import StandardScaler
 
     rng = np.random.default_rng(7)
-    frame = pd.DataFrame({"length": rng.normal(10, 3, 60), "width": rng.normal(4, 1, 60), "count": rng.integers(0, 9, 60)})
+    frame = pd.DataFrame(
+        {"length": rng.normal(10, 3, 60), "width": rng.normal(4, 1, 60), "count": rng.integers(0, 9, 60)})
     labels = (frame["length"] * 0.3 + frame["width"] - frame["count"] * 0.2 > 6).astype(int)
     return make_pipeline(StandardScaler(), LogisticRegression()).fit(frame, labels), frame
 

@@ -68,7 +68,8 @@ def test_serve_quotes_both_requirement_lines_when_models_pin_different_versions(
     current, old = saved_model("current", "current"), saved_model("old", "old")
     requirements = old / "model_repository" / "old" / "requirements.txt"
     requirements.write_text(re.sub(r"scikit-learn==\S+", "scikit-learn==1.5.2", requirements.read_text()))
-    pinned = re.search(r"scikit-learn==\S+", (current / "model_repository" / "current" / "requirements.txt").read_text())
+    current_requirements = current / "model_repository" / "current" / "requirements.txt"
+    pinned = re.search(r"scikit-learn==\S+", current_requirements.read_text())
 
     with pytest.raises(RepositoryAssemblyError) as raised:
         serve_models([str(current), str(old)], tmp_path / "work", fake_installation, progress=None, **free_ports)

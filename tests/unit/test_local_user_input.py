@@ -19,7 +19,8 @@ def column_model(fitted_pipeline, example_frame, tmp_path):
     """(schema, repository) of the Pipeline taking columns age (double), city (string), visits (long)."""
     triton_sklearn.save_model(fitted_pipeline, tmp_path / "columns", input_example=example_frame,
                               triton_model_name="columns")
-    return Model.load(str(tmp_path / "columns")).get_input_schema(), tmp_path / "columns" / "model_repository" / "columns"
+    schema = Model.load(str(tmp_path / "columns")).get_input_schema()
+    return schema, tmp_path / "columns" / "model_repository" / "columns"
 
 
 @pytest.fixture
