@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 VENV_NUMPY2 ?= .venv-numpy2
 # torch is pinned: this version's CPU wheel is what the project is tested with (an unpinned torch pulls a CUDA build).
+# .venv gets the `local` extra (the bundled Triton server, which needs numpy<2); .venv-numpy2 does without it, and its
+# unit tests include the message `mlflow-triton check|serve` print when the extra is missing.
 TORCH ?= torch==2.13.0
 PIP_FLAGS ?= --disable-pip-version-check -q
 
@@ -29,7 +31,7 @@ venv-numpy2: $(VENV_NUMPY2)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
-	$(VENV)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy<2" -e ".[tests,torch,transformers,onnx]"
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy<2" -e ".[tests,torch,transformers,onnx,local]"
 	touch $@
 
 $(VENV_NUMPY2)/.installed: pyproject.toml

@@ -274,9 +274,7 @@ def measure(work_dir: Path, *, rows=(1, 1000), clients=(1, 4), duration=10.0, ro
     """Run the whole served comparison; returns ``{"cells": [...], "triton_version": ...}``."""
     import mlflow.pyfunc
 
-    from examples.runner.server import TritonServer
-    from examples.runner.serving_env import ensure_serving_env
-    from examples.runner.triton_install import TritonInstallation
+    from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)

@@ -401,7 +401,7 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
         },
         "triton": {
             "validated": False,
-            "note": "logging does not start Triton; run the example runner to validate on a real server",
+            "note": "logging does not start Triton; run `mlflow-triton check <model URI>` to validate on a real server",
         },
         "request_files": request_files,
         "warnings": list(custom_code_warnings),

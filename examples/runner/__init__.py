@@ -1,35 +1,30 @@
-"""Run generated Triton model repositories against a real ``tritonserver``.
+"""The example runner: log each example model, then prove it with ``mlflow_triton.local``.
 
-The harness has four small parts, usable on their own:
+The real-Triton harness itself lives in the installed package (``mlflow_triton.local``,
+``mlflow-triton check|serve``); its public names are re-exported here for existing callers::
 
-* :mod:`examples.runner.triton_install` -- where the server comes from (the Triton 2.51
-  bundled in the ``nvidia-pytriton`` wheel, or an existing installation such as an NGC
-  container) and what that installation demands of a serving environment.
-* :mod:`examples.runner.serving_env` -- a cached virtualenv built from a model's
-  ``requirements.txt`` under the installation's constraints.
-* :mod:`examples.runner.server` -- a ``tritonserver`` process on loopback ports, as a
-  context manager that always stops it.
-* :mod:`examples.runner.send` -- sends a model's shipped ``request.json`` /
-  ``request.bin`` exactly as a user's ``curl`` would, and decodes the answer.
-
-Typical use::
-
-    inst = TritonInstallation.bundled(cache_dir)
-    env = ensure_serving_env(model_dir / "requirements.txt", inst.serving_constraints, cache_dir)
-    with TritonServer(repo_root, model_dir.name, installation=inst, serving_env=env) as server:
-        outputs, form = send_shipped_request(server.url, model_dir)
+    from examples.runner import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 """
 
-from examples.runner.send import InferenceError, ShippedResponse, send_shipped_request
-from examples.runner.server import TritonServer, TritonStartError
-from examples.runner.serving_env import (
+from mlflow_triton.local import (
+    InferenceError,
     ServingEnvError,
+    ShippedResponse,
+    TritonInstallation,
+    TritonServer,
+    TritonStartError,
+    ValidationReport,
     check_requirements,
     default_cache_dir,
     ensure_serving_env,
     env_python_version,
+    expected_outputs,
+    send_shipped_request,
+    validate_model,
+    validate_repository,
+    write_report,
 )
-from examples.runner.triton_install import TritonInstallation, TritonInstallError
+from mlflow_triton.local.errors import TritonInstallError
 
 __all__ = [
     "InferenceError",
@@ -39,9 +34,14 @@ __all__ = [
     "TritonInstallation",
     "TritonServer",
     "TritonStartError",
+    "ValidationReport",
     "check_requirements",
     "default_cache_dir",
     "ensure_serving_env",
     "env_python_version",
+    "expected_outputs",
     "send_shipped_request",
+    "validate_model",
+    "validate_repository",
+    "write_report",
 ]

@@ -1,11 +1,10 @@
 """The example runner: log each example model, then prove its repository on a real Triton server.
 
-For every example named on the command line it logs the model to a local sqlite
-MLflow store (with ``registered_model_name``), fetches the repository through
-the Registry URI, builds or reuses the serving environment, starts
-``tritonserver`` on free loopback ports, sends the shipped request, compares
-the answer with ``pyfunc.predict`` and prints one PASS/FAIL line per model. A
-JSON report records the real-Triton validation. The server is always stopped.
+For every example named on the command line it logs the model to a local sqlite MLflow store
+(with ``registered_model_name``) and hands the Registry URI to ``mlflow_triton.local``, which
+does what ``mlflow-triton check`` does: fetch the repository, build or reuse the serving
+environment, start ``tritonserver`` on free loopback ports, send the shipped request, compare
+the answer with ``pyfunc.predict``, print one PASS/FAIL line per model and write a JSON report.
 """
 
 import argparse
@@ -16,10 +15,13 @@ from pathlib import Path
 
 import mlflow
 
-from examples.runner.triton_install import TritonInstallation
-from examples.runner.validate import validate_model, write_report
+from mlflow_triton.local import choose_installation, validate_model, write_report
+from mlflow_triton.local.progress import Progress
+from mlflow_triton.local.signals import stop_on_sigterm
 
 EXAMPLES = ("sklearn", "pytorch", "transformers")
+#: Examples whose wrapper can log a KIND_GPU repository (mlflow_triton.sklearn is CPU-only).
+GPU_EXAMPLES = ("pytorch", "transformers")
 EXPERIMENT = "mlflow-triton-examples"
 
 
@@ -30,7 +32,8 @@ def parse_args(argv):
     parser.add_argument("--work-dir", default=".work/runner", type=Path,
                         help="MLflow store, served repository, logs and report (default: .work/runner)")
     parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"),
-                        help="log with this device and validate a KIND_CPU/KIND_GPU repository")
+                        help="log with this device and validate a KIND_CPU/KIND_GPU repository "
+                             f"(gpu: {' and '.join(GPU_EXAMPLES)} only)")
     parser.add_argument("--tritonserver", type=Path, help="use this tritonserver binary instead of the bundled 2.51")
     parser.add_argument("--backend-directory", type=Path, help="the backends folder of --tritonserver")
     parser.add_argument("--serving-constraint", action="append", default=None,
@@ -42,18 +45,13 @@ def parse_args(argv):
         parser.error("--tritonserver and --backend-directory go together")
     if "all" in args.examples:
         args.examples = list(EXAMPLES)
-    return args
-
-
-def installation_for(args):
-    if args.tritonserver is not None:
-        return TritonInstallation.custom(
-            args.tritonserver, args.backend_directory, serving_constraints=tuple(args.serving_constraint or ()),
+    cpu_only = [example for example in args.examples if example not in GPU_EXAMPLES]
+    if args.device == "gpu" and cpu_only:
+        parser.error(
+            f"--device gpu: the {', '.join(cpu_only)} example cannot target a GPU (mlflow_triton.sklearn logs "
+            f"KIND_CPU repositories only); run {' '.join(GPU_EXAMPLES)} with --device gpu"
         )
-    installation = TritonInstallation.bundled(progress=print)
-    if args.serving_constraint is not None:
-        installation = type(installation)(**{**vars(installation), "serving_constraints": tuple(args.serving_constraint)})
-    return installation
+    return args
 
 
 def use_local_store(work_dir):
@@ -77,21 +75,24 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     work_dir = args.work_dir.resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
-    installation = installation_for(args)
-    report_path = args.report or work_dir / "report.json"
-    print(f"report: {report_path}", flush=True)
-    reports = []
-    for example in args.examples:
-        started = time.monotonic()
-        print(f"[{example}] logging the example model to {work_dir / 'mlflow.db'} ...", flush=True)
-        info = log_example(example, work_dir, args.device)
-        registry_uri = f"models:/runner-{example}/{info.registered_model_version}"
-        report = validate_model(registry_uri, work_dir / example, installation, device=args.device,
-                                progress=lambda message: print(message, flush=True), name=example)
-        report.seconds["total"] = round(time.monotonic() - started, 1)
-        if report.triton_log_tail and not report.passed:
-            print(f"--- Triton log ({example}) ---\n{report.triton_log_tail}")
-        reports.append(report)
-        write_report(reports, report_path)
-        print(report.line(), flush=True)
+    progress = Progress(print)
+    with stop_on_sigterm():
+        installation = choose_installation(args.tritonserver, args.backend_directory, args.serving_constraint,
+                                           progress=progress)
+        report_path = args.report or work_dir / "report.json"
+        print(f"report: {report_path}", flush=True)
+        reports = []
+        for example in args.examples:
+            started = time.monotonic()
+            print(f"[{example}] logging the example model to {work_dir / 'mlflow.db'} ...", flush=True)
+            info = log_example(example, work_dir, args.device)
+            registry_uri = f"models:/runner-{example}/{info.registered_model_version}"
+            report = validate_model(registry_uri, work_dir / example, installation, device=args.device,
+                                    progress=progress.with_prefix(f"[{example}] "), name=example)
+            report.seconds["total"] = round(time.monotonic() - started, 1)
+            if report.triton_log_tail and not report.passed:
+                print(f"--- Triton log ({example}) ---\n{report.triton_log_tail}")
+            reports.append(report)
+            write_report(reports, report_path)
+            print(report.line(), flush=True)
     return 0 if all(r.passed for r in reports) else 1

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from examples.runner import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
+from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from mlflow_triton import sklearn as mt_sklearn
 from mlflow_triton.export import export_onnx
 from tests.support import tiny_models

@@ -36,7 +36,7 @@ from sklearn.preprocessing import OneHotEncoder
 from tritonclient.grpc import model_config_pb2
 from tritonclient.utils import InferenceServerException
 
-from examples.runner import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
+from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from mlflow_triton import pytorch, sklearn
 from mlflow_triton._config import read_config, write_config
 from tests.support import tiny_models

@@ -1,4 +1,4 @@
-"""End-to-end checks of the real-Triton harness in ``examples/runner``.
+"""End-to-end checks of the real-Triton harness in ``mlflow_triton.local``.
 
 These start a real ``tritonserver`` 2.51 (from the ``nvidia-pytriton`` wheel) on 127.0.0.1 with a
 hand-written numpy-only Python model. The wheel and the serving environment are cached in
@@ -17,13 +17,7 @@ import numpy as np
 import pytest
 import tritonclient.http as triton_http
 
-# `examples` is not an installed package; make the repository root importable even when pytest
-# is started as `pytest` (which, unlike `python -m pytest`, does not put the cwd on sys.path).
-_REPO_ROOT = str(Path(__file__).resolve().parents[2])
-if _REPO_ROOT not in sys.path:
-    sys.path.insert(0, _REPO_ROOT)
-
-from examples.runner import (  # noqa: E402
+from mlflow_triton.local import (
     InferenceError,
     ServingEnvError,
     TritonInstallation,
@@ -35,6 +29,7 @@ from examples.runner import (  # noqa: E402
     env_python_version,
     send_shipped_request,
 )
+from tests.support.processes import command_lines
 
 pytestmark = [
     pytest.mark.triton,
@@ -317,9 +312,8 @@ def test_conflict_in_ensure_serving_env_leaves_nothing(tmp_path):
 
 
 CHILD = """\
-import sys, time
-sys.path.insert(0, {root!r})
-from examples.runner import TritonInstallation, TritonServer
+import time
+from mlflow_triton.local import TritonInstallation, TritonServer
 inst = TritonInstallation.bundled({cache!r}, progress=None)
 with TritonServer({repo!r}, "doubler", installation=inst, serving_env={env!r}) as server:
     print(server.pid, flush=True)
@@ -327,26 +321,26 @@ with TritonServer({repo!r}, "doubler", installation=inst, serving_env={env!r}) a
 """
 
 
-@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGKILL"])
 def test_signals_stop_the_server(installation, serving_env, cache_dir, tmp_path, sig):
+    """SIGTERM and SIGINT: the parent stops the server; SIGKILL: the kernel's parent-death signal does."""
     import os
     import signal
     import subprocess
 
     write_model(tmp_path / "repo")
-    script = CHILD.format(root=str(Path(__file__).resolve().parents[2]), cache=str(cache_dir),
+    script = CHILD.format(cache=str(cache_dir),
                           repo=str(tmp_path / "repo"), env=str(serving_env))
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    server_pid = None
     try:
         server_pid = int(child.stdout.readline())
         os.kill(server_pid, 0)  # running
         child.send_signal(getattr(signal, sig))
         child.wait(30)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            try:
-                os.kill(server_pid, 0)
-            except ProcessLookupError:
+            if server_pid not in command_lines():  # gone, or a zombie nobody has reaped yet
                 break
             time.sleep(0.1)
         else:
@@ -355,3 +349,5 @@ def test_signals_stop_the_server(installation, serving_env, cache_dir, tmp_path,
         if child.poll() is None:
             child.kill()
             child.wait()
+        if server_pid in command_lines():  # the test failed: do not leave the server (a group leader) behind
+            os.killpg(server_pid, signal.SIGKILL)

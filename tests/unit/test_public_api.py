@@ -13,6 +13,8 @@ PUBLIC_MODULES = [
     "mlflow_triton.errors",
     "mlflow_triton.shared_contract",
     "mlflow_triton.export",
+    "mlflow_triton.local",
+    "mlflow_triton.cli",
 ]
 
 

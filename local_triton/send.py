@@ -19,7 +19,7 @@ The user-facing commands are::
 :func:`send_shipped_request` runs literally that ``curl`` command (via ``subprocess``) when
 ``curl`` is on ``PATH`` -- so the documented commands are what gets tested -- and otherwise
 (or with ``transport="http.client"``) sends the same bytes and headers with
-:mod:`http.client`.
+:mod:`http.client`. :func:`curl_command` spells the same command out for a person to paste.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -38,24 +39,21 @@ import numpy as np
 import tritonclient.http as triton_http
 from tritonclient.utils import triton_to_np_dtype
 
-__all__ = ["InferenceError", "ShippedResponse", "read_request_headers", "send_shipped_request"]
+from .errors import InferenceError
+
+__all__ = [
+    "InferenceError",
+    "RequestFiles",
+    "ShippedResponse",
+    "curl_command",
+    "read_request_headers",
+    "send_request",
+    "send_shipped_request",
+    "shipped_request",
+]
 
 # Computed by the transport from the body; a stale value in request.headers must not win.
 _TRANSPORT_HEADERS = {"content-length", "host", "transfer-encoding", "connection"}
-
-
-class InferenceError(RuntimeError):
-    """The server answered the inference request with an HTTP error.
-
-    ``status`` is the HTTP status, ``triton_error`` Triton's ``{"error": ...}`` text (or the raw
-    body when it was not JSON).
-    """
-
-    def __init__(self, status: int, triton_error: str, url: str):
-        super().__init__(f"POST {url} -> HTTP {status}: {triton_error}")
-        self.status = status
-        self.triton_error = triton_error
-        self.url = url
 
 
 class ShippedResponse(NamedTuple):
@@ -80,6 +78,41 @@ def read_request_headers(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
     return headers
 
 
+class RequestFiles(NamedTuple):
+    """A request on disk: ``form`` ``"json"`` or ``"binary"``, the body file and its HTTP headers."""
+
+    form: str
+    body_path: Path
+    headers: list[tuple[str, str]]
+
+
+def shipped_request(model_dir: str | os.PathLike[str]) -> RequestFiles:
+    """The request a generated model directory ships (``request.json`` preferred over ``request.bin``)."""
+    model_dir = Path(model_dir)
+    if (model_dir / "request.json").is_file():
+        return RequestFiles("json", model_dir / "request.json", [("Content-Type", "application/json")])
+    if (model_dir / "request.bin").is_file():
+        headers = [(k, v) for k, v in read_request_headers(model_dir / "request.headers")
+                   if k.lower() not in _TRANSPORT_HEADERS]
+        return RequestFiles("binary", model_dir / "request.bin", headers)
+    raise FileNotFoundError(f"{model_dir} ships neither request.json nor request.bin")
+
+
+def infer_endpoint(url: str, model_name: str) -> str:
+    return f"{url.rstrip('/')}/v2/models/{urllib.parse.quote(model_name)}/infer"
+
+
+def curl_command(url: str, model_name: str, request: RequestFiles) -> str:
+    """The ``curl`` command line that sends ``request`` (paths quoted for a POSIX shell)."""
+    parts = ["curl", "-s", "-X", "POST", infer_endpoint(url, model_name)]
+    for name, value in request.headers:
+        parts += ["-H", f"{name}: {value}"]
+    parts += ["--data-binary", f"@{request.body_path}"]
+    if request.form == "binary":
+        parts += ["-D", "headers.txt", "-o", "response.bin"]
+    return " ".join(shlex.quote(part) for part in parts)
+
+
 def send_shipped_request(
     url: str,
     model_dir: str | os.PathLike[str],
@@ -96,31 +129,26 @@ def send_shipped_request(
     error status, carrying Triton's error text.
     """
     model_dir = Path(model_dir)
-    name = model_name or model_dir.name
-    endpoint = f"{url.rstrip('/')}/v2/models/{urllib.parse.quote(name)}/infer"
+    return send_request(url, model_name or model_dir.name, shipped_request(model_dir),
+                        transport=transport, timeout=timeout)
 
-    if (model_dir / "request.json").is_file():
-        form, body_path = "json", model_dir / "request.json"
-        headers = [("Content-Type", "application/json")]
-    elif (model_dir / "request.bin").is_file():
-        form, body_path = "binary", model_dir / "request.bin"
-        headers = [(k, v) for k, v in read_request_headers(model_dir / "request.headers")
-                   if k.lower() not in _TRANSPORT_HEADERS]
-    else:
-        raise FileNotFoundError(f"{model_dir} ships neither request.json nor request.bin")
 
+def send_request(url: str, model_name: str, request: RequestFiles, *, transport: str = "auto",
+                 timeout: float = 120.0) -> ShippedResponse:
+    """POST ``request`` to the model's infer endpoint (see :func:`send_shipped_request`)."""
+    endpoint = infer_endpoint(url, model_name)
     if transport == "auto":
         transport = "curl" if shutil.which("curl") else "http.client"
     if transport == "curl":
-        status, resp_headers, body = _post_with_curl(endpoint, body_path, headers, timeout)
+        status, resp_headers, body = _post_with_curl(endpoint, request.body_path, request.headers, timeout)
     elif transport == "http.client":
-        status, resp_headers, body = _post_with_http_client(endpoint, body_path, headers, timeout)
+        status, resp_headers, body = _post_with_http_client(endpoint, request.body_path, request.headers, timeout)
     else:
         raise ValueError(f"unknown transport {transport!r}")
 
     if status != 200:
         raise InferenceError(status, _error_text(body), endpoint)
-    return ShippedResponse(decode_response(body, resp_headers), form)
+    return ShippedResponse(decode_response(body, resp_headers), request.form)
 
 
 def decode_response(body: bytes, headers: dict[str, str]) -> dict[str, np.ndarray]:

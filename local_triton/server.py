@@ -1,23 +1,28 @@
-"""A real ``tritonserver`` process on loopback ports, as a context manager.
+"""A real ``tritonserver`` process, as a context manager that always stops it.
 
 ::
 
-    with TritonServer(repo_root, "my_model", installation=inst, serving_env=env) as server:
+    with TritonServer(repo_root, ["my_model"], installation=inst, serving_env=env) as server:
         print(server.url, server.version())
 
-The server is started with ``--model-control-mode=explicit --load-model=<name>`` so that only
-the model under test is loaded (other directories in the repository may belong to other
-environments), and with ``--exit-on-error=false`` so that a model which fails to load leaves the
-server up long enough for us to read Triton's own reason from ``POST /v2/repository/index``.
-Startup failures raise :class:`TritonStartError` carrying that reason and the tail of the
-server's log (stdout and stderr of the server and its Python stubs, including ``print`` output
-of ``model.py``).
+The server is started with ``--model-control-mode=explicit`` and one ``--load-model`` per model,
+so that only the models asked for are loaded, and with ``--exit-on-error=false`` so that a model
+which fails to load leaves the server up long enough to read Triton's own reason from
+``POST /v2/repository/index``. Startup failures raise :class:`TritonStartError` carrying that
+reason and the tail of the server's log (stdout and stderr of the server and its Python stubs,
+including ``print`` output of ``model.py``).
 
-HTTP, gRPC and metrics listen on ``127.0.0.1`` only. The process runs in its own session
-(process group) and is always stopped on exit -- normal, exception, ``KeyboardInterrupt`` and
-``SIGTERM`` (while the context is active in the main thread, SIGTERM is turned into
-``SystemExit`` so that ``__exit__`` runs): SIGTERM to the server, then SIGKILL to its process
-group after a grace period.
+HTTP, gRPC and metrics listen on ``host``: ``127.0.0.1`` unless the caller asks for another
+address (Triton's own default is ``0.0.0.0``). Ports are free ones picked at start (retried if
+one is taken meanwhile) or fixed ones, checked before the start: a taken fixed port raises
+:class:`PortInUseError` naming it.
+
+The process runs in its own session (process group) and is always stopped on exit -- normal,
+exception, ``KeyboardInterrupt`` and ``SIGTERM`` (while the context is active in the main
+thread and no other SIGTERM handler is installed, SIGTERM is turned into ``SystemExit`` so that
+``__exit__`` runs): SIGTERM to the server, then SIGKILL to its process group after a grace
+period, so no Python-backend stub outlives it. Should this process be killed outright, Linux's
+parent-death signal sends the server SIGTERM.
 """
 
 from __future__ import annotations
@@ -35,28 +40,29 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from examples.runner.serving_env import read_pyvenv_cfg
-from examples.runner.triton_install import TritonInstallation
+from ._children import die_with_parent
+from .errors import PortInUseError, TritonStartError
+from .installation import TritonInstallation
+from .serving_env import read_pyvenv_cfg
 
-__all__ = ["TritonServer", "TritonStartError"]
+__all__ = ["LOOPBACK", "TritonServer", "TritonStartError", "connect_host", "is_loopback"]
+
+LOOPBACK = "127.0.0.1"
+_PORT_OPTIONS = ("--http-port", "--grpc-port", "--metrics-port")
 
 
-class TritonStartError(RuntimeError):
-    """``tritonserver`` did not become ready with the model loaded.
+def is_loopback(host: str) -> bool:
+    """True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    return host == "localhost" or host == "::1" or host.startswith("127.")
 
-    ``reason`` is Triton's own explanation when it gave one (the model's ``reason`` from the
-    repository index); ``log_tail`` holds the last lines of the server log.
-    """
 
-    def __init__(self, message: str, reason: str | None, log_tail: str, log_path: Path):
-        full = message
-        if reason:
-            full += f"\nTriton says: {reason}"
-        full += f"\n--- last lines of {log_path} ---\n{log_tail}"
-        super().__init__(full)
-        self.reason = reason
-        self.log_tail = log_tail
-        self.log_path = log_path
+def connect_host(host: str) -> str:
+    """The address a client on this machine uses to reach a server bound to ``host``."""
+    if host in ("0.0.0.0", ""):
+        return LOOPBACK
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
 
 
 def _interpreter_library_dirs(serving_env: Path | None) -> list[Path]:
@@ -75,24 +81,39 @@ def _interpreter_library_dirs(serving_env: Path | None) -> list[Path]:
     return [library_dir] if any(library_dir.glob("libpython3*.so.1.0")) else []
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+def _free_port(host: str) -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
-def _free_ports(n: int) -> list[int]:
+def _free_ports(n: int, host: str = LOOPBACK) -> list[int]:
     ports: set[int] = set()
     while len(ports) < n:
-        ports.add(_free_port())
+        ports.add(_free_port(host))
     return sorted(ports)
 
 
+def check_port_free(host: str, port: int, option: str) -> None:
+    """Raise :class:`PortInUseError` naming ``option`` when ``host:port`` cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is no obstacle
+        try:
+            s.bind((host, port))
+        except OSError as error:
+            raise PortInUseError(
+                f"port {port} ({option}) is already in use on {host}: {error.strerror}; choose another with "
+                f"{option} PORT or stop the process holding it"
+            ) from None
+
+
 class TritonServer:
-    """Start ``tritonserver`` for one model of ``model_repository``; stop it on exit.
+    """Start ``tritonserver`` with the given models of ``model_repository``; stop it on exit.
 
     :param model_repository: the repository root (holds ``<model_name>/config.pbtxt``).
-    :param model_name: the model to load and wait for.
+    :param model_name: the model to load and wait for, or a sequence of them.
     :param installation: which server to run (:class:`TritonInstallation`).
     :param serving_env: virtualenv whose ``bin/`` goes first on ``PATH`` (the Python backend's
         interpreter takes its packages from there); ``None`` keeps the current ``PATH``.
@@ -100,12 +121,14 @@ class TritonServer:
         temporary directory that is kept after the server stops (for post-mortems).
     :param startup_timeout: seconds to wait for server and model readiness.
     :param extra_args: more ``tritonserver`` arguments.
+    :param host: the address HTTP, gRPC and metrics listen on (default loopback only).
+    :param http_port, grpc_port, metrics_port: fixed ports; ``None`` picks free ones.
     """
 
     def __init__(
         self,
         model_repository: str | os.PathLike[str],
-        model_name: str,
+        model_name,
         *,
         installation: TritonInstallation,
         serving_env: str | os.PathLike[str] | None = None,
@@ -113,9 +136,15 @@ class TritonServer:
         startup_timeout: float = 180.0,
         stop_timeout: float = 15.0,
         extra_args: tuple[str, ...] = (),
+        host: str = LOOPBACK,
+        http_port: int | None = None,
+        grpc_port: int | None = None,
+        metrics_port: int | None = None,
     ):
         self.model_repository = Path(model_repository).resolve()
-        self.model_name = model_name
+        self.model_names = (model_name,) if isinstance(model_name, str) else tuple(model_name)
+        if not self.model_names:
+            raise ValueError("TritonServer needs at least one model name")
         self.installation = installation
         self.serving_env = Path(serving_env) if serving_env is not None else None
         self._own_log_dir: str | None = None
@@ -126,24 +155,44 @@ class TritonServer:
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self.extra_args = tuple(extra_args)
+        self.host = host
+        self._fixed_ports = (http_port, grpc_port, metrics_port)
+        if any(p is not None for p in self._fixed_ports) and None in self._fixed_ports:
+            raise ValueError("give all three of http_port, grpc_port and metrics_port, or none")
+        if len(set(self._fixed_ports)) != 3 and self._fixed_ports[0] is not None:
+            raise PortInUseError(f"HTTP, gRPC and metrics need three different ports, got {list(self._fixed_ports)}")
         self.http_port = self.grpc_port = self.metrics_port = 0
+        self.ready_seconds: float | None = None
         self._proc: subprocess.Popen | None = None
         self._log_file = None
         self._previous_sigterm = None
 
     # ------------------------------------------------------------------ public API
     @property
+    def model_name(self) -> str:
+        """The first (often the only) model."""
+        return self.model_names[0]
+
+    @property
     def url(self) -> str:
-        """``http://127.0.0.1:<http_port>`` (no trailing slash)."""
-        return f"http://127.0.0.1:{self.http_port}"
+        """``http://<host>:<http_port>`` as a client on this machine reaches it (no trailing slash)."""
+        return f"http://{connect_host(self.host)}:{self.http_port}"
 
     @property
     def grpc_url(self) -> str:
-        return f"127.0.0.1:{self.grpc_port}"
+        return f"{connect_host(self.host)}:{self.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{connect_host(self.host)}:{self.metrics_port}/metrics"
 
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
+
+    def poll(self) -> int | None:
+        """The server's exit status, or ``None`` while it runs."""
+        return self._proc.poll() if self._proc else -1
 
     def version(self) -> str:
         """The server's version from ``GET /v2`` (e.g. ``"2.51.0"``)."""
@@ -152,9 +201,9 @@ class TritonServer:
     def metadata(self) -> dict:
         return self._get_json("/v2")
 
-    def model_config(self) -> dict:
-        """Triton's view of the loaded model's configuration (``GET /v2/models/<name>/config``)."""
-        return self._get_json(f"/v2/models/{self.model_name}/config")
+    def model_config(self, name: str | None = None) -> dict:
+        """Triton's view of a loaded model's configuration (``GET /v2/models/<name>/config``)."""
+        return self._get_json(f"/v2/models/{name or self.model_name}/config")
 
     def log_tail(self, n: int = 40) -> str:
         """The last ``n`` lines of the server log."""
@@ -171,14 +220,28 @@ class TritonServer:
             return ""
 
     def start(self) -> "TritonServer":
-        """Start and wait for readiness; retries with fresh ports if one was taken meanwhile."""
+        """Start and wait for readiness; with free ports, retries if one was taken meanwhile."""
+        fixed = self._fixed_ports[0] is not None
+        if fixed:
+            for option, port in zip(_PORT_OPTIONS, self._fixed_ports):
+                check_port_free(self.host, port, option)
+        started = time.monotonic()
         for attempt in range(3):
             try:
                 self._start_once()
+                self.ready_seconds = time.monotonic() - started
                 return self
             except TritonStartError as err:
                 self.stop()
-                if "Address already in use" not in err.log_tail or attempt == 2:
+                if "Address already in use" not in err.log_tail:
+                    raise
+                if fixed:
+                    raise PortInUseError(
+                        f"tritonserver could not listen on {self.host} ports {list(self._fixed_ports)}: "
+                        f"Address already in use (another process took one); choose others with "
+                        f"{', '.join(_PORT_OPTIONS)}\n--- last lines of {self.log_path} ---\n{err.log_tail}"
+                    ) from None
+                if attempt == 2:
                     raise
             except BaseException:  # incl. KeyboardInterrupt while waiting
                 self.stop()
@@ -234,16 +297,16 @@ class TritonServer:
             f"--model-repository={self.model_repository}",
             f"--backend-directory={inst.backend_directory}",
             "--model-control-mode=explicit",
-            f"--load-model={self.model_name}",
+            *(f"--load-model={name}" for name in self.model_names),
             "--exit-on-error=false",
             "--strict-readiness=true",
-            "--http-address=127.0.0.1",
+            f"--http-address={self.host}",
             f"--http-port={self.http_port}",
-            "--grpc-address=127.0.0.1",
+            f"--grpc-address={self.host}",
             f"--grpc-port={self.grpc_port}",
             "--allow-metrics=true",
             "--allow-gpu-metrics=false",
-            "--metrics-address=127.0.0.1",
+            f"--metrics-address={self.host}",
             f"--metrics-port={self.metrics_port}",
             "--allow-sagemaker=false",
             "--allow-vertex-ai=false",
@@ -269,7 +332,10 @@ class TritonServer:
         return env
 
     def _start_once(self) -> None:
-        self.http_port, self.grpc_port, self.metrics_port = _free_ports(3)
+        if self._fixed_ports[0] is not None:
+            self.http_port, self.grpc_port, self.metrics_port = self._fixed_ports
+        else:
+            self.http_port, self.grpc_port, self.metrics_port = _free_ports(3, self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_file = open(self.log_path, "ab")
         self._log_file.write(f"$ {' '.join(self.command())}\n".encode())
@@ -281,6 +347,7 @@ class TritonServer:
             stderr=subprocess.STDOUT,
             env=self.environment(),
             start_new_session=True,  # own process group: stop() can signal server + stubs
+            preexec_fn=die_with_parent,  # and it gets SIGTERM should this process be killed outright
         )
         self._wait_ready()
 
@@ -295,21 +362,26 @@ class TritonServer:
             if code is not None:
                 raise self._fail(f"tritonserver exited with status {code} during startup",
                                  self._reason_from_log())
-            state, reason = self._model_state()
-            if state == "READY" and self._status(f"/v2/models/{self.model_name}/ready") == 200 \
+            states = self._model_states()
+            for name in self.model_names:
+                state, reason = states.get(name, (None, None))
+                if state == "UNAVAILABLE":
+                    raise self._fail(f"model {name!r} failed to load", reason)
+            if all(states.get(name, (None,))[0] == "READY" for name in self.model_names) \
+                    and all(self._status(f"/v2/models/{name}/ready") == 200 for name in self.model_names) \
                     and self._status("/v2/health/ready") == 200:
                 return
-            if state == "UNAVAILABLE":
-                raise self._fail(f"model {self.model_name!r} failed to load", reason)
-            if state is None and self._status("/v2/health/live") == 200 and self._index_ok():
+            missing = [name for name in self.model_names if name not in states]
+            if missing and self._status("/v2/health/live") == 200 and self._index_ok():
                 # Live, index answers, but the model is not in it: wrong name or directory.
                 raise self._fail(
-                    f"model {self.model_name!r} is not in the repository {self.model_repository}",
+                    f"model {missing[0]!r} is not in the repository {self.model_repository}",
                     self._reason_from_log())
             if time.monotonic() > deadline:
+                pending = {name: states.get(name, (None,))[0] or "unknown" for name in self.model_names}
                 raise self._fail(
-                    f"tritonserver not ready with model {self.model_name!r} after "
-                    f"{self.startup_timeout:.0f}s (model state: {state or 'unknown'})", reason)
+                    f"tritonserver not ready with {', '.join(map(repr, self.model_names))} after "
+                    f"{self.startup_timeout:.0f}s (model states: {pending})")
             time.sleep(0.25)
 
     def _reason_from_log(self) -> str | None:
@@ -349,12 +421,10 @@ class TritonServer:
     def _index_ok(self) -> bool:
         return self._repository_index() is not None
 
-    def _model_state(self) -> tuple[str | None, str | None]:
-        """(state, reason) of the model from the repository index; (None, None) if unknown."""
-        for entry in self._repository_index() or []:
-            if entry.get("name") == self.model_name:
-                return entry.get("state"), entry.get("reason") or None
-        return None, None
+    def _model_states(self) -> dict[str, tuple[str | None, str | None]]:
+        """``{name: (state, reason)}`` from the repository index ({} while it does not answer)."""
+        return {entry.get("name"): (entry.get("state"), entry.get("reason") or None)
+                for entry in self._repository_index() or []}
 
     # --- SIGTERM -> SystemExit, so that `with` blocks unwind and stop the server ---
     def _install_sigterm_handler(self) -> None:

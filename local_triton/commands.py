@@ -1,0 +1,117 @@
+"""The commands behind ``mlflow-triton check`` and ``mlflow-triton serve``, as plain functions.
+
+Each takes what the command line parsed and returns the exit status: 0 success; 1 a FAIL or an
+error (printed as ``mlflow-triton <command>: error: ...``); 130 after Ctrl-C and 143 after
+SIGTERM during ``check`` (``serve`` returns 0 when stopped that way: stopping is how it ends).
+Results go to ``out`` (default ``print``: stdout); status lines to ``progress`` (a
+:class:`~mlflow_triton.local.progress.Progress` or a callable; default: stderr, rewriting one line
+in place on a terminal).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from mlflow_triton.shared_contract import MlflowTritonError
+
+from .errors import InputFileError
+from .installation import choose_installation
+from .progress import Progress
+from .signals import StopRequested, stop_on_sigterm
+
+__all__ = ["check_command", "serve_command", "workspace"]
+
+#: What a temporary work directory holds besides logs and the report: copies of the models.
+MODEL_COPIES = ("download", "repository", "requests")
+
+
+def check_command(model_uris, *, device="cpu", tritonserver=None, backend_directory=None, serving_constraints=None,
+                  report=None, work_dir=None, input_file=None, tracking_uri=None, out=print, progress=None):
+    """``mlflow-triton check``: one PASS/FAIL line per model, a JSON report; 0 only if all passed."""
+    from .check import check_models, write_report
+
+    def run(directory, say):
+        if input_file is not None and len(model_uris) != 1:
+            raise InputFileError(f"--input {input_file} holds one model's input: give exactly one MODEL_URI with it")
+        _use_tracking_uri(tracking_uri)
+        installation = choose_installation(tritonserver, backend_directory, serving_constraints, progress=say)
+        say.say(f"using {installation.describe()}")
+        report_path = Path(report) if report is not None else directory / "report.json"
+        reports = check_models(model_uris, directory, installation, device=device, input_file=input_file,
+                               progress=say, out=out)
+        write_report(reports, report_path)
+        out(f"report: {report_path}")
+        return 0 if reports and all(r.passed for r in reports) else 1
+
+    return _run("check", work_dir, progress, run)
+
+
+def serve_command(model_uris, *, host="127.0.0.1", http_port=8000, grpc_port=8001, metrics_port=8002,
+                  tritonserver=None, backend_directory=None, serving_constraints=None, work_dir=None,
+                  tracking_uri=None, out=print, progress=None, wait=None):
+    """``mlflow-triton serve``: Triton in the foreground with every model loaded, until Ctrl-C or SIGTERM."""
+    from .serve import serve_models
+
+    def run(directory, say):
+        _use_tracking_uri(tracking_uri)
+        installation = choose_installation(tritonserver, backend_directory, serving_constraints, progress=say)
+        say.say(f"using {installation.describe()}")
+        return serve_models(model_uris, directory, installation, host=host, http_port=http_port,
+                            grpc_port=grpc_port, metrics_port=metrics_port, progress=say, out=out, wait=wait)
+
+    return _run("serve", work_dir, progress, run)
+
+
+def _run(command, work_dir, progress, body):
+    say = progress if progress is not None else Progress()
+    try:
+        with stop_on_sigterm(), workspace(work_dir, command) as directory:
+            say.say(f"work directory: {directory}")
+            return body(directory, say)
+    except StopRequested as stop:
+        _error(f"mlflow-triton {command}: stopped by {stop}; every process it started is stopped and nothing "
+               "half-built is left in the cache")
+        return 143
+    except KeyboardInterrupt:
+        _error(f"mlflow-triton {command}: interrupted (Ctrl-C); every process it started is stopped and nothing "
+               "half-built is left in the cache")
+        return 130
+    except MlflowTritonError as error:
+        _error(f"mlflow-triton {command}: error: {error}")
+        return 1
+
+
+@contextlib.contextmanager
+def workspace(work_dir, command):
+    """The given work directory (everything in it is kept), or a new temporary one.
+
+    In a temporary one, the model copies (``download/``, ``repository/``, ``requests/``) are
+    removed at the end; logs and the report stay for reading.
+    """
+    if work_dir is not None:
+        directory = Path(work_dir).expanduser().resolve()
+        directory.mkdir(parents=True, exist_ok=True)
+        yield directory
+        return
+    directory = Path(tempfile.mkdtemp(prefix=f"mlflow-triton-{command}-"))
+    try:
+        yield directory
+    finally:
+        for name in MODEL_COPIES:
+            for copy in list(directory.glob(f"**/{name}")):
+                shutil.rmtree(copy, ignore_errors=True)
+
+
+def _use_tracking_uri(tracking_uri):
+    if tracking_uri is not None:
+        import mlflow
+
+        mlflow.set_tracking_uri(tracking_uri)
+
+
+def _error(message):
+    print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,405 @@
+"""Cached serving virtualenvs built from a model's ``requirements.txt``.
+
+The Python backend's embedded interpreter finds its packages through the first ``python3`` on
+``PATH``, so each model is served with a plain ``python -m venv`` environment whose ``bin/`` the
+server puts first on ``PATH``.
+
+Environments are cached under ``<cache root>/envs/<key>``: the key hashes the requirement lines
+(comments and blank lines dropped, duplicates removed, sorted -- so the same requirements in
+another order or with another header share one environment), the constraints and the
+interpreter (implementation, full version, machine). A build happens in a hidden temporary
+sibling and is renamed into place only after ``pip`` succeeded, so a present directory is a
+complete environment. A failed or interrupted build (Ctrl-C, SIGTERM) stops pip and removes the
+temporary directory: nothing is left in the cache. (A process killed outright cannot clean up; pip
+then gets SIGTERM from the kernel, and the next build removes build directories idle for hours.)
+
+The first build takes minutes; progress shows the elapsed time and pip's current step
+("Collecting torch==2.13.0", "Installing collected packages: ...").
+
+Requirements that contradict the Triton installation's constraints (``numpy==2.1.0`` against
+``numpy<2``) raise :class:`ServingEnvError` quoting pip's resolver explanation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from ._children import die_with_parent
+from .errors import ServingEnvError
+from .installation import default_cache_dir
+from .progress import as_progress
+
+__all__ = [
+    "ENV_RECORD",
+    "ServingEnvError",
+    "check_requirements",
+    "default_cache_dir",
+    "ensure_env_for_requirements",
+    "ensure_serving_env",
+    "env_python_version",
+    "read_pyvenv_cfg",
+    "requirement_lines",
+]
+
+#: Written into a finished environment; describes how it was built.
+ENV_RECORD = "mlflow-triton-env.json"
+PIP_LOG = "pip-install.log"
+#: A build directory whose pip log has been idle this long belongs to a process that was killed.
+STALE_BUILD_SECONDS = 6 * 3600
+
+
+def requirement_lines(text: str) -> list[str]:
+    """The requirement lines of a requirements file: no comments or blanks, unique, sorted."""
+    lines = set()
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if line and not line.startswith("#"):
+            lines.add(line)
+    return sorted(lines)
+
+
+def _python_identity(python: str) -> str:
+    """``"cpython-3.11.7-x86_64"`` for the given interpreter (part of the cache key)."""
+    out = subprocess.run(
+        [python, "-c",
+         "import platform, sys; print(f'{sys.implementation.name}-{platform.python_version()}"
+         "-{platform.machine()}')"],
+        capture_output=True, text=True, check=True,
+    )
+    return out.stdout.strip()
+
+
+def _env_key(lines: list[str], constraints: Iterable[str], python_id: str) -> str:
+    payload = json.dumps(
+        {"requirements": lines, "constraints": sorted(constraints), "python": python_id},
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _explain_pip_failure(output: str) -> tuple[list[str], bool]:
+    """Pick the informative lines out of a failed ``pip install``'s output."""
+    lines = [line.rstrip() for line in output.splitlines()]
+    conflict = any("ResolutionImpossible" in l or "conflicting dependencies" in l for l in lines)
+    if conflict:
+        # pip writes the explanation ("The conflict is caused by: ...") to stdout and the
+        # ERROR: lines to stderr; put the ERROR: lines first and drop pip's generic advice.
+        errors = [l for l in lines if l.startswith("ERROR:")]
+        explanation: list[str] = []
+        capturing = False
+        for line in lines:
+            if line.startswith("The conflict is caused by"):
+                capturing = True
+            elif line.startswith("To fix this you could try") or line.startswith("ERROR:"):
+                capturing = False
+            if capturing and line.strip():
+                explanation.append(line)
+        return errors + explanation, True
+    errors = [l for l in lines if l.startswith("ERROR:")]
+    tail = [l for l in lines if l.strip()][-25:]
+    return (errors + [l for l in tail if l not in errors]) or ["(pip printed nothing)"], False
+
+
+def _pip_error(action: str, source: str, constraints: list[str], output: str) -> ServingEnvError:
+    pip_lines, conflict = _explain_pip_failure(output)
+    what = (
+        "the requirements conflict with each other or with the constraints of the Triton installation"
+        if conflict else "pip failed"
+    )
+    message = (
+        f"{action} for {source}: {what} "
+        f"(constraints: {', '.join(constraints) or 'none'}).\npip said:\n"
+        + "\n".join(f"  {l}" for l in pip_lines)
+    )
+    return ServingEnvError(message, pip_lines, conflict)
+
+
+def _write_constraints(directory: Path, constraints: list[str]) -> Path:
+    path = directory / "constraints.txt"
+    path.write_text("".join(f"{c}\n" for c in constraints))
+    return path
+
+
+def check_requirements(
+    requirements_file: str | os.PathLike[str],
+    constraints: Iterable[str],
+    *,
+    python: str = sys.executable,
+) -> None:
+    """Resolve (``pip install --dry-run --ignore-installed``) without building anything.
+
+    Raises :class:`ServingEnvError` when pip cannot resolve ``requirements_file`` under
+    ``constraints`` for ``python``. Cheap when the conflict is between pins (no downloads);
+    may download wheels to read their metadata otherwise.
+    """
+    req = Path(requirements_file)
+    cons = list(constraints)
+    with tempfile.TemporaryDirectory(prefix="mlflow-triton-check-") as tmp:
+        cmd = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+               "--progress-bar", "off", "-r", str(req)]
+        if cons:
+            cmd += ["-c", str(_write_constraints(Path(tmp), cons))]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise _pip_error("resolving the serving environment", str(req), cons, proc.stdout + proc.stderr)
+
+
+def ensure_serving_env(
+    requirements_file: str | os.PathLike[str],
+    constraints: Iterable[str] = (),
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress=print,
+    *,
+    python: str = sys.executable,
+) -> Path:
+    """Path of a virtualenv with ``requirements_file`` installed under ``constraints``.
+
+    Built with ``python -m venv`` and ``pip install -r requirements.txt -c constraints.txt``
+    on first use, reused afterwards. ``cache_dir`` defaults to :func:`default_cache_dir`.
+    ``progress`` receives status lines (a :class:`~mlflow_triton.local.progress.Progress`, a
+    callable or ``None``). ``python`` is the base interpreter; its X.Y must have a Triton
+    Python-backend stub (3.8-3.13 for the bundled server). Raises :class:`ServingEnvError` if
+    pip fails; nothing is left in the cache then.
+    """
+    req = Path(requirements_file)
+    return ensure_env_for_requirements(
+        requirement_lines(req.read_text()), constraints, cache_dir, progress, python=python, source=str(req),
+    )
+
+
+def ensure_env_for_requirements(
+    lines: list[str],
+    constraints: Iterable[str] = (),
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress=print,
+    *,
+    python: str = sys.executable,
+    source: str = "the requirements",
+    reuse_superset: bool = False,
+) -> Path:
+    """:func:`ensure_serving_env` for requirement lines (see :func:`requirement_lines`).
+
+    With ``reuse_superset`` a cached environment built for the same interpreter and constraints
+    whose installed packages already satisfy every line is reused instead of building a new one
+    (for serving several models: their union is often met by one model's environment). Only
+    plain ``name<specifier>`` lines can be checked that way; any other line means an exact build.
+    """
+    say = as_progress(progress)
+    lines = sorted(set(lines))
+    cons = list(constraints)
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    python_id = _python_identity(python)
+    key = _env_key(lines, cons, python_id)
+    envs = cache / "envs"
+    env = envs / key
+
+    if (env / ENV_RECORD).is_file():
+        say.say(f"reusing cached serving environment {env}")
+        return env
+    if reuse_superset:
+        existing = _satisfying_env(envs, lines, cons, python_id)
+        if existing is not None:
+            say.say(f"reusing cached serving environment {existing} (its packages satisfy every requirement)")
+            return existing
+
+    envs.mkdir(parents=True, exist_ok=True)
+    _remove_stale_builds(envs)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=envs))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary directory
+    started = time.monotonic()
+    say.say(f"building serving environment {env} for {source} (the first build takes a few minutes; "
+            f"pip log: {tmp / PIP_LOG})")
+    try:
+        log_path = tmp / PIP_LOG
+        with open(log_path, "w") as log:
+            venv = _run_logged([python, "-m", "venv", str(tmp)], log, say, started, "creating the virtualenv")
+        if venv != 0:
+            output = log_path.read_text(errors="replace")
+            raise ServingEnvError(f"`{python} -m venv` failed:\n{output}", output.splitlines(), conflict=False)
+        (tmp / "requirements.txt").write_text("".join(f"{line}\n" for line in lines))
+        cmd = [str(tmp / "bin" / "python"), "-m", "pip", "install", "--progress-bar", "off",
+               "--no-input", "-r", str(tmp / "requirements.txt")]
+        if cons:
+            cmd += ["-c", str(_write_constraints(tmp, cons))]
+        with open(log_path, "a") as log:
+            status = _run_logged(cmd, log, say, started, "pip")
+        if status != 0:
+            raise _pip_error("building the serving environment", source, cons, log_path.read_text(errors="replace"))
+
+        freeze = subprocess.run([str(tmp / "bin" / "python"), "-m", "pip", "freeze"],
+                                capture_output=True, text=True).stdout.splitlines()
+        _relocate_scripts(tmp, env)
+        (tmp / ENV_RECORD).write_text(json.dumps(
+            {"requirements": lines, "constraints": cons, "python": python_id, "source": source,
+             "installed": freeze}, indent=2) + "\n")
+        try:
+            tmp.rename(env)
+        except OSError:
+            # A concurrent build finished first; its environment is equivalent.
+            if not (env / ENV_RECORD).is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    say.say(f"serving environment ready in {time.monotonic() - started:.0f}s: {env}")
+    return env
+
+
+def _remove_stale_builds(envs: Path, older_than: float = STALE_BUILD_SECONDS) -> None:
+    """Remove build directories left by a process killed outright (no chance to clean up).
+
+    A build in progress -- here or in another process sharing the cache -- appends to its pip log
+    continuously; one whose log (or directory) has not changed for ``older_than`` seconds is dead.
+    """
+    now = time.time()
+    for build in envs.glob(".*-*"):
+        marker = build / PIP_LOG if (build / PIP_LOG).exists() else build
+        try:
+            idle = now - marker.stat().st_mtime
+        except OSError:
+            continue
+        if build.is_dir() and idle > older_than:
+            shutil.rmtree(build, ignore_errors=True)
+
+
+def _run_logged(cmd, log, say, started, what) -> int:
+    """Run ``cmd`` with its output in ``log``; report elapsed time and its current step meanwhile.
+
+    The child runs in its own process group; if anything interrupts the wait (Ctrl-C, SIGTERM
+    turned into an exception), the whole group is stopped before the exception propagates.
+    """
+    log.flush()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True, preexec_fn=die_with_parent)
+    try:
+        with open(log.name, errors="replace") as reader:
+            reader.seek(0, os.SEEK_END)
+            current = what
+            while proc.poll() is None:
+                time.sleep(0.5)
+                current = _latest_step(reader.read(), current)
+                say.step(current, elapsed=time.monotonic() - started)
+        return proc.returncode
+    finally:
+        _stop_process_group(proc)
+
+
+def _latest_step(new_output: str, current: str) -> str:
+    """pip's most recent meaningful line ("Collecting x", "Installing collected packages: ...").
+
+    Lines inside a step (pip's "Attempting uninstall" of a package it replaces) are skipped: the
+    step they belong to is still the one running.
+    """
+    for line in reversed(new_output.splitlines()):
+        text = line.strip()
+        if text.startswith(("Collecting", "Downloading", "Using cached", "Building", "Installing",
+                            "Successfully installed", "Processing", "Requirement already")):
+            return text if len(text) <= 100 else text[:97] + "..."
+    return current
+
+
+def _stop_process_group(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        except ProcessLookupError:
+            proc.wait()
+    try:  # pip's own children (build backends) are in the same group
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _satisfying_env(envs: Path, lines, constraints, python_id) -> Path | None:
+    """A finished environment for the same interpreter and constraints that satisfies ``lines``."""
+    requirements = _plain_requirements(lines)
+    if requirements is None or not envs.is_dir():
+        return None
+    for record_path in sorted(envs.glob(f"*/{ENV_RECORD}")):
+        try:
+            record = json.loads(record_path.read_text())
+        except (OSError, ValueError):
+            continue
+        if record.get("python") != python_id or sorted(record.get("constraints", [])) != sorted(constraints):
+            continue
+        installed = {}
+        for entry in record.get("installed", []):
+            name, sep, version = entry.partition("==")
+            if sep:
+                installed[canonicalize_name(name)] = version.strip()
+        versions = [installed.get(canonicalize_name(r.name)) for r in requirements]
+        if all(v is not None and r.specifier.contains(v, prereleases=True) for r, v in zip(requirements, versions)):
+            return record_path.parent
+    return None
+
+
+def _plain_requirements(lines):
+    """``Requirement`` objects when every line is a plain ``name<specifier>``; else ``None``."""
+    requirements = []
+    for line in lines:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            return None
+        if requirement.url or requirement.extras or requirement.marker is not None:
+            return None
+        requirements.append(requirement)
+    return requirements
+
+
+def _relocate_scripts(built_at: Path, final: Path) -> None:
+    """Point ``bin/`` scripts (pip's shebangs, ``activate``) at the final location.
+
+    The interpreter itself does not care where the venv lives (it finds ``pyvenv.cfg`` next to
+    its ``bin/``); only these text files spell out the build directory.
+    """
+    old, new = str(built_at), str(final)
+    for path in (built_at / "bin").iterdir():
+        if path.is_symlink() or not path.is_file():
+            continue
+        try:
+            text = path.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        if old in text:
+            mode = path.stat().st_mode
+            path.write_text(text.replace(old, new))
+            path.chmod(mode)
+
+
+def read_pyvenv_cfg(env: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``key = value`` settings of a virtualenv's ``pyvenv.cfg`` ({} when it has none)."""
+    path = Path(env) / "pyvenv.cfg"
+    if not path.is_file():
+        return {}
+    settings = {}
+    for line in path.read_text().splitlines():
+        name, _, value = line.partition("=")
+        settings[name.strip()] = value.strip()
+    return settings
+
+
+def env_python_version(env: str | os.PathLike[str]) -> str:
+    """``"3.11"`` for a virtualenv (read from its ``pyvenv.cfg``) -- selects the Triton stub."""
+    settings = read_pyvenv_cfg(env)
+    version = settings.get("version") or settings.get("version_info")
+    if not version:
+        raise ValueError(f"{env}/pyvenv.cfg names no Python version")
+    major, minor = version.split(".")[:2]
+    return f"{major}.{minor}"

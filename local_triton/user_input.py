@@ -1,0 +1,102 @@
+"""``check --input FILE``: a user's own input, sent to Triton as the shipped request is.
+
+The file holds the model's input in MLflow's own serving formats, the ones ``mlflow models
+serve`` accepts:
+
+* JSON: ``{"dataframe_split": {"columns": [...], "data": [[...], ...]}}``,
+  ``{"dataframe_records": [{...}, ...]}``, ``{"inputs": ...}`` or ``{"instances": ...}``
+  (a tensor, or a dict of named tensors);
+* CSV: a table with a header row, for models taking a DataFrame or one 2-D tensor.
+
+It is parsed against the model's input schema with MLflow's parser, encoded into the configured
+input tensors by the runtime's own codec, and written as a request body (JSON, or Triton's
+binary tensor extension when the values cannot travel in JSON: NaN, infinities, raw bytes).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from mlflow_triton import _requests
+from mlflow_triton._config import declarations, read_config
+from mlflow_triton.runtime.codecs import StructureCodec
+from mlflow_triton.shared_contract import MlflowTritonError
+
+from .errors import InputFileError
+from .send import RequestFiles
+
+__all__ = ["input_request", "load_user_input"]
+
+FORMATS = "a JSON object with one of dataframe_split, dataframe_records, inputs, instances; or a CSV table"
+
+
+def load_user_input(path, input_schema):
+    """The model input held by the JSON or CSV file ``path``, parsed against ``input_schema``."""
+    from mlflow.pyfunc.scoring_server import infer_and_parse_data, parse_csv_input
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputFileError(f"--input {path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise InputFileError(f"--input {path}: expected {FORMATS}; got a JSON {type(data).__name__}")
+            return infer_and_parse_data(data, input_schema)
+        if suffix == ".csv":
+            return _from_csv(path, input_schema, parse_csv_input)
+    except InputFileError:
+        raise
+    except Exception as error:  # MLflow's parsers raise MlflowException, pandas and json their own
+        raise InputFileError(f"--input {path}: cannot read it as the model's input: {error}") from None
+    raise InputFileError(f"--input {path}: unknown file type {suffix or '(none)'}; expected .json or .csv ({FORMATS})")
+
+
+def _from_csv(path, input_schema, parse_csv_input):
+    with open(path, encoding="utf-8") as stream:
+        if input_schema is None or not input_schema.is_tensor_spec():
+            return parse_csv_input(stream, input_schema)
+        frame = parse_csv_input(stream)
+    specs = input_schema.inputs
+    if len(specs) != 1 or len(specs[0].shape) != 2:
+        raise InputFileError(
+            f"--input {path}: a CSV table holds one 2-D tensor, but this model takes "
+            + ", ".join(f"{spec.name or 'a tensor'} of shape {list(spec.shape)}" for spec in specs)
+            + ': use a JSON file with {"inputs": ...}'
+        )
+    return frame.to_numpy(dtype=specs[0].type)
+
+
+def input_request(value, model_dir, directory, stem="input-request"):
+    """Encode ``value`` for the model in ``model_dir``; write the body under ``directory``."""
+    config, contract = read_config(Path(model_dir) / "config.pbtxt")
+    inputs, outputs = declarations(config)
+    codec = StructureCodec(contract.inputs, {d.name: (d.data_type, d.dims) for d in inputs})
+    try:
+        tensors = codec.to_tensors(value)
+    except MlflowTritonError as error:
+        raise InputFileError(f"the input does not fit the model's input tensors: {error}") from None
+    datatypes = {d.name: d.data_type for d in inputs}
+    contents = {f.tensor: f.content for f in contract.inputs.fields}
+    output_names = [d.name for d in outputs]
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if _requests.needs_binary(tensors, contents):
+        body, headers = _requests.binary_request(tensors, datatypes, output_names)
+        body_path = directory / f"{stem}.bin"
+        body_path.write_bytes(body)
+        return RequestFiles("binary", body_path, list(headers.items()))
+    body_path = directory / f"{stem}.json"
+    body_path.write_text(json.dumps(_requests.json_request(tensors, datatypes, output_names)), encoding="utf-8")
+    return RequestFiles("json", body_path, [("Content-Type", "application/json")])
+
+
+def rows_of(value):
+    """How many rows (first-axis entries) a model input holds, for messages."""
+    if isinstance(value, dict):
+        value = next(iter(value.values()), np.empty(0))
+    return len(value)

@@ -1,0 +1,135 @@
+"""The `mlflow-triton` command line: its parser, its help, and what it says when the bundled server is missing."""
+
+import importlib.metadata
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mlflow_triton import cli
+from mlflow_triton.local import (
+    BundledTritonUnavailableError,
+    TritonInstallation,
+    TritonInstallError,
+    check_command,
+    serve_command,
+)
+from mlflow_triton.local import installation as installation_module
+
+CONSOLE_SCRIPT = Path(sys.executable).with_name("mlflow-triton")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--help"], ["check", "serve"]),
+        (["check", "--help"], ["MODEL_URI", "--device", "--input", "--report", "--work-dir", "--tritonserver",
+                               "--backend-directory", "--serving-constraint", "--tracking-uri"]),
+        (["serve", "--help"], ["MODEL_URI", "--host", "--http-port", "--grpc-port", "--metrics-port", "--work-dir",
+                               "--tritonserver", "--backend-directory", "--serving-constraint"]),
+    ],
+)
+def test_console_script_prints_help_when_asked_for_every_command(argv, expected):
+    completed = subprocess.run([str(CONSOLE_SCRIPT), *argv], capture_output=True, text=True, timeout=60)
+
+    assert completed.returncode == 0, completed.stderr
+    assert [word for word in expected if word not in completed.stdout] == []
+
+
+def test_python_m_mlflow_triton_runs_the_same_command_line_when_started_as_a_module():
+    completed = subprocess.run([sys.executable, "-m", "mlflow_triton", "serve", "--help"], capture_output=True,
+                               text=True, timeout=60)
+
+    assert completed.returncode == 0 and completed.stdout.startswith("usage: mlflow-triton serve")
+
+
+def test_help_imports_neither_mlflow_nor_the_local_part_when_printed():
+    probe = ("import sys; from mlflow_triton import cli\n"
+             "try:\n    cli.main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m == 'mlflow' or m.startswith('mlflow_triton.local')))")
+    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+
+    assert completed.stdout.splitlines()[-1] == "[]"
+
+
+def test_parser_maps_each_subcommand_to_its_runner_when_arguments_are_parsed():
+    parser = cli.build_parser()
+
+    check = parser.parse_args(["check", "models:/a/1", "runs:/r/m", "--device", "gpu", "--serving-constraint",
+                               "numpy<2", "--serving-constraint", "protobuf<5"])
+    serve = parser.parse_args(["serve", "models:/a/1", "--host", "0.0.0.0", "--http-port", "9000"])
+
+    assert (check.subcommand.name, check.model_uris, check.device, check.serving_constraint) == (
+        "check", ["models:/a/1", "runs:/r/m"], "gpu", ["numpy<2", "protobuf<5"])
+    assert (serve.subcommand.name, serve.host, serve.http_port, serve.grpc_port, serve.metrics_port) == (
+        "serve", "0.0.0.0", 9000, 8001, 8002)
+    assert [s.name for s in cli.SUBCOMMANDS] == ["check", "serve"]
+
+
+@pytest.mark.parametrize("argv", [["check", "m", "--tritonserver", "/x"], ["serve", "m", "--backend-directory", "/y"]])
+def test_main_exits_2_when_only_one_of_tritonserver_and_backend_directory_is_given(argv, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+
+    assert exited.value.code == 2
+    assert "--tritonserver and --backend-directory go together" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["check"], ["serve"], ["check", "m", "--device", "tpu"], ["frobnicate"]])
+def test_main_exits_2_when_arguments_are_invalid(argv):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+
+    assert exited.value.code == 2
+
+
+@pytest.fixture
+def without_nvidia_pytriton(monkeypatch):
+    """As if `pip install mlflow-triton` had been run without the `local` extra."""
+    real = importlib.metadata.distribution
+
+    def distribution(name):
+        if name == "nvidia-pytriton":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", distribution)
+
+
+@pytest.mark.parametrize("command", [check_command, serve_command])
+def test_command_names_the_extra_to_install_when_the_bundled_server_is_missing(
+        command, without_nvidia_pytriton, tmp_path, capsys):
+    status = command(["models:/any/1"], work_dir=tmp_path / "work", progress=None)
+
+    error = capsys.readouterr().err
+    assert status == 1
+    assert "the bundled Triton server is not installed: pip install 'mlflow-triton[local]' (or use another Triton " \
+           "installation: --tritonserver /opt/tritonserver/bin/tritonserver --backend-directory " \
+           "/opt/tritonserver/backends)" in error
+
+
+def test_bundled_suggests_tritonserver_when_the_platform_has_no_wheel(monkeypatch):
+    monkeypatch.setattr(installation_module.platform, "machine", lambda: "aarch64")
+
+    with pytest.raises(BundledTritonUnavailableError, match=re.escape(
+            "exists only for Linux x86_64, not for linux aarch64: pass --tritonserver PATH --backend-directory DIR")):
+        TritonInstallation.bundled()
+
+
+def test_bundled_names_the_extra_when_another_nvidia_pytriton_version_is_installed(monkeypatch):
+    class Other:
+        version = "0.5.5"
+
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Other())
+
+    with pytest.raises(BundledTritonUnavailableError, match=re.escape(
+            "nvidia-pytriton 0.5.5 is installed; mlflow-triton runs the Triton 2.51.0 of nvidia-pytriton 0.7.0: "
+            "pip install 'mlflow-triton[local]'")):
+        TritonInstallation.bundled()
+
+
+def test_custom_installation_names_the_option_when_the_binary_is_missing(tmp_path):
+    with pytest.raises(TritonInstallError, match=r"--tritonserver: no tritonserver binary at .*/nowhere"):
+        TritonInstallation.custom(tmp_path / "nowhere", tmp_path)
