@@ -1,0 +1,389 @@
+"""One serving environment, one real Triton, many generated cases: log, load, compare, unload.
+
+``Campaign.open(work_dir)`` logs three warm-up models (a scikit-learn recipe saved with cloudpickle,
+a Pipeline saved with skops, a PyTorch module), builds -- or reuses from the cache -- one serving
+environment satisfying all their requirements, and starts ``tritonserver`` in explicit
+model-control mode with the warm-ups loaded. Each case then
+
+1. builds its model and logs it with ``mlflow_triton.<framework>.log_model`` to a local sqlite store
+   (or, for :meth:`Campaign.reject`, asserts that logging refuses it with the expected message and
+   that no LoggedModel was created);
+2. fetches the repository with ``triton.load_model(uri, dst_path=...)`` into the served repository,
+   checks ``config.pbtxt`` against the README's mapping table and the repository's
+   ``requirements.txt`` against the serving environment;
+3. asks Triton to load it (``POST /v2/repository/models/<name>/load``) and, while Triton loads, loads
+   the logged model with ``mlflow.pyfunc.load_model`` and predicts every input of the case;
+4. sends the shipped request exactly as ``curl`` would, then every other input as JSON (where JSON
+   can carry it) and with the binary tensor extension, and compares each answer with what
+   ``pyfunc.predict`` implies (:mod:`.expectations`);
+5. unloads the model in the background.
+
+Timings per phase are kept for the report (:meth:`Campaign.report`).
+"""
+
+import collections
+import contextlib
+import json
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import mlflow
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from mlflow_triton import pytorch as triton_pytorch
+from mlflow_triton import sklearn as triton_sklearn
+from mlflow_triton import triton
+from mlflow_triton._config import declarations, read_config
+from mlflow_triton.local import TritonInstallation, TritonServer, send_shipped_request
+from mlflow_triton.local.serving_env import ENV_RECORD, ensure_env_for_requirements, requirement_lines
+
+from . import client
+from .cases import (
+    Case,
+    Field,
+    Input,
+    Output,
+    build_model,
+    import_fidelity_models,
+    model_value,
+    raw_arrays,
+    signature,
+)
+from .expectations import (
+    Answer,
+    Failure,
+    check_config,
+    differences,
+    expected_answer,
+    expected_rejection,
+    own_prediction,
+)
+
+PHASES = ("log", "fetch", "load", "oracle", "requests", "unload")
+WARM_UP_CASES = (
+    Case("sklearn-recipe", "columns", (Field("x", "float64"),), (Output("y", 0, "echo"),), "frame", False,
+         (Input(((2,),), ((0.5, -1.0),)),), (("serialization", "cloudpickle"),)),
+    Case("sklearn-pipeline", "columns", (Field("x", "float64"), Field("t", "text")), (Output(None, 0, "predict"),),
+         "array", False, (Input(((2,), (2,)), ((0.5, -1.0), ("a", "b"))),),
+         (("estimator", "logistic-labels"), ("serialization", "skops"))),
+    Case("pytorch-recipe", "tensor", (Field(None, "float32", (-1, 2)),), (Output(None, 0, "echo"),), "array", False,
+         (Input(((1, 2),), ((0.5, -1.0),)),)),
+)
+
+
+class CaseFailure(AssertionError):
+    """Triton's answer differs from what ``pyfunc.predict`` implies (or a step of the case failed)."""
+
+
+class Campaign:
+    def __init__(self, work_dir, server, env, installation):
+        self.work_dir = Path(work_dir)
+        self.root = self.work_dir / "repository"
+        self.server = server
+        self.env = env
+        self.installation = installation
+        self.installed = _installed_versions(env)
+        self.counter = 0
+        self.phase_seconds = collections.defaultdict(list)
+        self.case_seconds = []  # (total, {phase: seconds}, description)
+        self.counts = collections.Counter()
+        self.failures = []
+        self.started = time.monotonic()
+        self._unloads = []
+
+    # -- set-up ---------------------------------------------------------------------------------------
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, work_dir, progress=print):
+        """A campaign with its server running; stops the server and every stub on exit."""
+        from tests.support.tiny_models import sqlite_tracking
+
+        import_fidelity_models()
+        os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # one bar per download would flood the log
+        work_dir = Path(work_dir)
+        (work_dir / "repository").mkdir(parents=True, exist_ok=True)
+        (work_dir / "store").mkdir(exist_ok=True)
+        with sqlite_tracking(work_dir / "store"):
+            started = time.monotonic()
+            warm_ups = []
+            for number, case in enumerate(WARM_UP_CASES):
+                name = f"warm_up_{number}"
+                info = _log(case, name)
+                _fetch(info.model_uri, work_dir / "downloads" / name, work_dir / "repository" / name)
+                warm_ups.append(name)
+            lines = sorted({line for name in warm_ups
+                            for line in requirement_lines((work_dir / "repository" / name / "requirements.txt")
+                                                          .read_text())})
+            progress(f"fidelity: warm-up models logged in {time.monotonic() - started:.1f}s; serving environment "
+                     f"for {lines}")
+            installation = TritonInstallation.bundled(progress=None)
+            started = time.monotonic()
+            env = ensure_env_for_requirements(lines, installation.serving_constraints, progress=progress,
+                                              source="the fidelity campaign", reuse_superset=True)
+            progress(f"fidelity: serving environment {env} ready in {time.monotonic() - started:.1f}s")
+            server = TritonServer(work_dir / "repository", warm_ups, installation=installation, serving_env=env,
+                                  log_path=work_dir / "tritonserver.log", startup_timeout=300)
+            with server:
+                progress(f"fidelity: Triton {server.version()} ready with the warm-up models in "
+                         f"{server.ready_seconds:.1f}s (log: {server.log_path})")
+                campaign = cls(work_dir, server, env, installation)
+                try:
+                    yield campaign
+                finally:
+                    campaign.wait_for_unloads()
+
+    # -- one case ----------------------------------------------------------------------------------------
+
+    def expected_rejection(self, case):
+        """What ``log_model`` must refuse for ``case`` (None: it must log it); see ``expectations``."""
+        model, _ = build_model(case)
+        value = model_value(case, case.example)
+        try:
+            prediction = own_prediction(case, model, value)
+        except Exception:  # a model that cannot predict its own example: logging must fail; checked by reject()
+            return None
+        return expected_rejection(case, prediction)
+
+    def reject(self, case, rejection):
+        """Assert that logging ``case`` raises ``rejection`` and creates no LoggedModel."""
+        import re
+
+        before = len(mlflow.search_logged_models(output_format="list"))
+        self.counter += 1
+        try:
+            _log(case, f"case_{self.counter}")
+        except Exception as error:  # the assertion below says which
+            if type(error).__name__ != rejection.error or not re.search(rejection.pattern, str(error)):
+                raise CaseFailure(f"expected {rejection.error} matching {rejection.pattern!r}, got "
+                                  f"{type(error).__name__}: {error}") from error
+        else:
+            raise CaseFailure(f"log_model accepted a case it must reject with {rejection.error} "
+                              f"matching {rejection.pattern!r}")
+        after = len(mlflow.search_logged_models(output_format="list"))
+        if after != before:
+            raise CaseFailure(f"the rejected case left {after - before} LoggedModel(s) behind")
+        self.counts["rejected"] += 1
+        self.counts[f"rejected: {rejection.error}"] += 1
+
+    def serve(self, case):
+        """Log, load, compare every input in both encodings, unload. Raises ``CaseFailure``."""
+        self.counter += 1
+        name = f"case_{self.counter}"
+        seconds = {}
+        clock = time.monotonic()
+        info = _log(case, name)
+        seconds["log"] = _lap(clock)
+        clock = time.monotonic()
+        model_dir = self.root / name
+        download = _fetch(info.model_uri, self.work_dir / "downloads" / name, model_dir)
+        config, contract = read_config(model_dir / "config.pbtxt")
+        inputs, outputs = declarations(config)
+        check_config(case, contract, inputs, outputs)
+        self._check_requirements(model_dir)
+        seconds["fetch"] = _lap(clock)
+
+        loading = _Loading(self.server, name)
+        clock = time.monotonic()
+        pyfunc_model = mlflow.pyfunc.load_model(str(download))
+        datatypes = {d.name: d.data_type for d in inputs}
+        output_types = [(d.name, d.data_type) for d in outputs]
+        tensor_names = [f.tensor for f in contract.inputs.fields]
+        planned = []
+        for number, model_input in enumerate(case.inputs):
+            value = model_value(case, model_input)
+            try:
+                expected = expected_answer(contract, outputs, prediction=pyfunc_model.predict(value))
+            except Exception as error:  # pyfunc's own failure is the expected answer
+                expected = expected_answer(contract, outputs, error=error)
+            arrays = dict(zip(tensor_names, raw_arrays(case, model_input)))
+            planned.append((number, model_input, arrays, expected))
+        seconds["oracle"] = _lap(clock)
+        clock = time.monotonic()
+        loading.wait(self)
+        seconds["load"] = loading.seconds
+        clock = time.monotonic()
+        try:
+            self._shipped(case, model_dir, planned[0][3])
+            for number, model_input, arrays, expected in planned[1:]:
+                encodings = ["binary"] + (["json"] if client.json_carries(arrays, datatypes) else [])
+                for encoding in encodings:
+                    if encoding == "json":
+                        body, headers = client.json_body(arrays, datatypes, output_types,
+                                                         ensure_ascii=number % 2 == 0)
+                    else:
+                        body, headers = client.binary_body(arrays, datatypes, output_types)
+                    status, answer = client.infer(self.server.http_port, name, body, headers)
+                    self._compare(case, f"input {number} ({model_input.rows} rows, {encoding})", expected, status,
+                                  answer)
+                    self.counts[f"requests: {encoding}"] += 1
+                    self.counts[f"answers: {_outcome(expected)}"] += 1
+        finally:
+            seconds["requests"] = _lap(clock)
+            self._unloads.append(_Unloading(self.server, name, model_dir, download))
+        self._record(case, seconds)
+
+    # -- checks ------------------------------------------------------------------------------------------
+
+    def _shipped(self, case, model_dir, expected):
+        if not isinstance(expected, Answer):
+            raise CaseFailure(f"pyfunc does not answer the input example ({expected}), yet logging accepted it")
+        try:
+            response = send_shipped_request(self.server.url, model_dir, transport="curl")
+        except Exception as error:  # InferenceError and transport errors: the shipped request must be answered
+            raise CaseFailure(f"the shipped request was not answered: {error}\n{self.server.log_tail(20)}") from error
+        self.counts[f"shipped: {response.form}"] += 1
+        problems = differences(expected.outputs, response.outputs)
+        if problems:
+            raise CaseFailure(f"the shipped {response.form} request: " + "; ".join(problems))
+
+    def _compare(self, case, what, expected, status, answer):
+        if isinstance(expected, Answer):
+            if status != 200:
+                raise CaseFailure(f"{what}: expected the prediction, got HTTP {status}: {answer}")
+            problems = differences(expected.outputs, answer)
+            if problems:
+                raise CaseFailure(f"{what}: outputs differ from pyfunc.predict: " + "; ".join(problems))
+            return
+        if status != expected.status or not str(answer).startswith(expected.message_start):
+            raise CaseFailure(f"{what}: expected HTTP {expected.status} starting {expected.message_start!r}, got "
+                              f"HTTP {status}: {str(answer)[:500]}")
+
+    def _check_requirements(self, model_dir):
+        unmet = []
+        for line in requirement_lines((model_dir / "requirements.txt").read_text()):
+            requirement = Requirement(line)
+            version = self.installed.get(canonicalize_name(requirement.name))
+            if version is None or not requirement.specifier.contains(version, prereleases=True):
+                unmet.append(f"{line} (installed: {version})")
+        if unmet:
+            raise CaseFailure(f"the campaign's serving environment {self.env} does not satisfy {unmet}")
+
+    # -- bookkeeping -------------------------------------------------------------------------------------
+
+    def _record(self, case, seconds):
+        for phase, value in seconds.items():
+            self.phase_seconds[phase].append(value)
+        self.case_seconds.append((sum(seconds.values()), seconds, case.describe()))
+        self.counts["served"] += 1
+        self.counts[f"family: {case.family}/{case.structure}/{case.form}"] += 1
+
+    def wait_for_unloads(self):
+        for unloading in self._unloads:
+            unloading.wait()
+            self.phase_seconds["unload"].append(unloading.seconds)
+        self._unloads.clear()
+
+    def report(self, seed, failures=()):
+        """The campaign's figures as a dict (written to JSON and printed as a summary)."""
+        self.wait_for_unloads()
+        phases = {}
+        for phase in PHASES:
+            values = self.phase_seconds.get(phase, [])
+            if values:
+                phases[phase] = {"total_s": round(sum(values), 1), "mean_s": round(sum(values) / len(values), 2),
+                                 "max_s": round(max(values), 2)}
+        slowest = sorted(self.case_seconds, key=lambda entry: entry[0], reverse=True)[:10]
+        return {
+            "seed": seed,
+            "served": self.counts["served"],
+            "rejected": self.counts["rejected"],
+            "counts": dict(sorted(self.counts.items())),
+            "failures": list(failures),
+            "wall_s": round(time.monotonic() - self.started, 1),
+            "phases": phases,
+            "slowest_cases": [{"total_s": round(total, 2), "phases": {k: round(v, 2) for k, v in parts.items()},
+                               "case": description} for total, parts, description in slowest],
+            "triton_version": self.server.version(),
+            "serving_env": str(self.env),
+        }
+
+
+class _Loading:
+    """``POST /v2/repository/models/<name>/load`` in a thread: Triton loads while the oracle runs."""
+
+    def __init__(self, server, name):
+        self.server, self.name = server, name
+        self.started = time.monotonic()
+        self.result = None
+        self.seconds = None
+        self.thread = threading.Thread(target=self._load, daemon=True)
+        self.thread.start()
+
+    def _load(self):
+        try:
+            self.result = client.post(self.server.http_port, f"/v2/repository/models/{self.name}/load", b"{}",
+                                      client.JSON_HEADERS)
+        except Exception as error:  # reported by wait()
+            self.result = (None, {}, repr(error).encode())
+        self.seconds = time.monotonic() - self.started
+
+    def wait(self, campaign):
+        self.thread.join()
+        status, _, body = self.result
+        if status != 200:
+            raise CaseFailure(f"Triton did not load {self.name} (HTTP {status}): {body.decode(errors='replace')}\n"
+                              f"--- last lines of the Triton log ---\n{campaign.server.log_tail(30)}")
+
+
+class _Unloading:
+    """Unload in a thread; then remove the served copy and the download."""
+
+    def __init__(self, server, name, *directories):
+        self.started = time.monotonic()
+        self.seconds = None
+        self.thread = threading.Thread(target=self._unload, args=(server, name, directories), daemon=True)
+        self.thread.start()
+
+    def _unload(self, server, name, directories):
+        try:
+            client.post(server.http_port, f"/v2/repository/models/{name}/unload", b"{}", client.JSON_HEADERS)
+        except OSError:
+            pass  # the server is gone; the campaign's failure says why
+        self.seconds = time.monotonic() - self.started
+        for directory in directories:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def wait(self):
+        self.thread.join()
+
+
+def _log(case, name):
+    model, options = build_model(case)
+    wrapper = triton_pytorch if case.family == "pytorch-recipe" else triton_sklearn
+    return wrapper.log_model(model, input_example=model_value(case, case.example), signature=signature(case),
+                             name=name, triton_model_name=name, **options)
+
+
+def _fetch(model_uri, download, served):
+    """Download the logged model; move its Triton directory to ``served``; return the MLflow model dir."""
+    repository = triton.load_model(model_uri, dst_path=str(download))
+    shutil.move(str(repository), str(served))
+    return repository.parent.parent
+
+
+def _installed_versions(env):
+    record = json.loads((Path(env) / ENV_RECORD).read_text())
+    installed = {}
+    for entry in record.get("installed", []):
+        name, sep, version = entry.partition("==")
+        if sep:
+            installed[canonicalize_name(name)] = version.strip()
+    return installed
+
+
+def _outcome(expected):
+    if isinstance(expected, Answer):
+        return "prediction"
+    return f"HTTP {expected.status} {expected.message_start.split(':')[0]}"
+
+
+def _lap(started):
+    return time.monotonic() - started
+
+
+__all__ = ["Campaign", "CaseFailure"]
