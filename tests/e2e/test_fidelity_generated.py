@@ -21,6 +21,7 @@ the seed is fresh per run and printed at the start and end of the session
 import json
 import os
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, example, given, seed, settings
 
@@ -28,6 +29,8 @@ from tests.property.fidelity_strategies import rejected_cases, served_cases
 from tests.support.fidelity.campaign import Campaign
 from tests.support.fidelity.cases import Case, Field, Input, Output
 from tests.support.fidelity.seed import SEED, SUMMARIES
+
+from mlflow_triton._requests import triton_json_double
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
@@ -65,6 +68,16 @@ def campaign(tmp_path_factory):
     "sklearn-recipe", "tensor", (Field(None, "int64", (-1,)),), (Output(None, 0, "echo", "int8"),), "array", True,
     (Input(((2,),), ((1, -5),)), Input(((2,),), ((127, 128),)), Input(((1,),), ((-128,),))),
     (("serialization", "skops"),)))
+@example(case=Case(  # found by the campaign: Triton reads -1.8585403758418125e-246 from JSON as ...23e-246
+    "sklearn-recipe", "tensor", (Field(" ", "float64", (-1,)),), (Output("__", 0, "echo"), Output(".", 0, "text")),
+    "dict", True,
+    (Input(((3,),), ((0.0, -1.8585403758418125e-246, 123456789012345.67),)), Input(((1,),), ((0.1,),)),
+     Input(((2,),), ((-1.8585403758418125e-246, 5e-324),))),
+    (("serialization", "cloudpickle"), ("fixed_width", False))))
+@example(case=Case(  # an object array of bytes is a text output: answered while UTF-8, else 500 naming it
+    "sklearn-recipe", "columns", (Field("t", "text"),), (Output("raw", 0, "binary"),), "dict", False,
+    (Input(((2,),), (("ü", ""),)), Input(((1,),), (("a\x00",),)), Input(((0,),), ((),))),
+    (("serialization", "skops"), ("fixed_width", False))))
 def test_real_triton_answers_like_pyfunc_when_a_generated_case_is_served(campaign, case):
     assume(campaign.expected_rejection(case) is None)
 
@@ -79,3 +92,26 @@ def test_log_model_refuses_naming_the_field_when_a_generated_case_cannot_be_serv
     assert rejection is not None, case.describe()
 
     campaign.reject(case, rejection)
+
+
+def test_real_triton_reads_json_float64_exactly_as_triton_json_double_predicts(campaign):
+    """The request writer's model of Triton's JSON number parsing, checked on the real server."""
+    generator = np.random.default_rng(SEED)
+    values = np.concatenate([
+        generator.normal(0.0, 10.0, 300),
+        generator.integers(0, 2**63, 300, dtype=np.int64).view(np.float64),
+        [-1.8585403758418125e-246, 123456789012345.67, 0.1, 5e-324, -0.0],
+    ])
+    values = values[np.isfinite(values)]
+    case = Case("sklearn-recipe", "tensor", (Field(None, "float64", (-1,)),), (Output(None, 0, "text"),), "array",
+                False, (Input(((1,),), ((0.5,),)),), (("serialization", "cloudpickle"),))
+    with campaign.loaded(case) as model:
+        model.wait()
+        [output] = [name for name, _ in model.output_types]
+        answers = {encoding: model.infer({model.input_tensors[0]: values}, encoding) for encoding in ("json", "binary")}
+
+    seen = {encoding: [float(text) for text in outputs[output]] for encoding, (_, outputs) in answers.items()}
+    assert [status for status, _ in answers.values()] == [200, 200]
+    assert seen["json"] == [triton_json_double(repr(value)) for value in values.tolist()]
+    assert seen["binary"] == values.tolist()
+    assert sum(a != b for a, b in zip(seen["json"], seen["binary"])) > 0  # JSON does change some values

@@ -357,6 +357,9 @@ def rejected_cases(draw):
     fields = tuple(Field(label, kind) for label, kind in zip(labels, kinds))
     example = draw(_input(tuple(Field(f.name, "int64" if f.kind == "datetime" else f.kind) for f in fields),
                           example=True, finite=set(range(count))))
+    if mutation == "datetime-column":  # seconds since 1970 that pandas can hold (the int64 minimum is NaT)
+        example = Input(example.shapes, tuple(tuple(range(0, 86400 * len(values), 86400)) if kind == "datetime"
+                                              else values for kind, values in zip(kinds, example.values)))
     if mutation == "nan-example":
         column = list(example.values[0])
         column[draw(st.integers(0, len(column) - 1))] = float("nan")

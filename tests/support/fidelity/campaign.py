@@ -58,6 +58,7 @@ from .expectations import (
     Failure,
     check_config,
     differences,
+    exact_arithmetic,
     expected_answer,
     expected_rejection,
     own_prediction,
@@ -170,11 +171,16 @@ class Campaign:
         self.counts["rejected"] += 1
         self.counts[f"rejected: {rejection.error}"] += 1
 
-    def serve(self, case):
-        """Log, load, compare every input in both encodings, unload. Raises ``CaseFailure``."""
+    @contextlib.contextmanager
+    def loaded(self, case, seconds=None):
+        """Log ``case``, fetch and check its repository and start loading it into Triton.
+
+        Yields a :class:`Loaded` (call ``wait()`` before sending requests); unloads the model afterwards.
+        ``seconds`` receives the time of each phase.
+        """
+        seconds = {} if seconds is None else seconds
         self.counter += 1
         name = f"case_{self.counter}"
-        seconds = {}
         clock = time.monotonic()
         info = _log(case, name)
         seconds["log"] = _lap(clock)
@@ -186,66 +192,66 @@ class Campaign:
         check_config(case, contract, inputs, outputs)
         self._check_requirements(model_dir)
         seconds["fetch"] = _lap(clock)
-
         loading = _Loading(self.server, name)
-        clock = time.monotonic()
-        pyfunc_model = mlflow.pyfunc.load_model(str(download))
-        datatypes = {d.name: d.data_type for d in inputs}
-        output_types = [(d.name, d.data_type) for d in outputs]
-        tensor_names = [f.tensor for f in contract.inputs.fields]
-        planned = []
-        for number, model_input in enumerate(case.inputs):
-            value = model_value(case, model_input)
-            try:
-                expected = expected_answer(contract, outputs, prediction=pyfunc_model.predict(value))
-            except Exception as error:  # pyfunc's own failure is the expected answer
-                expected = expected_answer(contract, outputs, error=error)
-            arrays = dict(zip(tensor_names, raw_arrays(case, model_input)))
-            planned.append((number, model_input, arrays, expected))
-        seconds["oracle"] = _lap(clock)
-        clock = time.monotonic()
-        loading.wait(self)
-        seconds["load"] = loading.seconds
-        clock = time.monotonic()
         try:
-            self._shipped(case, model_dir, planned[0][3])
-            for number, model_input, arrays, expected in planned[1:]:
-                encodings = ["binary"] + (["json"] if client.json_carries(arrays, datatypes) else [])
-                for encoding in encodings:
-                    if encoding == "json":
-                        body, headers = client.json_body(arrays, datatypes, output_types,
-                                                         ensure_ascii=number % 2 == 0)
-                    else:
-                        body, headers = client.binary_body(arrays, datatypes, output_types)
-                    status, answer = client.infer(self.server.http_port, name, body, headers)
-                    self._compare(case, f"input {number} ({model_input.rows} rows, {encoding})", expected, status,
-                                  answer)
-                    self.counts[f"requests: {encoding}"] += 1
-                    self.counts[f"answers: {_outcome(expected)}"] += 1
+            yield Loaded(self, name, model_dir, contract, inputs, outputs, mlflow.pyfunc.load_model(str(download)),
+                         loading, seconds)
         finally:
-            seconds["requests"] = _lap(clock)
+            loading.thread.join()
             self._unloads.append(_Unloading(self.server, name, model_dir, download))
+
+    def serve(self, case):
+        """Log, load, compare every input in both encodings, unload. Raises ``CaseFailure``."""
+        seconds = {}
+        with self.loaded(case, seconds) as model:
+            clock = time.monotonic()
+            planned = []
+            for number, model_input in enumerate(case.inputs):
+                value = model_value(case, model_input)
+                try:
+                    expected = expected_answer(model.contract, model.outputs,
+                                               prediction=model.pyfunc_model.predict(value))
+                except Exception as error:  # pyfunc's own failure is the expected answer
+                    expected = expected_answer(model.contract, model.outputs, error=error)
+                planned.append((number, model_input, dict(zip(model.input_tensors, raw_arrays(case, model_input))),
+                                expected))
+            seconds["oracle"] = _lap(clock)
+            model.wait()
+            clock = time.monotonic()
+            try:
+                exact = exact_arithmetic(case)
+                self._shipped(model, planned[0][3], exact)
+                for number, model_input, arrays, expected in planned[1:]:
+                    encodings = ["binary"] + (["json"] if client.json_carries(arrays, model.datatypes) else [])
+                    for encoding in encodings:
+                        status, answer = model.infer(arrays, encoding, ensure_ascii=number % 2 == 0)
+                        self._compare(f"input {number} ({model_input.rows} rows, {encoding})", expected, status,
+                                      answer, exact)
+                        self.counts[f"requests: {encoding}"] += 1
+                        self.counts[f"answers: {_outcome(expected)}"] += 1
+            finally:
+                seconds["requests"] = _lap(clock)
         self._record(case, seconds)
 
     # -- checks ------------------------------------------------------------------------------------------
 
-    def _shipped(self, case, model_dir, expected):
+    def _shipped(self, model, expected, exact):
         if not isinstance(expected, Answer):
             raise CaseFailure(f"pyfunc does not answer the input example ({expected}), yet logging accepted it")
         try:
-            response = send_shipped_request(self.server.url, model_dir, transport="curl")
+            response = send_shipped_request(self.server.url, model.directory, transport="curl")
         except Exception as error:  # InferenceError and transport errors: the shipped request must be answered
             raise CaseFailure(f"the shipped request was not answered: {error}\n{self.server.log_tail(20)}") from error
         self.counts[f"shipped: {response.form}"] += 1
-        problems = differences(expected.outputs, response.outputs)
+        problems = differences(expected.outputs, response.outputs, exact)
         if problems:
             raise CaseFailure(f"the shipped {response.form} request: " + "; ".join(problems))
 
-    def _compare(self, case, what, expected, status, answer):
+    def _compare(self, what, expected, status, answer, exact):
         if isinstance(expected, Answer):
             if status != 200:
                 raise CaseFailure(f"{what}: expected the prediction, got HTTP {status}: {answer}")
-            problems = differences(expected.outputs, answer)
+            problems = differences(expected.outputs, answer, exact)
             if problems:
                 raise CaseFailure(f"{what}: outputs differ from pyfunc.predict: " + "; ".join(problems))
             return
@@ -301,6 +307,31 @@ class Campaign:
             "triton_version": self.server.version(),
             "serving_env": str(self.env),
         }
+
+
+class Loaded:
+    """A case's model as Triton serves it: its repository, mapping, ``pyfunc`` model and a client."""
+
+    def __init__(self, campaign, name, directory, contract, inputs, outputs, pyfunc_model, loading, seconds):
+        self.campaign, self.name, self.directory = campaign, name, directory
+        self.contract, self.inputs, self.outputs = contract, inputs, outputs
+        self.pyfunc_model, self._loading, self._seconds = pyfunc_model, loading, seconds
+        self.input_tensors = [field.tensor for field in contract.inputs.fields]
+        self.datatypes = {d.name: d.data_type for d in inputs}
+        self.output_types = [(d.name, d.data_type) for d in outputs]
+
+    def wait(self):
+        """Until Triton has loaded the model; ``CaseFailure`` with Triton's reason if it could not."""
+        self._loading.wait(self.campaign)
+        self._seconds["load"] = self._loading.seconds
+
+    def infer(self, arrays, encoding, ensure_ascii=True):
+        """``(status, outputs or error text)`` for ``arrays`` (``{tensor: array}``) sent as ``encoding``."""
+        if encoding == "json":
+            body, headers = client.json_body(arrays, self.datatypes, self.output_types, ensure_ascii=ensure_ascii)
+        else:
+            body, headers = client.binary_body(arrays, self.datatypes, self.output_types)
+        return client.infer(self.campaign.server.http_port, self.name, body, headers)
 
 
 class _Loading:

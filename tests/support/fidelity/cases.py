@@ -178,7 +178,13 @@ def produced_kind(case, output):
 
 
 def declared_kind(case, output):
-    return output.declared or produced_kind(case, output)
+    """The kind the signature declares: ``declared``, else what the model produces -- except that an
+    object array of bytes (a ``binary`` output as an array or dict entry) is an ``object`` tensor,
+    which the README maps to text."""
+    if output.declared:
+        return output.declared
+    kind = produced_kind(case, output)
+    return "text" if kind == "binary" and case.form in ("array", "dict") else kind
 
 
 def output_dims(case, output):

@@ -13,6 +13,7 @@ import json
 import numpy as np
 import tritonclient.http as triton_http
 
+from mlflow_triton._requests import json_keeps
 from mlflow_triton.local.send import decode_response
 
 JSON_HEADERS = {"Content-Type": "application/json"}
@@ -24,11 +25,15 @@ def wire(datatype):
 
 
 def json_carries(arrays, datatypes):
-    """Whether every tensor can be written as JSON (no FP16, NaN, infinities, non-UTF-8 bytes)."""
+    """Whether every tensor can be written as JSON and read back by Triton unchanged: no FP16, NaN,
+    infinities, non-UTF-8 bytes, nor float64 values Triton reads as their neighbours (``json_keeps``,
+    checked against the real server in ``test_fidelity_generated.py``)."""
     for name, array in arrays.items():
         if datatypes[name] == "TYPE_FP16":
             return False
         if array.dtype.kind == "f" and not np.isfinite(array).all():
+            return False
+        if array.dtype == np.float64 and not json_keeps(array):
             return False
         if array.dtype == object:
             try:

@@ -80,7 +80,8 @@ def expected_rejection(case, example_prediction):
         if field.kind in ("fixed-text", "fixed-binary"):
             label = f"Tensor `{re.escape(name)}`" if isinstance(name, str) else "Tensor #0"
             return Rejection("UnsupportedSchemaError",
-                             rf"{label} of the input schema: fixed-width <[US]\d+ input tensors need a serving adapter")
+                             rf"{label} of the input schema: fixed-width "
+                             rf"{'str' if field.kind == 'fixed-text' else 'bytes'} input tensors need a serving adapter")
         if field.kind == "datetime":
             return Rejection("UnsupportedSchemaError",
                              rf"Column `{re.escape(str(name))}` of the input schema: .*datetime")
@@ -273,8 +274,12 @@ def _as_configured(values, datatype):
         return values.astype(target)
 
 
-def differences(expected, actual):
-    """Human-readable differences between expected and actual ``{tensor: array}``; empty when equal."""
+def differences(expected, actual, exact=False):
+    """Human-readable differences between expected and actual ``{tensor: array}``; empty when equal.
+
+    Floats are compared within the README's tolerances, or bit for bit (NaN equal to NaN) with
+    ``exact`` -- for models whose arithmetic is the same in and out of Triton.
+    """
     problems = []
     for name, want in expected.items():
         got = actual.get(name)
@@ -289,6 +294,9 @@ def differences(expected, actual):
         elif got.dtype != want.dtype:
             problems.append(f"{name}: dtype {got.dtype} != configured {want.dtype}")
             continue
+        elif want.dtype.kind == "f" and exact:
+            same = (got == want) & (np.signbit(got) == np.signbit(want)) | (np.isnan(got) & np.isnan(want))
+            unequal = list(np.flatnonzero(~same.ravel()))
         elif want.dtype.kind == "f":
             rtol, atol = FLOAT_TOLERANCES[want.dtype.name]
             with np.errstate(all="ignore"):
@@ -300,11 +308,20 @@ def differences(expected, actual):
         if unequal:
             index = int(unequal[0])
             problems.append(f"{name}: {len(unequal)} element(s) differ, first at {index}: "
-                            f"got {got.ravel()[index]!r}, expected {want.ravel()[index]!r}")
+                            f"got {_shown(got.ravel()[index])}, expected {_shown(want.ravel()[index])}")
     extra = sorted(set(actual) - set(expected))
     if extra:
         problems.append(f"unexpected outputs {extra}")
     return problems
+
+
+def _shown(item):
+    return repr(item.item()) if isinstance(item, np.generic) else repr(item)
+
+
+def exact_arithmetic(case):
+    """Whether the case's model computes bit for bit the same in Triton as in this process."""
+    return case.family != "sklearn-pipeline" and all(output.operation != "linear" for output in case.outputs)
 
 
 def own_prediction(case, model, value):
@@ -318,5 +335,5 @@ def own_prediction(case, model, value):
         return model(torch.from_numpy(matrix)).numpy()
 
 
-__all__ = ["Answer", "COLUMN_KINDS", "Failure", "Rejection", "check_config", "differences", "expected_answer",
-           "expected_rejection", "first_misfit", "own_prediction", "produced_kind"]
+__all__ = ["Answer", "COLUMN_KINDS", "Failure", "Rejection", "check_config", "differences", "exact_arithmetic",
+           "expected_answer", "expected_rejection", "first_misfit", "own_prediction", "produced_kind"]
