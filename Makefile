@@ -1,6 +1,8 @@
 # Two entry points do all set-up on a fresh machine:
 #   make demo   log the sklearn example and validate its repository on a real local Triton server
 #   make test   run the whole test suite (numpy 1.26 venv), then unit + property tests again under numpy 2
+# and one long campaign:
+#   make fidelity [N=1000] [FIDELITY_SEED=...]   N generated cases on one real Triton, report in .work/fidelity/
 PYTHON ?= python3
 VENV ?= .venv
 VENV_NUMPY2 ?= .venv-numpy2
@@ -9,8 +11,10 @@ VENV_NUMPY2 ?= .venv-numpy2
 # unit tests include the message `mlflow-triton check|serve` print when the extra is missing.
 TORCH ?= torch==2.13.0
 PIP_FLAGS ?= --disable-pip-version-check -q
+# make fidelity: served cases (rejections: N / 10)
+N ?= 1000
 
-.PHONY: demo test test-fast bench venv venv-numpy2 clean
+.PHONY: demo test test-fast bench fidelity venv venv-numpy2 clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
@@ -21,6 +25,9 @@ test: venv venv-numpy2
 
 bench: venv
 	$(VENV)/bin/python -m benchmarks.run
+
+fidelity: venv
+	$(VENV)/bin/python -m tests.support.fidelity.run --cases $(N)
 
 test-fast: venv
 	$(VENV)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property
