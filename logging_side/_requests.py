@@ -33,11 +33,15 @@ _MAX_FAST_SIGNIFICAND = 2**53 - 1  # RapidJSON stops adding fraction digits to i
 _MAX_SIGNIFICAND_DIGITS = 17  # ... and keeps at most this many significant digits in its double significand
 
 
-def needs_binary(tensors, contents, outputs=None):
+def needs_binary(tensors, contents, outputs=None, output_contents=None):
     """True when an input tensor is FP16, holds non-finite floats, binary (non-text) bytes or a
-    float64 that Triton would read from JSON as another number, or an output
-    (``{name: config datatype}``) is FP16."""
+    float64 that Triton would read from JSON as another number, or an output (``outputs``:
+    ``{name: config datatype}``) is FP16 or carries binary bytes (``output_contents``:
+    ``{name: content}``; Triton writes BYTES into a JSON answer as they are, so bytes that are
+    not UTF-8 make the answer unreadable JSON)."""
     if outputs and FP16_TYPE in outputs.values():
+        return True
+    if output_contents and "binary" in output_contents.values():
         return True
     for name, array in tensors.items():
         if contents.get(name) == "binary" or array.dtype == np.float16:
@@ -131,13 +135,14 @@ def binary_request(tensors, datatypes, output_names):
     return body, headers
 
 
-def write_request(directory, tensors, datatypes, contents, outputs):
+def write_request(directory, tensors, datatypes, contents, outputs, output_contents=None):
     """Write request.json, or request.bin + request.headers; return the file names written.
 
-    ``outputs`` maps each output tensor to its config datatype, in config order.
+    ``outputs`` maps each output tensor to its config datatype, in config order;
+    ``output_contents`` each BYTES output to its content (``text`` / ``binary``).
     """
     output_names = list(outputs)
-    if needs_binary(tensors, contents, outputs):
+    if needs_binary(tensors, contents, outputs, output_contents):
         body, headers = binary_request(tensors, datatypes, output_names)
         (directory / BINARY_REQUEST).write_bytes(body)
         (directory / BINARY_HEADERS).write_text(

@@ -76,6 +76,11 @@ def test_needs_binary_is_true_when_an_output_is_fp16_because_triton_sends_fp16_o
     assert needs_binary(TENSORS, CONTENTS, OUTPUTS) is False
 
 
+def test_needs_binary_is_true_when_an_output_carries_binary_bytes_because_triton_writes_them_into_json_as_is():
+    assert needs_binary(TENSORS, CONTENTS, OUTPUTS, {"label": "binary"}) is True
+    assert needs_binary(TENSORS, CONTENTS, OUTPUTS, {"label": "text"}) is False
+
+
 def test_needs_binary_is_true_when_a_bytes_tensor_carries_binary_content():
     assert needs_binary({"blob": _bytes(b"\x00\xff")}, {"blob": "binary"}) is True
 

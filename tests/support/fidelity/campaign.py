@@ -23,6 +23,7 @@ Timings per phase are kept for the report (:meth:`Campaign.report`).
 
 import collections
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -88,7 +89,11 @@ class Campaign:
         self.env = env
         self.installation = installation
         self.installed = _installed_versions(env)
-        self.counter = 0
+        self._numbers = itertools.count(1)
+        self._lock = threading.Lock()  # bookkeeping, when cases run in several threads (make fidelity)
+        # Logging and pyfunc loads, one at a time: MLflow puts code_paths on sys.path and drops the modules found
+        # there from sys.modules while loading; the slow part, Triton loading a model, still overlaps.
+        self._mlflow_lock = threading.Lock()
         self.phase_seconds = collections.defaultdict(list)
         self.case_seconds = []  # (total, {phase: seconds}, description)
         self.counts = collections.Counter()
@@ -155,9 +160,9 @@ class Campaign:
         import re
 
         before = len(mlflow.search_logged_models(output_format="list"))
-        self.counter += 1
         try:
-            _log(case, f"case_{self.counter}")
+            with self._mlflow_lock:
+                _log(case, f"case_{next(self._numbers)}")
         except Exception as error:  # the assertion below says which
             if type(error).__name__ != rejection.error or not re.search(rejection.pattern, str(error)):
                 raise CaseFailure(f"expected {rejection.error} matching {rejection.pattern!r}, got "
@@ -168,8 +173,9 @@ class Campaign:
         after = len(mlflow.search_logged_models(output_format="list"))
         if after != before:
             raise CaseFailure(f"the rejected case left {after - before} LoggedModel(s) behind")
-        self.counts["rejected"] += 1
-        self.counts[f"rejected: {rejection.error}"] += 1
+        with self._lock:
+            self.counts["rejected"] += 1
+            self.counts[f"rejected: {rejection.error}"] += 1
 
     @contextlib.contextmanager
     def loaded(self, case, seconds=None):
@@ -179,14 +185,15 @@ class Campaign:
         ``seconds`` receives the time of each phase.
         """
         seconds = {} if seconds is None else seconds
-        self.counter += 1
-        name = f"case_{self.counter}"
+        name = f"case_{next(self._numbers)}"
         clock = time.monotonic()
-        info = _log(case, name)
+        with self._mlflow_lock:
+            info = _log(case, name)
         seconds["log"] = _lap(clock)
         clock = time.monotonic()
         model_dir = self.root / name
-        download = _fetch(info.model_uri, self.work_dir / "downloads" / name, model_dir)
+        with self._mlflow_lock:
+            download = _fetch(info.model_uri, self.work_dir / "downloads" / name, model_dir)
         config, contract = read_config(model_dir / "config.pbtxt")
         inputs, outputs = declarations(config)
         check_config(case, contract, inputs, outputs)
@@ -194,11 +201,13 @@ class Campaign:
         seconds["fetch"] = _lap(clock)
         loading = _Loading(self.server, name)
         try:
-            yield Loaded(self, name, model_dir, contract, inputs, outputs, mlflow.pyfunc.load_model(str(download)),
-                         loading, seconds)
+            with self._mlflow_lock:
+                pyfunc_model = mlflow.pyfunc.load_model(str(download))
+            yield Loaded(self, name, model_dir, contract, inputs, outputs, pyfunc_model, loading, seconds)
         finally:
             loading.thread.join()
-            self._unloads.append(_Unloading(self.server, name, model_dir, download))
+            with self._lock:
+                self._unloads.append(_Unloading(self.server, name, model_dir, download))
 
     def serve(self, case):
         """Log, load, compare every input in both encodings, unload. Raises ``CaseFailure``."""
@@ -227,8 +236,9 @@ class Campaign:
                         status, answer = model.infer(arrays, encoding, ensure_ascii=number % 2 == 0)
                         self._compare(f"input {number} ({model_input.rows} rows, {encoding})", expected, status,
                                       answer, exact)
-                        self.counts[f"requests: {encoding}"] += 1
-                        self.counts[f"answers: {_outcome(expected)}"] += 1
+                        with self._lock:
+                            self.counts[f"requests: {encoding}"] += 1
+                            self.counts[f"answers: {_outcome(expected)}"] += 1
             finally:
                 seconds["requests"] = _lap(clock)
         self._record(case, seconds)
@@ -242,7 +252,8 @@ class Campaign:
             response = send_shipped_request(self.server.url, model.directory, transport="curl")
         except Exception as error:  # InferenceError and transport errors: the shipped request must be answered
             raise CaseFailure(f"the shipped request was not answered: {error}\n{self.server.log_tail(20)}") from error
-        self.counts[f"shipped: {response.form}"] += 1
+        with self._lock:
+            self.counts[f"shipped: {response.form}"] += 1
         problems = differences(expected.outputs, response.outputs, exact)
         if problems:
             raise CaseFailure(f"the shipped {response.form} request: " + "; ".join(problems))
@@ -272,17 +283,20 @@ class Campaign:
     # -- bookkeeping -------------------------------------------------------------------------------------
 
     def _record(self, case, seconds):
-        for phase, value in seconds.items():
-            self.phase_seconds[phase].append(value)
-        self.case_seconds.append((sum(seconds.values()), seconds, case.describe()))
-        self.counts["served"] += 1
-        self.counts[f"family: {case.family}/{case.structure}/{case.form}"] += 1
+        with self._lock:
+            for phase, value in seconds.items():
+                self.phase_seconds[phase].append(value)
+            self.case_seconds.append((sum(seconds.values()), seconds, case.describe()))
+            self.counts["served"] += 1
+            self.counts[f"family: {case.family}/{case.structure}/{case.form}"] += 1
 
     def wait_for_unloads(self):
-        for unloading in self._unloads:
+        with self._lock:
+            unloads, self._unloads = self._unloads, []
+        for unloading in unloads:
             unloading.wait()
-            self.phase_seconds["unload"].append(unloading.seconds)
-        self._unloads.clear()
+            with self._lock:
+                self.phase_seconds["unload"].append(unloading.seconds)
 
     def report(self, seed, failures=()):
         """The campaign's figures as a dict (written to JSON and printed as a summary)."""
@@ -319,6 +333,7 @@ class Loaded:
         self.input_tensors = [field.tensor for field in contract.inputs.fields]
         self.datatypes = {d.name: d.data_type for d in inputs}
         self.output_types = [(d.name, d.data_type) for d in outputs]
+        self.binary_outputs = {f.tensor for f in contract.outputs.fields if f.content == "binary"}
 
     def wait(self):
         """Until Triton has loaded the model; ``CaseFailure`` with Triton's reason if it could not."""
@@ -328,7 +343,8 @@ class Loaded:
     def infer(self, arrays, encoding, ensure_ascii=True):
         """``(status, outputs or error text)`` for ``arrays`` (``{tensor: array}``) sent as ``encoding``."""
         if encoding == "json":
-            body, headers = client.json_body(arrays, self.datatypes, self.output_types, ensure_ascii=ensure_ascii)
+            body, headers = client.json_body(arrays, self.datatypes, self.output_types, ensure_ascii=ensure_ascii,
+                                             binary_outputs=self.binary_outputs)
         else:
             body, headers = client.binary_body(arrays, self.datatypes, self.output_types)
         return client.infer(self.campaign.server.http_port, self.name, body, headers)

@@ -4,7 +4,8 @@
 cannot carry FP16, NaN, infinities or bytes that are not UTF-8: ``json_carries`` says whether an
 input can travel as JSON. ``binary_body`` uses tritonclient's binary tensor extension, which carries
 everything. Outputs are asked for in the same encoding, except FP16 outputs, which Triton never
-sends as JSON (they are asked for as binary). ``post`` sends a body with ``http.client``.
+sends as JSON, and binary BYTES outputs, which it would write into JSON as raw bytes (both are asked
+for as binary). ``post`` sends a body with ``http.client``.
 """
 
 import http.client
@@ -43,8 +44,12 @@ def json_carries(arrays, datatypes):
     return True
 
 
-def json_body(arrays, datatypes, outputs, ensure_ascii=True):
-    """The JSON request body (bytes); ``outputs`` is ``[(name, datatype)]``."""
+def json_body(arrays, datatypes, outputs, ensure_ascii=True, binary_outputs=()):
+    """The JSON request body (bytes); ``outputs`` is ``[(name, datatype)]``.
+
+    FP16 outputs and ``binary_outputs`` (BYTES outputs of binary content, which Triton would write into
+    a JSON answer as raw bytes) are asked for as binary.
+    """
     inputs = []
     for name, array in arrays.items():
         if array.dtype == object:
@@ -52,7 +57,8 @@ def json_body(arrays, datatypes, outputs, ensure_ascii=True):
         else:
             data = array.ravel().tolist()
         inputs.append({"name": name, "datatype": wire(datatypes[name]), "shape": list(array.shape), "data": data})
-    requested = [{"name": name, "parameters": {"binary_data": True}} if datatype == "TYPE_FP16" else {"name": name}
+    requested = [{"name": name, "parameters": {"binary_data": True}}
+                 if datatype == "TYPE_FP16" or name in binary_outputs else {"name": name}
                  for name, datatype in outputs]
     return json.dumps({"inputs": inputs, "outputs": requested}, ensure_ascii=ensure_ascii).encode("utf-8"), JSON_HEADERS
 

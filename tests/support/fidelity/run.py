@@ -4,7 +4,8 @@
 
 Draws ``--cases`` served cases and ``--rejections`` rejected ones from the same strategies as
 ``tests/e2e/test_fidelity_generated.py``, with the seed ``--seed`` (default: ``FIDELITY_SEED``, else a
-fresh one, printed), on one Triton server. Unlike the test, a mismatch does not stop the campaign:
+fresh one, printed), on one Triton server; the cases are drawn first, then served ``--workers`` at a
+time (default 2). Unlike the test, a mismatch does not stop the campaign:
 it is recorded with the case (a ``Case(...)`` to paste into ``@example``) and the campaign goes on;
 the exit status is 1 when any case failed. Writes ``report.json`` and ``report.md`` (cases,
 failures, time per phase, the slowest cases) into the work directory (default
@@ -12,11 +13,14 @@ failures, time per phase, the slowest cases) into the work directory (default
 """
 
 import argparse
+import concurrent.futures
 import datetime
+import itertools
 import json
 import os
 import platform
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -36,6 +40,9 @@ def main(argv=None):
     parser.add_argument("--rejections", type=int, default=None, help="rejected cases (default: cases / 10)")
     parser.add_argument("--seed", type=int, default=SEED, help="the Hypothesis seed (default: FIDELITY_SEED or fresh)")
     parser.add_argument("--work-dir", type=Path, default=None, help="default: .work/fidelity/<seed>")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="served cases in flight at once (default 2: Triton loads one model while the next is "
+                             "logged and loaded)")
     args = parser.parse_args(argv)
     rejections = args.rejections if args.rejections is not None else max(10, args.cases // 10)
     work_dir = (args.work_dir or Path(".work") / "fidelity" / str(args.seed)).resolve()
@@ -45,10 +52,10 @@ def main(argv=None):
     started = datetime.datetime.now(datetime.timezone.utc)
     failures = []
     with Campaign.open(work_dir / "campaign", progress=lambda line: print(line, flush=True)) as campaign:
-        _run(campaign, served_cases(), args.cases, args.seed, failures, serve=True)
+        _run(campaign, served_cases(), args.cases, args.seed, failures, serve=True, workers=args.workers)
         _run(campaign, rejected_cases(), rejections, args.seed, failures, serve=False)
         report = campaign.report(args.seed, failures)
-    report.update(started=started.isoformat(timespec="seconds"), machine=_machine())
+    report.update(started=started.isoformat(timespec="seconds"), machine=_machine(), workers=args.workers)
     (work_dir / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     (work_dir / "report.md").write_text(markdown(report), encoding="utf-8")
     print(markdown(report), flush=True)
@@ -56,41 +63,56 @@ def main(argv=None):
     return 1 if failures else 0
 
 
-def _run(campaign, strategy, count, seed, failures, *, serve):
-    what = "served" if serve else "rejected"
-    done = [0]
-    started = time.monotonic()
+def _draw(campaign, strategy, count, seed, *, serve):
+    """``count`` cases from ``strategy`` with ``seed``: served ones that logging must accept, or rejected ones."""
+    cases = []
 
     @hypothesis_seed(seed)
     @settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
     @given(case=strategy)
-    def one(case):
+    def draw(case):
         rejection = campaign.expected_rejection(case)
-        if serve:
-            assume(rejection is None)
+        assume((rejection is None) == serve)
+        cases.append((case, rejection))
+
+    draw()
+    return cases
+
+
+def _run(campaign, strategy, count, seed, failures, *, serve, workers=1):
+    """Run the drawn cases (served ones in ``workers`` threads); a failure is recorded and the campaign goes on."""
+    what = "served" if serve else "rejected"
+    cases = _draw(campaign, strategy, count, seed, serve=serve)
+    started = time.monotonic()
+    done = itertools.count(1)
+    lock = threading.Lock()
+
+    def one(case, rejection):
         clock = time.monotonic()
         outcome = "ok"
         try:
             if serve:
                 campaign.serve(case)
             else:
-                assume(rejection is not None)
                 campaign.reject(case, rejection)
         except Exception as error:  # keep going: every failure is recorded with its case
             if campaign.server.poll() is not None:
                 raise RuntimeError(f"tritonserver exited:\n{campaign.server.log_tail(40)}") from error
             outcome = f"FAILED: {type(error).__name__}: {str(error)[:300]}"
-            failures.append({"kind": what, "case": repr(case), "description": case.describe(),
-                             "error": f"{type(error).__name__}: {error}",
-                             "traceback": traceback.format_exc()[-3000:]})
-        done[0] += 1
+            with lock:
+                failures.append({"kind": what, "case": repr(case), "description": case.describe(),
+                                 "error": f"{type(error).__name__}: {error}",
+                                 "traceback": traceback.format_exc()[-3000:]})
+        number = next(done)
         elapsed = time.monotonic() - started
-        eta = elapsed / done[0] * (count - done[0])
-        print(f"[{what} {done[0]:>4}/{count}] {time.monotonic() - clock:5.1f}s (elapsed {elapsed / 60:5.1f} min, "
+        eta = elapsed / number * (len(cases) - number)
+        print(f"[{what} {number:>4}/{len(cases)}] {time.monotonic() - clock:5.1f}s (elapsed {elapsed / 60:5.1f} min, "
               f"about {eta / 60:5.1f} min left) {case.describe()[:160]} {outcome}", flush=True)
 
-    one()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers if serve else 1) as pool:
+        for future in [pool.submit(one, case, rejection) for case, rejection in cases]:
+            future.result()
 
 
 def _machine():
@@ -103,8 +125,8 @@ def markdown(report):
     lines = [
         f"# Fidelity campaign, FIDELITY_SEED={report['seed']}",
         "",
-        f"- started {report.get('started')}, {report['wall_s'] / 60:.1f} min; Triton {report['triton_version']}; "
-        f"machine {report.get('machine')}",
+        f"- started {report.get('started')}, {report['wall_s'] / 60:.1f} min with {report.get('workers')} case(s) in "
+        f"flight; Triton {report['triton_version']}; machine {report.get('machine')}",
         f"- served cases: {report['served']}; rejections asserted: {report['rejected']}; failures: "
         f"{len(report['failures'])}",
         f"- requests besides the shipped ones: {counts.get('requests: json', 0)} JSON, "
