@@ -65,6 +65,7 @@ from .expectations import (
     own_prediction,
 )
 
+PROGRESS_BAR_VARIABLE = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 PHASES = ("log", "fetch", "load", "oracle", "requests", "unload")
 WARM_UP_CASES = (
     Case("sklearn-recipe", "columns", (Field("x", "float64"),), (Output("y", 0, "echo"),), "frame", False,
@@ -97,7 +98,6 @@ class Campaign:
         self.phase_seconds = collections.defaultdict(list)
         self.case_seconds = []  # (total, {phase: seconds}, description)
         self.counts = collections.Counter()
-        self.failures = []
         self.started = time.monotonic()
         self._unloads = []
 
@@ -107,14 +107,15 @@ class Campaign:
     @contextlib.contextmanager
     def open(cls, work_dir, progress=print):
         """A campaign with its server running; stops the server and every stub on exit."""
+        from tests.support.environment import preserved_environment
         from tests.support.tiny_models import sqlite_tracking
 
         import_fidelity_models()
-        os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # one bar per download would flood the log
         work_dir = Path(work_dir)
         (work_dir / "repository").mkdir(parents=True, exist_ok=True)
         (work_dir / "store").mkdir(exist_ok=True)
-        with sqlite_tracking(work_dir / "store"):
+        with sqlite_tracking(work_dir / "store"), preserved_environment((PROGRESS_BAR_VARIABLE,)):
+            os.environ[PROGRESS_BAR_VARIABLE] = "false"  # a bar per download would flood the log
             started = time.monotonic()
             warm_ups = []
             for number, case in enumerate(WARM_UP_CASES):
