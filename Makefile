@@ -11,8 +11,9 @@ VENV_NUMPY2 ?= .venv-numpy2
 # unit tests include the message `mlflow-triton check|serve` print when the extra is missing.
 TORCH ?= torch==2.13.0
 PIP_FLAGS ?= --disable-pip-version-check -q
-# make fidelity: served cases (rejections: N / 10)
+# make fidelity: served cases (rejections: N / 10), and how many are in flight at once
 N ?= 1000
+FIDELITY_WORKERS ?= 2
 
 .PHONY: demo test test-fast bench fidelity venv venv-numpy2 clean
 
@@ -27,7 +28,7 @@ bench: venv
 	$(VENV)/bin/python -m benchmarks.run
 
 fidelity: venv
-	$(VENV)/bin/python -m tests.support.fidelity.run --cases $(N)
+	$(VENV)/bin/python -m tests.support.fidelity.run --cases $(N) --workers $(FIDELITY_WORKERS)
 
 test-fast: venv
 	$(VENV)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property

@@ -23,7 +23,7 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, example, given, seed, settings
+from hypothesis import HealthCheck, example, given, reject, seed, settings
 
 from tests.property.fidelity_strategies import rejected_cases, served_cases
 from tests.support.fidelity.campaign import Campaign
@@ -83,7 +83,10 @@ def campaign(tmp_path_factory):
     (Input(((1, 2),), ((2.5, -2.0),)), Input(((2, 2),), ((0.5, 1.0, -2.0, 3.0),))),
     (("serialization", "cloudpickle"), ("fixed_width", True))))
 def test_real_triton_answers_like_pyfunc_when_a_generated_case_is_served(campaign, case):
-    assume(campaign.expected_rejection(case) is None)
+    rejection = campaign.expected_rejection(case)
+    if rejection is not None:  # drawn now and then (a prediction of the example that does not fit its output)
+        campaign.reject(case, rejection)
+        reject()  # checked, but not one of the served cases counted towards FIDELITY_CASES
 
     campaign.serve(case)
 
