@@ -79,9 +79,9 @@ def expected_rejection(case, example_prediction):
                              rf"Column 0 of the input schema: the label 0 at position {position} cannot be served")
         if field.kind in ("fixed-text", "fixed-binary"):
             label = f"Tensor `{re.escape(name)}`" if isinstance(name, str) else "Tensor #0"
+            width = "str" if field.kind == "fixed-text" else "bytes"
             return Rejection("UnsupportedSchemaError",
-                             rf"{label} of the input schema: fixed-width "
-                             rf"{'str' if field.kind == 'fixed-text' else 'bytes'} input tensors need a serving adapter")
+                             rf"{label} of the input schema: fixed-width {width} input tensors need a serving adapter")
         if field.kind == "datetime":
             return Rejection("UnsupportedSchemaError",
                              rf"Column `{re.escape(str(name))}` of the input schema: .*datetime")
@@ -264,8 +264,8 @@ def _shape_fits(shape, dims):
 
 def _as_configured(values, datatype):
     if datatype == "TYPE_STRING":
-        return field_array("binary", values.shape,
-                           tuple(item.encode("utf-8") if isinstance(item, str) else bytes(item) for item in values.flat))
+        items = tuple(item.encode("utf-8") if isinstance(item, str) else bytes(item) for item in values.flat)
+        return field_array("binary", values.shape, items)
     target = np.dtype(NUMPY_OF_TRITON[datatype])
     if values.dtype == object:
         values = np.array([item.item() if isinstance(item, np.generic) else item for item in values.flat],
