@@ -101,7 +101,7 @@ def test_log_model_refuses_naming_the_field_when_a_generated_case_cannot_be_serv
     campaign.reject(case, rejection)
 
 
-def test_real_triton_reads_json_float64_exactly_as_triton_json_double_predicts(campaign):
+def test_triton_json_double_predicts_what_real_triton_reads_when_float64_values_travel_as_json(campaign):
     """The request writer's model of Triton's JSON number parsing, checked on the real server."""
     generator = np.random.default_rng(SEED)
     values = np.concatenate([

@@ -111,12 +111,15 @@ def test_needs_binary_is_false_when_the_float_that_triton_would_misread_is_float
     ("5e-324", 5e-324),  # below 1e-308: two divisions
     ("1.7976931348623157e+308", 1.7976931348623157e308),
 ])
-def test_triton_json_double_reads_a_json_number_as_rapidjson_at_normal_precision(text, expected):
+def test_triton_json_double_reads_like_rapidjson_at_normal_precision_when_given_a_json_number(text, expected):
     assert repr(triton_json_double(text)) == repr(expected)
 
 
-def test_json_keeps_is_true_for_the_usual_short_decimals_and_false_for_a_misread_float64():
+def test_json_keeps_is_true_when_float64_values_are_short_decimals():
     assert json_keeps(np.array([5.1, 3.5, -0.25, 1e-3, 2.0**60])) is True
+
+
+def test_json_keeps_is_false_when_triton_would_misread_one_float64():
     assert json_keeps(np.array([0.5, MISREAD_FLOAT64])) is False
 
 
