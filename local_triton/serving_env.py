@@ -78,9 +78,10 @@ def requirement_lines(text: str) -> list[str]:
 def _python_facts(python: str) -> tuple[str, str]:
     """(identity, base interpreter) of ``python``: ``("cpython-3.11.7-x86_64", "/usr/bin/python3.11")``.
 
-    The identity is part of the cache key. The base interpreter is the one a virtualenv ``python`` was made from: serving environments are created with
-    it, because Python 3.10's ``venv`` run from inside a virtualenv records that virtualenv as the new one's home
-    (the serving environment would then depend on it, and the server would not find its ``libpython``).
+    The identity is part of the cache key. The base interpreter is the one a virtualenv ``python`` was made
+    from: serving environments are created with it, because Python 3.10's ``venv`` run from inside a
+    virtualenv records that virtualenv as the new one's home (the serving environment would then depend on
+    it, and the server would not find its ``libpython``).
     """
     out = subprocess.run(
         [python, "-c",

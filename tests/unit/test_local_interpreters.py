@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mlflow_triton.cli import build_parser
-from mlflow_triton.local import InterpreterError, TritonInstallation, check_command, find_interpreter
+from mlflow_triton.local import InterpreterError, TritonInstallation, check_command, find_interpreter, serve_command
 from mlflow_triton.local.errors import TritonInstallError
 from mlflow_triton.local.installation import stub_python_version
 from mlflow_triton.local.interpreters import running_interpreter
@@ -193,8 +193,9 @@ def test_cli_passes_python_to_the_command_when_given():
     assert (args.python, serve_args.python) == ("3.12", "/opt/python/bin/python3.12")
 
 
-def test_check_command_fails_with_the_interpreter_error_when_python_names_none(pyenv_root, tmp_path, capsys):
-    status = check_command(["models:/m/1"], python="3.97", work_dir=tmp_path / "work", progress=None)
+@pytest.mark.parametrize(("command", "name"), [(check_command, "check"), (serve_command, "serve")])
+def test_command_fails_with_the_interpreter_error_when_python_names_none(command, name, pyenv_root, tmp_path, capsys):
+    status = command(["models:/m/1"], python="3.97", work_dir=tmp_path / "work", progress=None)
 
     assert status == 1
-    assert "mlflow-triton check: error: --python 3.97: no Python 3.97 interpreter found" in capsys.readouterr().err
+    assert f"mlflow-triton {name}: error: --python 3.97: no Python 3.97 interpreter found" in capsys.readouterr().err
