@@ -14,6 +14,7 @@ import pytest
 from mlflow_triton.cli import build_parser
 from mlflow_triton.local import InterpreterError, TritonInstallation, check_command, find_interpreter, serve_command
 from mlflow_triton.local.errors import TritonInstallError
+from mlflow_triton.local import installation as installation_module
 from mlflow_triton.local.installation import stub_python_version
 from mlflow_triton.local.interpreters import running_interpreter
 
@@ -118,6 +119,30 @@ def test_find_interpreter_says_what_it_takes_when_the_spec_names_nothing(spec):
 
 
 # ---------------------------------------------------------------------------- the installation it selects
+STUB_VERSIONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
+
+
+@pytest.fixture(autouse=True)
+def bundled_server(tmp_path, monkeypatch):
+    """A tree shaped like nvidia-pytriton 0.7.0's server, one stub per Python (these tests run without the wheel).
+
+    The real wheel's stubs are paired with real interpreters in ``tests/e2e/test_serving_pythons.py``.
+    """
+    tritonserver = tmp_path / "wheel" / "pytriton" / "tritonserver"
+    (tritonserver / "bin").mkdir(parents=True)
+    (tritonserver / "bin" / "tritonserver").write_text("#!/bin/sh\nexit 99\n")
+    (tritonserver / "backends" / "python").mkdir(parents=True)
+    (tritonserver / "backends" / "python" / "libtriton_python.so").write_bytes(b"\x7fELF")
+    for version in STUB_VERSIONS:
+        stub = tritonserver / "python_backend_stubs" / version / "triton_python_backend_stub"
+        stub.parent.mkdir(parents=True)
+        stub.write_bytes(f"\x7fELF\x00libpython{version}.so.1.0\x00".encode())
+    libraries = tmp_path / "wheel" / "nvidia_pytriton.libs"
+    libraries.mkdir()
+    monkeypatch.setattr(installation_module, "locate_bundled_server", lambda: (tritonserver, libraries))
+    return tritonserver
+
+
 def test_bundled_pairs_the_stub_with_the_interpreter_when_python_is_given(tmp_path):
     installation = TritonInstallation.bundled(tmp_path / "cache", python=sys.executable, progress=None)
     base = str(Path(sys.base_prefix) / "bin" / f"python{RUNNING}")
@@ -129,16 +154,17 @@ def test_bundled_pairs_the_stub_with_the_interpreter_when_python_is_given(tmp_pa
     assert f"(Python {RUNNING} stub; serving environments from {base})" in installation.describe()
 
 
-def test_bundled_copies_the_stub_into_a_private_backend_directory_when_another_python_is_chosen(tmp_path):
+def test_bundled_copies_the_stub_into_a_private_backend_directory_when_another_python_is_chosen(
+        tmp_path, bundled_server):
     other = fake_python(tmp_path / "py312", "3.12.99")
-    wheel_stub = TritonInstallation.bundled(tmp_path / "cache", progress=None).server_binary.parents[1] / \
-        "backends" / "python" / "triton_python_backend_stub"
 
     installation = TritonInstallation.bundled(tmp_path / "cache", python=str(other), progress=None)
 
     assert (installation.python_version, installation.serving_python) == ("3.12", other)
+    assert installation.backend_directory == tmp_path / "cache" / "triton-2.51.0" / "backends-py3.12"
     assert stub_python_version(installation.backend_directory / "python" / "triton_python_backend_stub") == "3.12"
-    assert not wheel_stub.exists()  # the installed wheel is never changed
+    assert (installation.backend_directory / "python" / "libtriton_python.so").is_file()
+    assert not (bundled_server / "backends" / "python" / "triton_python_backend_stub").exists()  # wheel unchanged
 
 
 def test_bundled_lists_the_stubs_when_the_interpreter_has_none(tmp_path):
