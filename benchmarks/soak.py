@@ -15,6 +15,8 @@ answer each must get), plus two requests of ``--huge-mb`` MiB. Then every answer
 * an error the runtime detected as the client's must be 400 / INVALID_ARGUMENT -- **0 x 5xx**;
 * every request gets the class of answer its kind must get (no transport errors, no unclassified
   messages);
+* Triton's own statistics count exactly the requests classed as having reached the model (answered,
+  runtime-400, model-500): the ``triton-*`` classes were refused before any model code ran;
 * afterwards the server and the model are ready, the same stub process is alive, and valid
   requests are answered correctly;
 * the stub's RSS after the run exceeds its RSS before it by at most ``--max-rss-growth-mb``. Both
@@ -45,10 +47,12 @@ from pathlib import Path
 import numpy as np
 
 from .soak_client import RUNTIME_CLIENT_ERROR_AS_5XX, Client, memory_mb, rss_mb, stub_pids
-from .soak_requests import ANSWERED, GRPC, HOSTILE, HUGE, KINDS, TRANSPORTS, VALID, Layout, Request, \
-    build_request, huge_request
+from .soak_requests import ANSWERED, GRPC, HOSTILE, HUGE, KINDS, MODEL_500, RUNTIME_400, TRANSPORTS, VALID, \
+    Layout, Request, build_request, huge_request
 
 ROOT = Path(__file__).resolve().parent.parent
+# Classes whose requests reach model.py; Triton's own checks and parsers stop the others before it.
+REACHED_MODEL = (ANSWERED, RUNTIME_400, MODEL_500)
 MODEL_NAME = "soak"
 MIN_HOSTILE_FRACTION = 0.3
 
@@ -111,6 +115,12 @@ class SoakReport:
     triton_statistics: dict = dataclasses.field(default_factory=dict)
     log_bytes: int = 0
 
+    def reached_model(self):
+        """Requests whose class says they reached the model (warm-up and settling included)."""
+        return sum(kind["classes"].get(answer_class, 0)
+                   for checked in (self.warmup, self.run, self.settle) for kind in checked.by_kind.values()
+                   for answer_class in REACHED_MODEL)
+
     def violations(self):
         """Each failed check, in words; empty when the soak passed."""
         failed = self.warmup.violations("warm-up") + self.run.violations("run") + self.settle.violations(
@@ -119,6 +129,10 @@ class SoakReport:
             failed.append(f"only {self.run.requests} of {self.settings['requests']} requests were sent")
         if not all(status == 200 for status in self.ready_after.values()):
             failed.append(f"not ready after the run: {self.ready_after}")
+        reached = self.reached_model()
+        if reached != self.triton_statistics.get("inference_count"):
+            failed.append(f"{reached} requests were classed as having reached the model (answered, runtime-400, "
+                          f"model-500) but Triton counted {self.triton_statistics.get('inference_count')} inferences")
         if self.settle.answers_compared != len(settle_plan()):
             failed.append(f"{self.settle.answers_compared} of the {len(settle_plan())} valid requests sent after the "
                           "run were answered like pyfunc.predict")
@@ -406,7 +420,14 @@ def run_soak(settings, progress=print):
     report.run = check_outcomes(outcomes, lambda index: request_number(layout, settings, index), oracle)
     report.latency_ms = latency_summary(outcomes)
     report.seconds["check"] = round(time.monotonic() - clock, 1)
+    report.machine["load_average_end"] = _load_average()
     return report
+
+
+def _load_average():
+    import os
+
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def _rebuild(layout, settings, stream):
@@ -488,7 +509,9 @@ def render(report):
         f"## Soak: {run.requests:,} requests, {report.started}",
         "",
         f"Triton {report.triton_version}, {m.get('nproc')} CPUs ({m.get('cpu')}), {m.get('memory')} RAM, "
-        f"Python {m.get('python')}, " + ", ".join(f"{k} {v}" for k, v in m.get("packages", {}).items()) + ".",
+        f"Python {m.get('python')}, " + ", ".join(f"{k} {v}" for k, v in m.get("packages", {}).items()) + "; "
+        f"load average {m.get('load_average_start')} at the start, {m.get('load_average_end')} at the end (the "
+        "server, the clients and the checks share the CPUs).",
         f"{s['clients']} concurrent clients (threads; each one keep-alive HTTP connection and one gRPC channel), "
         f"{run.hostile:,} hostile requests ({run.hostile / max(run.requests, 1):.0%}), seed {s['seed']}; "
         f"transports: " + ", ".join(f"{t} {n:,}" for t, n in sorted(run.by_transport.items())) + ". "
@@ -519,8 +542,9 @@ def render(report):
         f"| tritonserver RSS | {_memory(report.server_memory_mb.get('before'))} after the warm-up, "
         f"{_memory(report.server_memory_mb.get('after'))} after the run |",
         f"| throughput | {report.requests_per_second} requests/s over {report.seconds.get('load')} s |",
-        f"| Triton's statistics | {report.triton_statistics.get('inference_count')} inferences reached the model "
-        f"(warm-up and settling requests included) |",
+        f"| who answered, by Triton's statistics | Triton counted {report.triton_statistics.get('inference_count')} "
+        f"inferences; requests classed answered, runtime-400 or model-500 (warm-up and settling included): "
+        f"{report.reached_model()} -- the `triton-*` ones never reached the model |",
         f"| server log | {report.log_bytes / 1e6:.1f} MB |",
         "",
         "Answers by kind and class (who answered: `triton-400` Triton's front end or config checks, before model code; "

@@ -53,6 +53,11 @@ def test_soak_gets_each_request_the_class_of_answer_its_kind_must_get(soak):
     assert seen == {ANSWERED, TRITON_400, TRITON_PARSE_500, RUNTIME_400, MODEL_500}
 
 
+def test_soak_classes_agree_with_tritons_statistics_on_which_requests_reached_the_model(soak):
+    """Triton counts an inference for each request that reached model.py; the triton-* classes never do."""
+    assert soak.reached_model() == soak.triton_statistics["inference_count"]
+
+
 def test_soak_leaves_the_server_ready_with_the_same_stub_answering_correctly(soak):
     assert soak.ready_after == {"/v2/health/ready": 200, "/v2/models/soak/ready": 200}
     assert soak.stub["pid_after"] == soak.stub["pid_before"]
