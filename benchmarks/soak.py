@@ -166,13 +166,14 @@ def save_soak_model(work_dir):
     return package, repository / MODEL_NAME
 
 
-def start_server(model_dir, log_path, progress):
+def start_server(model_dir, log_path, progress, stop_timeout=15.0):
+    """A started ``TritonServer`` with the model (explicit model control: the repository API can load others)."""
     from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env
 
     installation = TritonInstallation.bundled(progress=progress)
     env = ensure_serving_env(model_dir / "requirements.txt", installation.serving_constraints, progress=progress)
     server = TritonServer(model_dir.parent, MODEL_NAME, installation=installation, serving_env=env,
-                          log_path=log_path)
+                          log_path=log_path, stop_timeout=stop_timeout)
     server.__enter__()
     return server
 
@@ -502,7 +503,8 @@ def render(report):
         totals.update(entry["classes"])
     rows.append(["**total**", "", "", "", *(totals.get(c, "") for c in classes)])
     latency = _table(["valid requests", "count", "p50 ms", "p99 ms"],
-                     [[label, v["count"], f"{v['p50']:.2f}", f"{v['p99']:.2f}"] for label, v in report.latency_ms.items()])
+                     [[label, v["count"], f"{v['p50']:.2f}", f"{v['p99']:.2f}"]
+                      for label, v in report.latency_ms.items()])
     stub = report.stub
     violations = report.violations()
     lines = [
@@ -518,7 +520,8 @@ def render(report):
         f"Before the run, a warm-up of {report.warmup.requests} requests (every kind over every transport, "
         f"{WARMUP_MIXED} mixed like the run, then the settling requests); after it, the {report.settle.requests} "
         "settling requests again (both huge requests, then small valid ones) before the RSS is taken. Both are "
-        f"checked like the run ({report.warmup.answers_compared + report.settle.answers_compared} more answers compared, "
+        f"checked like the run ({report.warmup.answers_compared + report.settle.answers_compared} more answers "
+        "compared, "
         f"{len(report.warmup.violations('') + report.settle.violations(''))} failed checks) and not counted below.",
         "",
         "**Verdict: " + ("PASSED" if not violations else "FAILED") + "**" + ("" if not violations else ":"),
@@ -535,7 +538,8 @@ def render(report):
         f"{'yes' if not report.settle.violations('') else 'NO'} |",
         f"| stub process (pid {stub.get('pid_before')}) RSS | {_memory(stub.get('at_start'))} at start; "
         f"{_memory(stub.get('before'))} after the warm-up; {_memory(stub.get('after'))} after the run and the settling "
-        f"requests: growth **{stub.get('rss_growth_mb')} MiB** (limit {s['max_rss_growth_mb']:g}). During the run, after "
+        f"requests: growth **{stub.get('rss_growth_mb')} MiB** (limit {s['max_rss_growth_mb']:g}). During the run, "
+        "after "
         "each tenth: " + ", ".join(f"{sample.get('rss')}" for sample in stub.get("during", [])) +
         f" MiB; peak {stub.get('rss_peak_mb', 0):.1f} MiB. The same process after the run: "
         f"{'yes' if stub.get('pid_after') == stub.get('pid_before') else 'NO'} |",

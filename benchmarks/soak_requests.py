@@ -337,7 +337,8 @@ def _header_length_past_body(rng, layout, transport):
 def _header_length_too_short(rng, layout, transport):
     body, headers = binary_body(_base(rng, layout), layout.outputs)
     json_size = int(headers["Inference-Header-Content-Length"])
-    return {"body": body, "headers": {**headers, "Inference-Header-Content-Length": str(int(rng.integers(1, json_size)))}}
+    wrong = int(rng.integers(1, json_size))
+    return {"body": body, "headers": {**headers, "Inference-Header-Content-Length": str(wrong)}}
 
 
 def _garbage_body(rng, layout, transport):

@@ -37,33 +37,33 @@ def test_soak_sends_every_request_from_four_clients_over_http_and_grpc_when_run_
     assert soak.run.by_kind["huge-request"]["classes"] == {ANSWERED: 2}
 
 
-def test_soak_answers_every_request_it_answers_like_pyfunc_when_a_third_are_hostile(soak):
+def test_soak_answers_every_request_it_answers_like_pyfunc_when_40_percent_are_hostile(soak):
     assert soak.run.wrong_answers == [] and soak.warmup.wrong_answers == [] and soak.settle.wrong_answers == []
     assert soak.run.answers_compared >= 0.5 * REQUESTS
 
 
-def test_soak_never_answers_a_runtime_detected_client_error_with_5xx(soak):
+def test_soak_never_answers_a_runtime_detected_client_error_with_5xx_when_requests_are_hostile(soak):
     assert soak.run.runtime_client_errors_5xx == [] and soak.warmup.runtime_client_errors_5xx == []
     assert sum(kind["classes"].get(RUNTIME_400, 0) for kind in soak.run.by_kind.values()) > 0
 
 
-def test_soak_gets_each_request_the_class_of_answer_its_kind_must_get(soak):
+def test_soak_gets_each_request_the_class_of_answer_its_kind_must_get_when_requests_are_hostile(soak):
     assert soak.run.unexpected == [] and soak.warmup.unexpected == [] and soak.settle.unexpected == []
     seen = {answer_class for kind in soak.run.by_kind.values() for answer_class in kind["classes"]}
     assert seen == {ANSWERED, TRITON_400, TRITON_PARSE_500, RUNTIME_400, MODEL_500}
 
 
-def test_soak_classes_agree_with_tritons_statistics_on_which_requests_reached_the_model(soak):
+def test_soak_classes_agree_with_tritons_statistics_when_counting_requests_that_reached_the_model(soak):
     """Triton counts an inference for each request that reached model.py; the triton-* classes never do."""
     assert soak.reached_model() == soak.triton_statistics["inference_count"]
 
 
-def test_soak_leaves_the_server_ready_with_the_same_stub_answering_correctly(soak):
+def test_soak_leaves_the_server_ready_with_the_same_stub_answering_correctly_when_the_run_ends(soak):
     assert soak.ready_after == {"/v2/health/ready": 200, "/v2/models/soak/ready": 200}
     assert soak.stub["pid_after"] == soak.stub["pid_before"]
     assert soak.settle.answers_compared == soak.settle.requests
 
 
-def test_soak_report_finds_no_failed_check_apart_from_memory_which_make_soak_measures(soak):
+def test_soak_report_lists_no_failed_check_but_memory_when_the_run_passes(soak):
     """The report's own verdict agrees; only its memory figure is left to ``make soak``."""
     assert [line for line in soak.violations() if not line.startswith("stub RSS grew")] == []
