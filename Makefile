@@ -10,7 +10,7 @@ VENV_NUMPY2 ?= .venv-numpy2
 TORCH ?= torch==2.13.0
 PIP_FLAGS ?= --disable-pip-version-check -q
 
-.PHONY: demo test test-fast bench venv venv-numpy2 clean
+.PHONY: demo test test-fast bench soak venv venv-numpy2 clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
@@ -21,6 +21,11 @@ test: venv venv-numpy2
 
 bench: venv
 	$(VENV)/bin/python -m benchmarks.run
+
+# 10,000 valid and hostile requests on the real Triton; exits 1 on a wrong answer, a runtime-detected client
+# error answered 5xx, an unexpected answer, a server not ready afterwards or stub RSS growth over 20 MiB.
+soak: venv
+	$(VENV)/bin/python -m benchmarks.soak --results benchmarks/soak-results.md
 
 test-fast: venv
 	$(VENV)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property

@@ -2,6 +2,10 @@
 
 ``initialize`` reads the contract and tensor declarations from the model
 config Triton passes in, then loads ``1/artifact/`` on the instance's device.
+When it is missing or MLflow cannot load it, ``initialize`` raises a
+``ModelLoadError`` that says which, quotes MLflow's reason on one line and says
+what to do; Triton shows it as the model's load error.
+
 ``execute`` answers each request on its own: a request that cannot be decoded,
 predicted or encoded gets a ``TritonError``, and the others in the same batch
 are answered normally. The error's code says whose fault it is:
@@ -41,6 +45,10 @@ ARTIFACT_DIRECTORY = "artifact"
 MAX_MESSAGE_LENGTH = 1000
 MAX_LOGGED_LENGTH = 4000
 MAX_SCHEMA_REASON_LENGTH = 300
+MAX_LOAD_REASON_LENGTH = 1000
+REFETCH_HINT = (
+    "fetch the directory again with mlflow_triton.triton.load_model(model_uri, dst_path=...) and serve that copy"
+)
 # MLflow marks a model input its schema enforcement refused with this error class.
 SCHEMA_ENFORCEMENT_FAILED = "SCHEMA_ENFORCEMENT_FAILED"
 # Flavors whose predict fails obscurely on a request without rows: refused as the client's error.
@@ -56,7 +64,7 @@ class TritonPythonModel:
         self.outputs = StructureCodec(contract.outputs, tensor_types_from_model_config(model_config, "output"))
         self.device = device_for_instance(args.get("model_instance_kind"), args.get("model_instance_device_id"))
         artifact = pathlib.Path(args["model_repository"]) / str(args["model_version"]) / ARTIFACT_DIRECTORY
-        self.predictor = load_predictor(artifact, contract.flavor, self.device)
+        self.predictor = _load(artifact, contract.flavor, self.device)
 
     def execute(self, requests):
         return [self._answer(request) for request in requests]
@@ -117,6 +125,32 @@ class PredictionError(MlflowTritonError, RuntimeError):
 
 class OutputError(MlflowTritonError, RuntimeError):
     """The prediction does not fit the configured output tensors (``INTERNAL``); the message names it."""
+
+
+class ModelLoadError(MlflowTritonError, RuntimeError):
+    """``initialize`` could not load the MLflow model under ``<version>/artifact/``."""
+
+
+def _load(artifact, flavor, device):
+    """``load_predictor``; a failure becomes one line saying what is wrong with ``artifact`` and what to do."""
+    try:
+        return load_predictor(artifact, flavor, device)
+    except Exception as error:
+        if not artifact.is_dir():
+            message = (
+                f"The MLflow model directory {artifact} is missing: a generated Triton model directory carries a "
+                f"complete copy of the logged model in <version>/{ARTIFACT_DIRECTORY}/; {REFETCH_HINT}"
+            )
+        elif not (artifact / "MLmodel").is_file():
+            message = f"The MLflow model directory {artifact} has no MLmodel file; {REFETCH_HINT}"
+        else:
+            reason = _bounded(" ".join(f"{type(error).__name__}: {error}".split()), MAX_LOAD_REASON_LENGTH)
+            message = (
+                f"MLflow could not load the {flavor} model in {artifact}: {reason}. Its files may be damaged or "
+                f"incomplete ({REFETCH_HINT}), or the serving environment may lack a package or version the model "
+                "needs (compare it with requirements.txt)"
+            )
+        raise ModelLoadError(message) from error
 
 
 def _schema_refusal(error):
