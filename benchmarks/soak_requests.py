@@ -441,7 +441,7 @@ HOSTILE = (
          "JSON data that disagrees with its shape or datatype"),
     Kind("unequal-lengths", (RUNTIME_400,), ALL, _unequal_lengths, "one column longer or shorter than the others"),
     Kind("invalid-utf8", (RUNTIME_400,), BINARY_OR_GRPC, _invalid_utf8, "a text element that is not UTF-8"),
-    Kind("empty-batch", (MODEL_500,), ALL, _empty_batch, "every tensor with 0 rows"),
+    Kind("empty-batch", (RUNTIME_400,), ALL, _empty_batch, "every tensor with 0 rows"),
     Kind("non-finite", (MODEL_500,), BINARY_OR_GRPC, _non_finite, "NaN or ±inf in a numeric column"),
 )
 HUGE = Kind("huge-request", (ANSWERED,), (HTTP_BINARY, GRPC), None, "one row whose text makes the request ≥ 50 MiB")

@@ -12,8 +12,9 @@ are answered normally. The error's code says whose fault it is:
 
 * ``INVALID_ARG`` (HTTP 400, gRPC INVALID_ARGUMENT), a ``RequestError``: an
   input tensor missing, of another dtype or shape than configured, column
-  tensors of unequal lengths, invalid UTF-8 in a text tensor, an empty request
-  to a Transformers pipeline, or a value MLflow's schema enforcement rejects.
+  tensors of unequal lengths, invalid UTF-8 in a text tensor, a value MLflow's
+  schema enforcement rejects, or an empty request (a tensor without elements)
+  that the model's ``predict`` fails on.
 * ``INTERNAL`` (HTTP 500): the model's own ``predict`` raised
   (``PredictionError``), the prediction does not fit the configured outputs
   (``OutputError``), or this runtime failed.
@@ -51,8 +52,6 @@ REFETCH_HINT = (
 )
 # MLflow marks a model input its schema enforcement refused with this error class.
 SCHEMA_ENFORCEMENT_FAILED = "SCHEMA_ENFORCEMENT_FAILED"
-# Flavors whose predict fails obscurely on a request without rows: refused as the client's error.
-FLAVORS_NEEDING_ROWS = ("transformers",)
 
 
 class TritonPythonModel:
@@ -71,7 +70,7 @@ class TritonPythonModel:
 
     def _answer(self, request):
         try:
-            prediction = self._predict(self._decode(request))
+            prediction = self._predict(*self._decode(request))
             try:
                 outputs = self.outputs.to_tensors(prediction)
             except TensorMappingError as error:
@@ -87,6 +86,7 @@ class TritonPythonModel:
         )
 
     def _decode(self, request):
+        """``(model input, label of an input tensor without elements or None)``."""
         arrays = {}
         for spec in self.inputs.specs:
             tensor = pb_utils.get_input_tensor_by_name(request, spec.tensor)
@@ -96,19 +96,22 @@ class TritonPythonModel:
             model_input = self.inputs.from_tensors(arrays)
         except TensorMappingError as error:
             raise RequestError(str(error)) from None
-        if self.flavor in FLAVORS_NEEDING_ROWS:
-            for spec in self.inputs.specs:
-                if arrays[spec.tensor].size == 0:
-                    raise RequestError(f"Tensor {spec.label} is empty; a {self.flavor} model needs at least one input")
-        return model_input
+        empty = next((spec.label for spec in self.inputs.specs if arrays[spec.tensor].size == 0), None)
+        return model_input, empty
 
-    def _predict(self, model_input):
+    def _predict(self, model_input, empty_tensor):
         try:
             return self.predictor.predict(model_input)
         except Exception as error:
             reason = _schema_refusal(error)
             if reason is not None:
                 raise RequestError(f"The request does not match the model's input schema: {reason}") from None
+            if empty_tensor is not None:
+                # Many models cannot predict zero rows (a scaler, a tokenizer); that is the request's fault.
+                raise RequestError(
+                    f"Tensor {empty_tensor} is empty and the model cannot predict an empty request "
+                    f"({type(error).__name__}); send at least one element"
+                ) from None
             raise PredictionError(_withheld("Prediction failed", error)) from None
 
     def finalize(self):
