@@ -21,8 +21,7 @@ VENV_MLFLOW_FLOOR ?= .venv-mlflow314
 TORCH ?= torch==2.13.0
 PIP_FLAGS ?= --disable-pip-version-check -q
 
-.PHONY: demo test test-fast test-mlflow-floor bench venv venv-numpy2 venv-py310 \
-	venv-mlflow-floor clean
+.PHONY: demo test test-fast test-mlflow-floor bench soak venv venv-numpy2 venv-py310 venv-mlflow-floor clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
@@ -40,6 +39,11 @@ test-mlflow-floor: venv-mlflow-floor
 
 bench: venv
 	$(VENV)/bin/python -m benchmarks.run
+
+# 10,000 valid and hostile requests on the real Triton; exits 1 on a wrong answer, a runtime-detected client
+# error answered 5xx, an unexpected answer, a server not ready afterwards or stub RSS growth over 20 MiB.
+soak: venv
+	$(VENV)/bin/python -m benchmarks.soak --results benchmarks/soak-results.md
 
 test-fast: venv
 	$(VENV)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property
