@@ -43,8 +43,8 @@ The converted graph is compared with the logged model's pyfunc.predict before an
 handoff.json records what was compared and what was not verified. The logged model is only read.
 Backends: onnxruntime (platform onnxruntime_onnx, for a Triton with the ONNX Runtime backend) or
 python (the same model.onnx run by a small model.py with onnxruntime, for any Triton with the
-Python backend, the bundled 2.51 included). Exit status: 0 exported, 1 an error, 130 after Ctrl-C
-(nothing written on an error or an interruption).
+Python backend, the bundled 2.51 included). Exit status: 0 exported, 1 an error, 130 after Ctrl-C,
+143 after SIGTERM (nothing written on an error or an interruption).
 """
 
 
