@@ -72,6 +72,11 @@ def _add_triton_options(parser):
     group.add_argument("--serving-constraint", action="append", default=None, metavar="SPEC",
                        help="a pip constraint the Triton installation imposes on the serving environment "
                             "(repeatable; default for the bundled 2.51: numpy<2, for --tritonserver: none)")
+    group.add_argument("--python", metavar="X.Y|PATH",
+                       help="the Python of the target Triton's Python backend: serving environments are built "
+                            "with this interpreter (X.Y is looked up on PATH and under pyenv) and the bundled "
+                            "server runs the stub of its X.Y (Triton 24.x containers: 3.10, 25.x: 3.12; the "
+                            "bundled 2.51 has 3.8-3.13); default: the Python running mlflow-triton")
 
 
 def _add_common_options(parser):
@@ -101,7 +106,7 @@ def _run_check(args):
 
     return check_command(
         args.model_uris, device=args.device, tritonserver=args.tritonserver,
-        backend_directory=args.backend_directory, serving_constraints=args.serving_constraint,
+        backend_directory=args.backend_directory, serving_constraints=args.serving_constraint, python=args.python,
         report=args.report, work_dir=args.work_dir, input_file=args.input, tracking_uri=args.tracking_uri,
     )
 
@@ -124,7 +129,8 @@ def _run_serve(args):
     return serve_command(
         args.model_uris, host=args.host, http_port=args.http_port, grpc_port=args.grpc_port,
         metrics_port=args.metrics_port, tritonserver=args.tritonserver, backend_directory=args.backend_directory,
-        serving_constraints=args.serving_constraint, work_dir=args.work_dir, tracking_uri=args.tracking_uri,
+        serving_constraints=args.serving_constraint, python=args.python, work_dir=args.work_dir,
+        tracking_uri=args.tracking_uri,
     )
 
 
