@@ -1,11 +1,22 @@
 # Two entry points do all set-up on a fresh machine:
 #   make demo   log the sklearn example and validate its repository on a real local Triton server
-#   make test   run the whole test suite (numpy 1.26 venv), then unit + property tests again under numpy 2
+#   make test   run the whole test suite (numpy 1.26 venv), then unit + property tests again under numpy 2,
+#               the sklearn example served from Python 3.10 and 3.12 environments (each with its stub), and
+#               the oldest supported MLflow (3.14, pandas 2): unit + property tests and one real-server check
 # and one long campaign:
 #   make fidelity [N=1000] [FIDELITY_SEED=...]   N generated cases on one real Triton, report in .work/fidelity/
 PYTHON ?= python3
 VENV ?= .venv
 VENV_NUMPY2 ?= .venv-numpy2
+# tests/e2e/test_serving_pythons.py serves the sklearn example from Python 3.12 (logged in .venv, checked with
+# --python 3.12) and from Python 3.10, the Python of the Triton 24.x containers: scikit-learn >= 1.8 needs
+# Python >= 3.11, so a repository for a 3.10 Triton is logged under 3.10, in .venv-py310. Its interpreter is found
+# as `--python 3.10` finds it (PATH, then pyenv); `make PYTHON310=/path/to/python3.10` names another.
+PYTHON310 ?= $(shell .ci/find-python 3.10)
+VENV_PY310 ?= .venv-py310
+# The floor of pyproject's mlflow>=3.14,<4, with the pandas 2 it brings.
+MLFLOW_FLOOR ?= mlflow==3.14.*
+VENV_MLFLOW_FLOOR ?= .venv-mlflow314
 # torch is pinned: this version's CPU wheel is what the project is tested with (an unpinned torch pulls a CUDA build).
 # .venv gets the `local` extra (the bundled Triton server, which needs numpy<2); .venv-numpy2 does without it, and its
 # unit tests include the message `mlflow-triton check|serve` print when the extra is missing.
@@ -15,17 +26,29 @@ PIP_FLAGS ?= --disable-pip-version-check -q
 N ?= 1000
 FIDELITY_WORKERS ?= 2
 
-.PHONY: demo test test-fast bench fidelity venv venv-numpy2 clean
+.PHONY: demo test test-fast test-mlflow-floor bench soak fidelity venv venv-numpy2 venv-py310 venv-mlflow-floor clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
 
-test: venv venv-numpy2
+test: venv venv-numpy2 venv-py310 venv-mlflow-floor
 	$(VENV)/bin/python -m pytest -p no:cacheprovider
 	$(VENV_NUMPY2)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property
+	$(MAKE) test-mlflow-floor
+
+# The oldest supported MLflow with pandas 2: unit + property tests, and the sklearn example logged under it and
+# proven on the real server (its requirements.txt names mlflow-skinny==3.14.x).
+test-mlflow-floor: venv-mlflow-floor
+	$(VENV_MLFLOW_FLOOR)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property \
+		"tests/e2e/test_runner.py::test_runner_passes_when_example_is_logged_and_served_by_real_triton[sklearn]"
 
 bench: venv
 	$(VENV)/bin/python -m benchmarks.run
+
+# 10,000 valid and hostile requests on the real Triton; exits 1 on a wrong answer, a runtime-detected client
+# error answered 5xx, an unexpected answer, a server not ready afterwards or stub RSS growth over 20 MiB.
+soak: venv
+	$(VENV)/bin/python -m benchmarks.soak --results benchmarks/soak-results.md
 
 fidelity: venv
 	$(VENV)/bin/python -m tests.support.fidelity.run --cases $(N) --workers $(FIDELITY_WORKERS)
@@ -35,6 +58,8 @@ test-fast: venv
 
 venv: $(VENV)/.installed
 venv-numpy2: $(VENV_NUMPY2)/.installed
+venv-py310: $(VENV_PY310)/.installed
+venv-mlflow-floor: $(VENV_MLFLOW_FLOOR)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -48,5 +73,19 @@ $(VENV_NUMPY2)/.installed: pyproject.toml
 	$(VENV_NUMPY2)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy>=2" -e ".[tests,torch,transformers,onnx]"
 	touch $@
 
+$(VENV_PY310)/.installed: pyproject.toml
+	@test -n "$(PYTHON310)" || { echo "make: no Python 3.10 interpreter found (PATH, pyenv); install one or pass PYTHON310=/path/to/python3.10" >&2; exit 1; }
+	test -x $(VENV_PY310)/bin/python || $(PYTHON310) -m venv $(VENV_PY310)
+	$(VENV_PY310)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
+	$(VENV_PY310)/bin/python -m pip install $(PIP_FLAGS) "numpy<2" -e ".[sklearn,local]" skops pytest
+	touch $@
+
+$(VENV_MLFLOW_FLOOR)/.installed: pyproject.toml
+	test -x $(VENV_MLFLOW_FLOOR)/bin/python || $(PYTHON) -m venv $(VENV_MLFLOW_FLOOR)
+	$(VENV_MLFLOW_FLOOR)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
+	$(VENV_MLFLOW_FLOOR)/bin/python -m pip install $(PIP_FLAGS) "$(MLFLOW_FLOOR)" "pandas<3" "$(TORCH)" "numpy<2" \
+		-e ".[tests,torch,transformers,onnx,local]"
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(VENV_NUMPY2) .work
+	rm -rf $(VENV) $(VENV_NUMPY2) $(VENV_PY310) $(VENV_MLFLOW_FLOOR) .work

@@ -1,7 +1,7 @@
 """Run every benchmark and print one table with the figures, the ratios and the targets.
 
-    .venv/bin/python -m benchmarks.run            # full run (~10 min), writes benchmarks/results.md
-    .venv/bin/python -m benchmarks.run --quick    # smoke run (~3 min), writes .work/benchmarks/results-quick.md
+    .venv/bin/python -m benchmarks.run            # full run (~15 min): benchmarks/results.md + README's block
+    .venv/bin/python -m benchmarks.run --quick    # smoke run (~4 min), writes .work/benchmarks/results-quick.md
 
 See benchmarks/README.md for what each figure means.
 """
@@ -18,10 +18,20 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from benchmarks import readme
+
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = ("overhead", "logging", "served")
-TARGET_A_OVER_B = 2.0
-TARGET_A_OVER_C = 0.95
+TARGET_KEYS = ("a", "b", "c", "d", "e")
+SERVED_TARGETS = {"a/d": 1.0, "a/b": 2.0, "a/c": 0.95, "e/a": 3.0}
+EXPORT_TARGET_MIN_CLIENTS = 4
+SERVED_TARGET_LABELS = {
+    "a/d": "a/d requests/s ≥ 1.0: generated repository vs MLServer (every cell)",
+    "a/b": "a/b requests/s ≥ 2.0: generated repository vs mlflow models serve (every cell)",
+    "a/c": "a/c requests/s ≥ 0.95: generated repository vs hand-written floor (every cell)",
+    "e/a": f"e/a requests/s ≥ 3.0: ONNX export vs generated repository "
+           f"(1 row, ≥ {EXPORT_TARGET_MIN_CLIENTS} clients)",
+}
 
 
 def parse_args(argv):
@@ -29,7 +39,7 @@ def parse_args(argv):
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: short cells, one logging repeat, a 50 MB model; results go to the work dir")
     parser.add_argument("--duration", type=float, help="seconds of load per cell, target and round (default 10; quick 1.5)")
-    parser.add_argument("--rounds", type=int, help="alternating a,b,c rounds per cell (default 2)")
+    parser.add_argument("--rounds", type=int, help="alternating a,b,c,d,e rounds per cell (default 2)")
     parser.add_argument("--model-mb", type=float, help="size of the PyTorch model for the logging cost (default 200; quick 50)")
     parser.add_argument("--repeats", type=int, help="runs of each logging mode (default 2; quick 1)")
     parser.add_argument("--only", action="append", choices=PARTS, help="run only this part (repeatable)")
@@ -83,7 +93,8 @@ def machine() -> dict:
         "os": f"{platform.system()} {platform.release()} {platform.machine()}",
         "python": platform.python_version(),
         "packages": {name: version(name) for name in
-                     ("numpy", "pandas", "scikit-learn", "torch", "mlflow", "tritonclient")},
+                     ("numpy", "pandas", "scikit-learn", "torch", "mlflow", "tritonclient",
+                                                "onnxruntime", "skl2onnx")},
         "load_average_start": _loadavg(),
     }
 
@@ -107,40 +118,73 @@ def _verdict(met: bool) -> str:
     return "met" if met else "MISSED"
 
 
+def _ratio(numerator: dict, denominator: dict) -> float:
+    return numerator["rps"] / denominator["rps"] if denominator["rps"] else float("nan")
+
+
+def _mark(value: float, met) -> str:
+    """A ratio, with ✗ when it misses its target (``met`` None: the cell has no target)."""
+    return f"{value:.2f}" + (" ✗" if met is False else "")
+
+
+def _has_target(ratio: str, cell: dict) -> bool:
+    """e/a has its target only for 1-row requests from enough clients; every other ratio in every cell."""
+    return ratio != "e/a" or (cell["rows"] == 1 and cell["clients"] >= EXPORT_TARGET_MIN_CLIENTS)
+
+
 def served_section(served: dict, targets: list) -> str:
-    header = ["rows", "clients",
-              "a req/s", "a p50 ms", "a p99 ms",
-              "b req/s", "b p50 ms", "b p99 ms",
-              "c req/s", "c p50 ms", "c p99 ms",
-              "a/b", "a/c"]
-    rows, ab_met, ac_met = [], [], []
-    for cell in served["cells"]:
+    cells = served["cells"]
+    throughput, latency = [], []
+    verdicts = {"a/d": [], "a/b": [], "a/c": [], "e/a": []}
+    for cell in cells:
         t = cell["targets"]
-        ab = t["a"]["rps"] / t["b"]["rps"] if t["b"]["rps"] else float("nan")
-        ac = t["a"]["rps"] / t["c"]["rps"] if t["c"]["rps"] else float("nan")
-        ab_met.append(ab >= TARGET_A_OVER_B)
-        ac_met.append(ac >= TARGET_A_OVER_C)
-        row = [cell["rows"], cell["clients"]]
-        for key in "abc":
-            row += [f"{t[key]['rps']:.1f}", f"{t[key]['p50_ms']:.2f}", f"{t[key]['p99_ms']:.2f}"]
-        row += [f"{ab:.2f}{'' if ab_met[-1] else ' ✗'}", f"{ac:.2f}{'' if ac_met[-1] else ' ✗'}"]
-        rows.append(row)
+        ratios = {"a/d": _ratio(t["a"], t["d"]), "a/b": _ratio(t["a"], t["b"]), "a/c": _ratio(t["a"], t["c"]),
+                  "e/a": _ratio(t["e"], t["a"])}
+        marks = []
+        for name, value in ratios.items():
+            met = value >= SERVED_TARGETS[name] if _has_target(name, cell) else None
+            if met is not None:
+                verdicts[name].append((cell, value, met))
+            marks.append(_mark(value, met))
+        batching = cell.get("export_batching") or {}
+        per_execution = (batching["inference_count"] / batching["execution_count"]
+                         if batching.get("execution_count") else float("nan"))
+        throughput.append([cell["rows"], cell["clients"], *(f"{t[k]['rps']:.1f}" for k in TARGET_KEYS), *marks,
+                           f"{per_execution:.1f}"])
+        latency.append([cell["rows"], cell["clients"],
+                        *(f"{t[k]['p50_ms']:.2f} / {t[k]['p99_ms']:.2f}" for k in TARGET_KEYS)])
+    for name, label in SERVED_TARGET_LABELS.items():
+        checked = verdicts[name]
+        if name == "e/a":
+            measured = ", ".join(f"{value:.2f} ({cell['clients']} clients)" for cell, value, _ in checked) or "—"
+        else:
+            measured = f"{sum(met for _, _, met in checked)}/{len(checked)} cells"
+        targets.append((label, measured, _verdict(bool(checked) and all(met for _, _, met in checked))))
     errors = {f"{c['rows']} rows/{c['clients']} clients/{k}": t["errors"]
-              for c in served["cells"] for k, t in c["targets"].items() if t["errors"]}
-    targets.append(("a/b requests/s ≥ 2.0 (every cell)", f"{sum(ab_met)}/{len(ab_met)} cells",
-                    _verdict(all(ab_met))))
-    targets.append(("a/c requests/s ≥ 0.95 (every cell)", f"{sum(ac_met)}/{len(ac_met)} cells",
-                    _verdict(all(ac_met))))
+              for c in cells for k, t in c["targets"].items() if t["errors"]}
+    names = served.get("targets", {})
+    legend = "; ".join(f"**{key}** = {names.get(key, key)}" for key in TARGET_KEYS)
     text = [
         "### 1. Served throughput and latency (sklearn Pipeline, closed loop over loopback)",
         "",
-        "a = generated repository on Triton " + served.get("triton_version", "") +
-        ", b = `mlflow models serve` (1 uvicorn worker), c = minimal hand-written model.py on the same Triton "
-        "(floor). "
-        f"{served['duration']:g} s per cell, target and round; {served['rounds']} round(s), alternating a,b,c,a,b,c, pooled. "
-        "Latencies in ms; ✗ marks a ratio below its target.",
+        f"{legend}. a and c on Triton {served.get('triton_version', '')} (1 instance each, no batching); "
+        "b with 1 uvicorn worker (MLflow's default); "
+        f"d MLServer {served.get('mlserver_version', '')} with its defaults (1 parallel worker, no adaptive batching); "
+        f"e with dynamic batching (max_batch_size {served.get('export_max_batch_size', '?')}, 1 instance) on a "
+        "second tritonserver. "
+        f"{served['duration']:g} s per cell, target and round; {served['rounds']} round(s), alternating "
+        "a,b,c,d,e,a,b,…, pooled. ✗ marks a ratio below its target.",
         "",
-        _table(header, rows),
+        "Requests per second, and ratios of requests per second (targets: a/d ≥ 1.0, a/b ≥ 2.0, a/c ≥ 0.95 in "
+        f"every cell; e/a ≥ 3.0 for 1-row requests at ≥ {EXPORT_TARGET_MIN_CLIENTS} clients, the other e/a cells "
+        "have no target). \"e rows/exec\" is Triton's inference count over its execution count for e in the "
+        "cell: the rows the dynamic batcher ran together on average (1 row: requests per execution).",
+        "",
+        _table(["rows", "clients", *(f"{k} req/s" for k in TARGET_KEYS), *verdicts, "e rows/exec"], throughput),
+        "",
+        "Latency, p50 / p99 in ms:",
+        "",
+        _table(["rows", "clients", *TARGET_KEYS], latency),
     ]
     if errors:
         text += ["", "Errors during load: " + json.dumps(errors)]
@@ -252,6 +296,11 @@ def main(argv=None) -> int:
     args.results.write_text(report, encoding="utf-8")
     (args.work_dir / "results.json").write_text(json.dumps({"machine": info, **results}, indent=1, default=str))
     say(f"written {args.results} ({time.monotonic() - started:.0f} s)")
+    if args.quick or set(args.parts) != set(PARTS) or args.results.resolve() != readme.RESULTS:
+        say("README.md not updated (only a full run of every part into benchmarks/results.md updates it)")
+    else:
+        readme.sync(report)
+        say("README.md benchmark block updated from it")
     return 0
 
 

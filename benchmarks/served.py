@@ -1,8 +1,8 @@
-"""Served throughput and latency: generated repository vs ``mlflow models serve`` vs a minimal model.py.
+"""Served throughput and latency: the generated repository side by side with what a user would run instead.
 
 One fitted sklearn Pipeline (``examples.sklearn_example.fitted_pipeline``: two numeric columns and
 one text column -> ``predict_proba``) is saved once with ``mlflow_triton.sklearn.save_model``.
-The same MLflow model is then served three ways, all on 127.0.0.1 and all at the same time:
+The same MLflow model is then served five ways, all on 127.0.0.1 and all at the same time:
 
 * **a** -- the generated repository (``model_repository/<name>/``: generated ``model.py`` with the
   runtime codecs, generated ``config.pbtxt``) on the real ``tritonserver`` (bundled 2.51);
@@ -11,13 +11,21 @@ The same MLflow model is then served three ways, all on 127.0.0.1 and all at the
 * **c** -- a minimal hand-written ``model.py`` (the floor of Python-backend overhead): it builds a
   DataFrame straight from the input tensors (text tensors decoded with ``bytes.decode``) and calls
   ``pyfunc.predict``, no mapping logic; it has the same tensors and the same ``1/artifact`` copy,
-  one instance like **a**, and is loaded in the same ``tritonserver`` as **a**.
+  one instance like **a**, and is loaded in the same ``tritonserver`` as **a**;
+* **d** -- MLServer 1.7.1 with its MLflow runtime on the same package (``mlserver start``, its own
+  virtualenv; see ``benchmarks/peers.py``), fed the same V2 JSON body as **a** with the DataFrame's
+  column names as input names;
+* **e** -- the ``--backend python`` ONNX export of the same package (``mlflow_triton.export``:
+  onnxruntime in a small ``model.py``, dynamic batching, ``max_batch_size`` 4096) on a second
+  ``tritonserver`` with its own serving environment (onnxruntime + numpy<2), fed the export's own
+  shipped request scaled to the same rows (``[rows, 1]`` per column).
 
 Triton **a** and **c** receive the identical v2 JSON body (``{"inputs": [...], "outputs": [...]}``,
 JSON outputs, as in the shipped ``request.json``). Before any load, each target's answer for each
-request size is compared with ``pyfunc.predict`` in this process.
+request size is compared with ``pyfunc.predict`` in this process (the export within its parity
+tolerance, the others to 1e-9).
 
-Each cell (rows x concurrent clients) is measured in rounds, alternating a, b, c, a, b, c, ...;
+Each cell (rows x concurrent clients) is measured in rounds, alternating a, b, c, d, e, a, b, ...;
 the rounds are pooled per target.
 """
 
@@ -25,12 +33,7 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -38,12 +41,25 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.load import LoadResult, run_load
+from benchmarks.peers import (
+    MLServer,
+    MlflowServe,
+    ensure_mlserver_env,
+    export_body,
+    export_python_backend,
+    mlserver_body,
+)
 
 TARGETS = {
     "a": "generated repository on Triton",
     "b": "mlflow models serve",
     "c": "minimal model.py on Triton (floor)",
+    "d": "MLServer (MLflow runtime)",
+    "e": "ONNX export (--backend python) on Triton",
 }
+#: (rtol, atol) of the answer check before load: the export within its parity tolerance, the others exactly.
+TOLERANCES = {"e": (1e-4, 1e-5)}
+EXACT = (1e-9, 1e-12)
 FLOOR_MODEL = "floor"
 
 FLOOR_MODEL_PY = '''\
@@ -78,12 +94,6 @@ class TritonPythonModel:
             responses.append(pb_utils.InferenceResponse(output_tensors=[output]))
         return responses
 '''
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ----------------------------------------------------------------------------- preparation
@@ -135,8 +145,8 @@ def build_repository(model_dir: Path, repo_root: Path) -> str:
     return model_dir.name
 
 
-def request_bodies(model_dir: Path, rows: int, seed: int = 7):
-    """(frame, Triton v2 JSON body, mlflow-serve dataframe_split body) for ``rows`` rows."""
+def request_bodies(model_dir: Path, export_dir: Path, rows: int, seed: int = 7):
+    """(frame, {form: body}) for ``rows`` rows: Triton v2 JSON, mlflow-serve dataframe_split, MLServer, export."""
     from examples.sklearn_example import training_frame
     from mlflow_triton._config import declarations, read_config
     from mlflow_triton._requests import json_request
@@ -150,73 +160,12 @@ def request_bodies(model_dir: Path, rows: int, seed: int = 7):
     triton_body = json_request(tensors, {d.name: d.data_type for d in inputs}, [d.name for d in outputs])
     mlflow_body = {"dataframe_split": {"columns": list(frame.columns),
                                        "data": frame.astype(object).to_numpy().tolist()}}
-    return frame, json.dumps(triton_body).encode(), json.dumps(mlflow_body).encode()
-
-
-# ----------------------------------------------------------------------------- mlflow models serve
-
-class MlflowServe:
-    """``mlflow models serve`` of a local package on 127.0.0.1, stopped (process group) on exit."""
-
-    def __init__(self, package: Path, log_path: Path, startup_timeout: float = 180.0):
-        self.package = package
-        self.log_path = log_path
-        self.startup_timeout = startup_timeout
-        self.port = 0
-        self._proc = None
-        self._log = None
-
-    def __enter__(self) -> "MlflowServe":
-        self.port = _free_port()
-        bin_dir = str(Path(sys.executable).parent)
-        env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-        self._log = open(self.log_path, "wb")
-        self._proc = subprocess.Popen(
-            [str(Path(bin_dir) / "mlflow"), "models", "serve", "-m", str(self.package), "--env-manager", "local",
-             "-h", "127.0.0.1", "-p", str(self.port)],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-        )
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.startup_timeout
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"mlflow models serve exited ({self._proc.returncode}); see {self.log_path}")
-            try:
-                with opener.open(f"http://127.0.0.1:{self.port}/ping", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.25)
-        raise RuntimeError(f"mlflow models serve not ready after {self.startup_timeout:.0f}s; see {self.log_path}")
-
-    def stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-                try:
-                    os.killpg(proc.pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    break
-                try:
-                    proc.wait(wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+    return frame, {
+        "triton": json.dumps(triton_body).encode(),
+        "mlflow": json.dumps(mlflow_body).encode(),
+        "mlserver": mlserver_body(triton_body, {f.tensor: f.name for f in contract.inputs.fields}),
+        "export": export_body(export_dir, triton_body),
+    }
 
 
 def _wait_model_ready(server, name: str, timeout: float = 180.0) -> None:
@@ -257,13 +206,14 @@ def _post(port: int, path: str, body: bytes) -> dict:
     return json.loads(payload)
 
 
-def _check_answer(key: str, answer: dict, expected: np.ndarray) -> None:
-    if key == "b":
+def _check_answer(key: str, form: str, answer: dict, expected: np.ndarray) -> None:
+    if form == "mlflow":
         got = np.asarray(answer["predictions"], dtype=float)
     else:
         (output,) = answer["outputs"]
         got = np.asarray(output["data"], dtype=float).reshape(output["shape"])
-    if got.shape != expected.shape or not np.allclose(got, expected, rtol=1e-9, atol=1e-12):
+    rtol, atol = TOLERANCES.get(key, EXACT)
+    if got.shape != expected.shape or not np.allclose(got, expected, rtol=rtol, atol=atol):
         raise AssertionError(f"target {key} ({TARGETS[key]}) answered differently from pyfunc.predict")
 
 
@@ -282,47 +232,87 @@ def measure(work_dir: Path, *, rows=(1, 1000), clients=(1, 4), duration=10.0, ro
     package, model_dir = save_package(work_dir)
     repo_root = work_dir / "repository"
     name = build_repository(model_dir, repo_root)
+    progress("[served] exporting it with mlflow_triton.export.export_onnx(backend='python') ...")
+    export_dir = export_python_backend(package, work_dir / "onnx-repository")
     installation = TritonInstallation.bundled(progress=progress)
     env = ensure_serving_env(model_dir / "requirements.txt", installation.serving_constraints, progress=progress)
+    export_env = ensure_serving_env(export_dir / "requirements.txt", installation.serving_constraints,
+                                    progress=progress)
+    mlserver_env = ensure_mlserver_env(package, progress=progress)
 
     pyfunc_model = mlflow.pyfunc.load_model(str(package))
     requests = {}
     for n in rows:
-        frame, triton_body, mlflow_body = request_bodies(model_dir, n)
-        requests[n] = {"expected": np.asarray(pyfunc_model.predict(frame), dtype=float),
-                       "triton": triton_body, "mlflow": mlflow_body}
+        frame, bodies = request_bodies(model_dir, export_dir, n)
+        requests[n] = {"expected": np.asarray(pyfunc_model.predict(frame), dtype=float), **bodies}
 
-    progress("[served] starting tritonserver (generated + floor models) and mlflow models serve ...")
+    progress("[served] starting tritonserver (generated + floor models), mlflow models serve, MLServer and "
+             "tritonserver (ONNX export) ...")
     with TritonServer(repo_root, name, installation=installation, serving_env=env,
                       log_path=work_dir / "tritonserver.log", extra_args=(f"--load-model={FLOOR_MODEL}",)) as server, \
-            MlflowServe(package, work_dir / "mlflow-serve.log") as mlflow_serve:
+            MlflowServe(package, work_dir / "mlflow-serve.log") as mlflow_serve, \
+            MLServer(mlserver_env, package, name, work_dir / "mlserver", work_dir / "mlserver.log") as mlserver, \
+            TritonServer(export_dir.parent, export_dir.name, installation=installation, serving_env=export_env,
+                         log_path=work_dir / "tritonserver-onnx.log") as onnx_server:
         _wait_model_ready(server, FLOOR_MODEL)
         endpoints = {
             "a": (server.http_port, f"/v2/models/{name}/infer", "triton"),
             "b": (mlflow_serve.port, "/invocations", "mlflow"),
             "c": (server.http_port, f"/v2/models/{FLOOR_MODEL}/infer", "triton"),
+            "d": (mlserver.port, f"/v2/models/{name}/infer", "mlserver"),
+            "e": (onnx_server.http_port, f"/v2/models/{export_dir.name}/infer", "export"),
         }
         for n, req in requests.items():
             for key, (port, path, form) in endpoints.items():
-                _check_answer(key, _post(port, path, req[form]), req["expected"])
-        progress(f"[served] all three targets answer like pyfunc.predict (rows {', '.join(map(str, rows))})")
+                _check_answer(key, form, _post(port, path, req[form]), req["expected"])
+        progress(f"[served] all five targets answer like pyfunc.predict (rows {', '.join(map(str, rows))})")
 
         cells = []
         for n in rows:
             for c in clients:
                 per_target = {key: [] for key in endpoints}
+                batching = {"inference_count": 0, "execution_count": 0}  # of e, warm-up requests included
                 for r in range(rounds):
                     for key, (port, path, form) in endpoints.items():
+                        before = _execution_stats(port, export_dir.name) if key == "e" else None
                         result = run_load(port, path, requests[n][form], concurrency=c, duration=duration,
                                           warmup=warmup, work_dir=work_dir / "load")
+                        if before is not None:
+                            after = _execution_stats(port, export_dir.name)
+                            for count in batching:
+                                batching[count] += after[count] - before[count]
                         per_target[key].append(result)
                         progress(f"[served] rows={n:<5} clients={c} round {r + 1}/{rounds} {key}: "
                                  f"{result.rps:8.1f} req/s  p50 {result.percentile_ms(50):7.2f} ms"
                                  + (f"  ERRORS: {result.errors[:2]}" if result.errors else ""))
                 pooled = {key: LoadResult.pooled(results) for key, results in per_target.items()}
-                cells.append({"rows": n, "clients": c, "targets": {key: summarize(p) for key, p in pooled.items()}})
+                cells.append({"rows": n, "clients": c, "targets": {key: summarize(p) for key, p in pooled.items()},
+                              "export_batching": batching})
         triton_version = server.version()
-    return {"cells": cells, "triton_version": triton_version, "duration": duration, "rounds": rounds}
+    return {"cells": cells, "triton_version": triton_version, "duration": duration, "rounds": rounds,
+            "targets": TARGETS, "mlserver_version": _mlserver_version(mlserver_env),
+            "export_max_batch_size": json.loads((export_dir / "handoff.json").read_text())["max_batch_size"]}
+
+
+def _execution_stats(port: int, model: str) -> dict:
+    """Triton's counts for ``model``: inferences (rows of batch) and executions (model runs).
+
+    Fewer executions than inferences means requests were batched (for 1-row requests, inferences =
+    requests).
+    """
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", f"/v2/models/{model}/stats")
+        [stats] = json.loads(conn.getresponse().read())["model_stats"]
+    finally:
+        conn.close()
+    return {key: int(stats[key]) for key in ("inference_count", "execution_count")}
+
+
+def _mlserver_version(env: Path) -> str:
+    record = json.loads((env / "mlflow-triton-env.json").read_text())
+    return next((line.split("==", 1)[1] for line in record.get("installed", []) if line.startswith("mlserver==")),
+                "unknown")
 
 
 def summarize(result: LoadResult) -> dict:

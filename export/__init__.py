@@ -9,9 +9,14 @@ part; its converters come with ``pip install 'mlflow-triton[onnx]'``::
 
     from mlflow_triton.export import export_onnx
     export_onnx("models:/demo-classifier/1", "exports", backend="python")
+
+``mlflow-triton export-onnx MODEL_URI --out DIR`` is the same call from the
+command line (``export_command``).
 """
 
 from ._errors import ExportError, InvalidArgumentError, ParityError, UnsupportedModelError
+from ._command import export_command
 from ._export import export_onnx
 
-__all__ = ["ExportError", "InvalidArgumentError", "ParityError", "UnsupportedModelError", "export_onnx"]
+__all__ = ["ExportError", "InvalidArgumentError", "ParityError", "UnsupportedModelError", "export_command",
+           "export_onnx"]

@@ -9,12 +9,16 @@ import importlib
 EXTRA_HINT = "pip install 'mlflow-triton[onnx]'"
 
 
+class MissingExtraError(ImportError):
+    """An optional dependency of the export is not installed; the message names the extra."""
+
+
 def require(module_name, purpose):
     """Import ``module_name`` or raise ImportError naming the extra to install."""
     try:
         return importlib.import_module(module_name)
     except ImportError as error:
-        raise ImportError(
+        raise MissingExtraError(
             f"mlflow_triton.export needs {module_name} for {purpose}: {EXTRA_HINT} "
             f"(installs skl2onnx, onnxruntime, onnx, onnxscript and hypothesis)"
         ) from error

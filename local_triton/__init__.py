@@ -7,6 +7,8 @@ The command line (``mlflow-triton check|serve``) calls :func:`check_command` and
   the ``nvidia-pytriton`` wheel (``pip install 'mlflow-triton[local]'``), or an existing
   installation such as an NGC container's, and the constraints it puts on a serving environment.
 * :mod:`~mlflow_triton.local.serving_env` -- cached virtualenvs built from ``requirements.txt``.
+* :mod:`~mlflow_triton.local.interpreters` -- the Python they are built with (``--python X.Y``),
+  which must be the Python of the target Triton's stub.
 * :mod:`~mlflow_triton.local.server` -- a ``tritonserver`` process as a context manager that
   always stops it (loopback ports unless told otherwise).
 * :mod:`~mlflow_triton.local.send` -- the shipped ``request.json`` / ``request.bin`` sent exactly
@@ -31,6 +33,7 @@ from .errors import (
     BundledTritonUnavailableError,
     InferenceError,
     InputFileError,
+    InterpreterError,
     LocalTritonError,
     ModelSourceError,
     OraclePredictionError,
@@ -41,16 +44,19 @@ from .errors import (
     TritonStartError,
 )
 from .installation import TritonInstallation, choose_installation, default_cache_dir
+from .interpreters import Interpreter, find_interpreter
 from .send import ShippedResponse, curl_command, send_shipped_request
 from .serve import serve_models
 from .server import TritonServer
-from .serving_env import check_requirements, ensure_serving_env, env_python_version
+from .serving_env import check_requirements, ensure_serving_env, env_python_version, env_summary
 from .sources import ModelSource, resolve_model
 
 __all__ = [
     "BundledTritonUnavailableError",
     "InferenceError",
     "InputFileError",
+    "Interpreter",
+    "InterpreterError",
     "LocalTritonError",
     "ModelSource",
     "ModelSourceError",
@@ -72,7 +78,9 @@ __all__ = [
     "default_cache_dir",
     "ensure_serving_env",
     "env_python_version",
+    "env_summary",
     "expected_outputs",
+    "find_interpreter",
     "resolve_model",
     "send_shipped_request",
     "serve_command",

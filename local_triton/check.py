@@ -27,7 +27,7 @@ from .errors import InferenceError, LocalTritonError, ModelSourceError, OraclePr
 from .progress import as_progress
 from .send import send_request, shipped_request
 from .server import TritonServer
-from .serving_env import ensure_serving_env
+from .serving_env import ensure_serving_env, env_summary
 from .sources import resolve_model
 from .user_input import input_request, load_user_input, rows_of
 
@@ -51,6 +51,7 @@ class ValidationReport:
     comparison: dict = dataclasses.field(default_factory=dict)
     inputs: list = dataclasses.field(default_factory=list)
     seconds: dict = dataclasses.field(default_factory=dict)
+    serving_env: dict = dataclasses.field(default_factory=dict)
     logs: dict = dataclasses.field(default_factory=dict)
     triton_log_tail: str | None = None
 
@@ -172,8 +173,10 @@ def validate_repository(model_dir, expected, work_dir, installation, *, device="
         _check_device(served, device)
         started = time.monotonic()
         say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
-        env = ensure_serving_env(served / "requirements.txt", installation.serving_constraints, progress=say)
+        env = ensure_serving_env(served / "requirements.txt", installation.serving_constraints, progress=say,
+                                 python=installation.python_executable)
         report.seconds["serving_env"] = round(time.monotonic() - started, 1)
+        report.serving_env = env_summary(env)
         say.say(f"starting tritonserver and loading the model (log: {log_path}) ...")
         report.logs["tritonserver"] = str(log_path)
         with TritonServer(repository, served.name, installation=installation, serving_env=env,

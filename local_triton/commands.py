@@ -1,6 +1,8 @@
 """The commands behind ``mlflow-triton check`` and ``mlflow-triton serve``, as plain functions.
 
-Each takes what the command line parsed and returns the exit status: 0 success; 1 a FAIL or an
+Each takes what the command line parsed (``python``: ``--python X.Y`` or an interpreter path, the
+serving environments' interpreter and, for the bundled server, the stub's Python) and returns the
+exit status: 0 success; 1 a FAIL or an
 error (printed as ``mlflow-triton <command>: error: ...``); 130 after Ctrl-C and 143 after
 SIGTERM during ``check`` (``serve`` returns 0 when stopped that way: stopping is how it ends).
 Results go to ``out`` (default ``print``: stdout); status lines to ``progress`` (a
@@ -30,7 +32,8 @@ MODEL_COPIES = ("download", "repository", "requests")
 
 
 def check_command(model_uris, *, device="cpu", tritonserver=None, backend_directory=None, serving_constraints=None,
-                  report=None, work_dir=None, input_file=None, tracking_uri=None, out=print, progress=None):
+                  python=None, report=None, work_dir=None, input_file=None, tracking_uri=None, out=print,
+                  progress=None):
     """``mlflow-triton check``: one PASS/FAIL line per model, a JSON report; 0 only if all passed."""
     from .check import check_models, write_report
 
@@ -38,7 +41,8 @@ def check_command(model_uris, *, device="cpu", tritonserver=None, backend_direct
         if input_file is not None and len(model_uris) != 1:
             raise InputFileError(f"--input {input_file} holds one model's input: give exactly one MODEL_URI with it")
         _use_tracking_uri(tracking_uri)
-        installation = choose_installation(tritonserver, backend_directory, serving_constraints, progress=say)
+        installation = choose_installation(tritonserver, backend_directory, serving_constraints, python=python,
+                                           progress=say)
         say.say(f"using {installation.describe()}")
         report_path = Path(report) if report is not None else directory / "report.json"
         reports = check_models(model_uris, directory, installation, device=device, input_file=input_file,
@@ -51,14 +55,15 @@ def check_command(model_uris, *, device="cpu", tritonserver=None, backend_direct
 
 
 def serve_command(model_uris, *, host="127.0.0.1", http_port=8000, grpc_port=8001, metrics_port=8002,
-                  tritonserver=None, backend_directory=None, serving_constraints=None, work_dir=None,
+                  tritonserver=None, backend_directory=None, serving_constraints=None, python=None, work_dir=None,
                   tracking_uri=None, out=print, progress=None, wait=None):
     """``mlflow-triton serve``: Triton in the foreground with every model loaded, until Ctrl-C or SIGTERM."""
     from .serve import serve_models
 
     def run(directory, say):
         _use_tracking_uri(tracking_uri)
-        installation = choose_installation(tritonserver, backend_directory, serving_constraints, progress=say)
+        installation = choose_installation(tritonserver, backend_directory, serving_constraints, python=python,
+                                           progress=say)
         say.say(f"using {installation.describe()}")
         return serve_models(model_uris, directory, installation, host=host, http_port=http_port,
                             grpc_port=grpc_port, metrics_port=metrics_port, progress=say, out=out, wait=wait)

@@ -9,6 +9,7 @@ __all__ = [
     "BundledTritonUnavailableError",
     "InferenceError",
     "InputFileError",
+    "InterpreterError",
     "LocalTritonError",
     "ModelSourceError",
     "OraclePredictionError",
@@ -30,6 +31,10 @@ class TritonInstallError(LocalTritonError):
 
 class BundledTritonUnavailableError(TritonInstallError):
     """The bundled server is not installed, or does not exist for this platform."""
+
+
+class InterpreterError(LocalTritonError, ValueError):
+    """``--python`` names no interpreter that can build a serving environment for a Triton stub."""
 
 
 class ModelSourceError(LocalTritonError, ValueError):

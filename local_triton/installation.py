@@ -14,6 +14,12 @@ Two kinds of installation:
 * :meth:`TritonInstallation.custom` -- any other installation, e.g. ``/opt/tritonserver`` in an
   NGC container, whose backend directory already holds a working Python backend.
 
+Either kind is paired with the interpreter serving environments are built with
+(:attr:`TritonInstallation.serving_python`; ``--python X.Y`` or a path on the command line, default
+the running interpreter): for the bundled server ``--python`` picks both that interpreter and the
+stub of its X.Y; a custom installation's stub names the ``libpythonX.Y`` it links, and an
+interpreter of another X.Y is refused before anything is built.
+
 An installation also states the constraints it imposes on a serving environment
 (:attr:`TritonInstallation.serving_constraints`): the 2.51 stub is compiled against the numpy 1
 ABI, so with numpy 2 in the serving env a correct model fails with "output tensor shape does not
@@ -25,6 +31,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -32,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import BundledTritonUnavailableError, TritonInstallError
+from .interpreters import Interpreter, find_interpreter
 from .progress import as_progress
 
 __all__ = [
@@ -42,6 +50,7 @@ __all__ = [
     "TritonInstallation",
     "choose_installation",
     "default_cache_dir",
+    "stub_python_version",
 ]
 
 PYTRITON_DISTRIBUTION = "nvidia-pytriton"
@@ -120,7 +129,9 @@ class TritonInstallation:
     ``library_dirs`` go first on ``LD_LIBRARY_PATH`` of the server process (the bundled
     server's shared libraries, which the copied stub also needs because its ``$ORIGIN`` RPATH
     no longer points at them). ``version`` is the expected Triton version, or ``None`` when
-    unknown (ask the running server: :meth:`TritonServer.version`).
+    unknown (ask the running server: :meth:`TritonServer.version`). ``python_version`` is the
+    X.Y of the Python-backend stub (``None`` when unknown) and ``serving_python`` the interpreter
+    serving environments are built with (``None``: the running one; see :attr:`python_executable`).
     """
 
     server_binary: Path
@@ -128,6 +139,13 @@ class TritonInstallation:
     library_dirs: tuple[Path, ...] = ()
     version: str | None = None
     serving_constraints: tuple[str, ...] = field(default=())
+    python_version: str | None = None
+    serving_python: Path | None = None
+
+    @property
+    def python_executable(self) -> str:
+        """The interpreter to build serving environments with (``ensure_serving_env(..., python=...)``)."""
+        return str(self.serving_python) if self.serving_python is not None else sys.executable
 
     @classmethod
     def bundled(
@@ -135,27 +153,38 @@ class TritonInstallation:
         cache_dir: str | os.PathLike[str] | None = None,
         python_version: str | None = None,
         *,
+        python: str | os.PathLike[str] | Interpreter | None = None,
         progress=print,
     ) -> "TritonInstallation":
         """The Triton 2.51 of the installed ``nvidia-pytriton==0.7.0`` (``mlflow-triton[local]``).
 
-        ``python_version`` ("3.11") selects the Python-backend stub; it must be the X.Y of the
-        serving environment (see :func:`mlflow_triton.local.serving_env.env_python_version`).
-        Defaults to the running interpreter's. The backend directory with that stub is assembled
-        once under ``cache_dir`` (default :func:`default_cache_dir`). ``progress`` receives
-        one-line status messages (``None`` to be quiet).
+        ``python`` (``"3.12"``, an interpreter path or an :class:`Interpreter`) picks the interpreter
+        serving environments are built with *and* the Python-backend stub of its X.Y. Without it,
+        ``python_version`` ("3.11") selects the stub, which must be the X.Y of the serving
+        environment (see :func:`mlflow_triton.local.serving_env.env_python_version`); both default to
+        the running interpreter's. The backend directory with that stub is assembled once under
+        ``cache_dir`` (default :func:`default_cache_dir`), a private copy: the installed wheel is never
+        changed. ``progress`` receives one-line status messages (``None`` to be quiet).
         """
         say = as_progress(progress)
         tritonserver, libraries = locate_bundled_server()
         cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        pyver = python_version or f"{sys.version_info.major}.{sys.version_info.minor}"
+        interpreter = _interpreter(python)
+        if interpreter is not None and python_version not in (None, interpreter.major_minor):
+            raise TritonInstallError(
+                f"python_version {python_version!r} and {interpreter.describe()} disagree: the stub must be the "
+                "serving interpreter's X.Y"
+            )
+        pyver = (interpreter.major_minor if interpreter is not None else python_version) or \
+            f"{sys.version_info.major}.{sys.version_info.minor}"
         stubs = tritonserver / "python_backend_stubs"
         stub = stubs / pyver / _STUB_NAME
         if not stub.is_file():
             available = sorted(p.name for p in stubs.iterdir()) if stubs.is_dir() else []
             raise TritonInstallError(
                 f"{PYTRITON_DISTRIBUTION} {PYTRITON_VERSION} has no Python-backend stub for Python {pyver} "
-                f"(it has: {', '.join(available) or 'none'}); build the serving environment with one of those"
+                f"(it has: {', '.join(available) or 'none'}); build the serving environment with one of those "
+                "(--python X.Y)"
             )
         backend_dir = cache / f"triton-{BUNDLED_TRITON_VERSION}" / f"backends-py{pyver}"
         if not (backend_dir / "python" / _STUB_NAME).is_file():
@@ -167,6 +196,8 @@ class TritonInstallation:
             library_dirs=(libraries,),
             version=BUNDLED_TRITON_VERSION,
             serving_constraints=BUNDLED_SERVING_CONSTRAINTS,
+            python_version=pyver,
+            serving_python=interpreter.executable if interpreter is not None else None,
         )
 
     @classmethod
@@ -178,9 +209,15 @@ class TritonInstallation:
         library_dirs: tuple[str | os.PathLike[str], ...] = (),
         version: str | None = None,
         serving_constraints: tuple[str, ...] = (),
+        python: str | os.PathLike[str] | Interpreter | None = None,
     ) -> "TritonInstallation":
         """An existing installation, e.g. ``custom("/opt/tritonserver/bin/tritonserver",
-        "/opt/tritonserver/backends", serving_constraints=("numpy<2",))`` in an NGC container."""
+        "/opt/tritonserver/backends", serving_constraints=("numpy<2",), python="3.12")`` in an NGC container.
+
+        ``python`` is the interpreter serving environments are built with (default: the running one).
+        When the installation's stub names the ``libpythonX.Y`` it links, an interpreter of another X.Y
+        raises :class:`TritonInstallError` here, before any environment is built.
+        """
         binary = Path(server_binary)
         backends = Path(backend_directory)
         if not binary.is_file():
@@ -189,12 +226,25 @@ class TritonInstallation:
             raise TritonInstallError(
                 f"--backend-directory: no Python backend under {backends} (expected {backends / 'python'})"
             )
+        interpreter = _interpreter(python)
+        stub = backends / "python" / _STUB_NAME
+        stub_version = stub_python_version(stub)
+        serving_version = interpreter.major_minor if interpreter is not None else \
+            f"{sys.version_info.major}.{sys.version_info.minor}"
+        if stub_version is not None and stub_version != serving_version:
+            raise TritonInstallError(
+                f"the Python-backend stub {stub} is built for Python {stub_version} (it links "
+                f"libpython{stub_version}), but serving environments would be built with Python {serving_version}: "
+                f"pass --python {stub_version}"
+            )
         return cls(
             server_binary=binary,
             backend_directory=backends,
             library_dirs=tuple(Path(d) for d in library_dirs),
             version=version,
             serving_constraints=tuple(serving_constraints),
+            python_version=stub_version,
+            serving_python=interpreter.executable if interpreter is not None else None,
         )
 
     def with_serving_constraints(self, constraints) -> "TritonInstallation":
@@ -202,9 +252,28 @@ class TritonInstallation:
         return replace(self, serving_constraints=tuple(constraints))
 
     def describe(self) -> str:
-        """One line for a person: version and where the binary is."""
+        """One line for a person: version, where the binary is, and the serving Python when it was chosen."""
         version = f"Triton {self.version}" if self.version else "Triton (version unknown until it starts)"
-        return f"{version}: {self.server_binary}"
+        text = f"{version}: {self.server_binary}"
+        if self.serving_python is not None:
+            text += f" (Python {self.python_version} stub; serving environments from {self.serving_python})"
+        return text
+
+
+def stub_python_version(stub: str | os.PathLike[str]) -> str | None:
+    """``"3.12"`` when the stub executable names ``libpython3.12.so`` (it links it), else ``None``."""
+    try:
+        data = Path(stub).read_bytes()
+    except OSError:
+        return None
+    found = re.search(rb"libpython(3\.\d+)\.so", data)
+    return found.group(1).decode() if found else None
+
+
+def _interpreter(python) -> Interpreter | None:
+    if python is None or isinstance(python, Interpreter):
+        return python
+    return find_interpreter(python)
 
 
 def _assemble_backend_dir(wheel_backends: Path, stub: Path, backend_dir: Path) -> None:
@@ -227,19 +296,22 @@ def _assemble_backend_dir(wheel_backends: Path, stub: Path, backend_dir: Path) -
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def choose_installation(tritonserver=None, backend_directory=None, serving_constraints=None, *, progress=print):
+def choose_installation(tritonserver=None, backend_directory=None, serving_constraints=None, *, python=None,
+                        progress=print):
     """The installation the command-line options select.
 
     ``tritonserver`` and ``backend_directory`` name another installation (both or neither);
     without them, the bundled server. ``serving_constraints`` (``None``: the installation's
-    own) replaces what the serving environment must satisfy.
+    own) replaces what the serving environment must satisfy. ``python`` (``--python``: ``"3.12"``
+    or an interpreter path; ``None``: the running interpreter) is the serving environments'
+    interpreter, and for the bundled server also picks the stub.
     """
     if (tritonserver is None) != (backend_directory is None):
         raise TritonInstallError("--tritonserver and --backend-directory go together")
     if tritonserver is not None:
         return TritonInstallation.custom(tritonserver, backend_directory,
-                                         serving_constraints=tuple(serving_constraints or ()))
-    installation = TritonInstallation.bundled(progress=progress)
+                                         serving_constraints=tuple(serving_constraints or ()), python=python)
+    installation = TritonInstallation.bundled(python=python, progress=progress)
     if serving_constraints is not None:
         installation = installation.with_serving_constraints(serving_constraints)
     return installation

@@ -84,6 +84,7 @@ def serve_models(model_uris, work_dir, installation, *, host=LOOPBACK, http_port
     try:
         env = ensure_env_for_requirements(
             lines, installation.serving_constraints, progress=say, reuse_superset=True,
+            python=installation.python_executable,
             source=", ".join(f"{s.uri} ({s.name})" for s in sources),
         )
     except ServingEnvError as error:

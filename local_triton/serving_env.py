@@ -13,8 +13,11 @@ complete environment. A failed or interrupted build (Ctrl-C, SIGTERM) stops pip 
 temporary directory: nothing is left in the cache. (A process killed outright cannot clean up; pip
 then gets SIGTERM from the kernel, and the next build removes build directories idle for hours.)
 
-The first build takes minutes; progress shows the elapsed time and pip's current step
-("Collecting torch==2.13.0", "Installing collected packages: ...").
+A new environment first upgrades its own pip (the interpreter's bundled pip -- 23.x for
+Python 3.10-3.12 -- resolves large requirement sets slowly), then installs the requirements. The
+first build takes minutes; progress shows the elapsed time and pip's current step ("Collecting
+torch==2.13.0", "Installing collected packages: ..."), and the last line the environment's size
+and build time, which the environment's record keeps (:func:`env_summary`).
 
 Requirements that contradict the Triton installation's constraints (``numpy==2.1.0`` against
 ``numpy<2``) raise :class:`ServingEnvError` quoting pip's resolver explanation.
@@ -50,6 +53,7 @@ __all__ = [
     "ensure_env_for_requirements",
     "ensure_serving_env",
     "env_python_version",
+    "env_summary",
     "read_pyvenv_cfg",
     "requirement_lines",
 ]
@@ -71,15 +75,23 @@ def requirement_lines(text: str) -> list[str]:
     return sorted(lines)
 
 
-def _python_identity(python: str) -> str:
-    """``"cpython-3.11.7-x86_64"`` for the given interpreter (part of the cache key)."""
+def _python_facts(python: str) -> tuple[str, str]:
+    """(identity, base interpreter) of ``python``: ``("cpython-3.11.7-x86_64", "/usr/bin/python3.11")``.
+
+    The identity is part of the cache key. The base interpreter is the one a virtualenv ``python`` was made
+    from: serving environments are created with it, because Python 3.10's ``venv`` run from inside a
+    virtualenv records that virtualenv as the new one's home (the serving environment would then depend on
+    it, and the server would not find its ``libpython``).
+    """
     out = subprocess.run(
         [python, "-c",
-         "import platform, sys; print(f'{sys.implementation.name}-{platform.python_version()}"
-         "-{platform.machine()}')"],
+         "import os, platform, sys; print(f'{sys.implementation.name}-{platform.python_version()}"
+         "-{platform.machine()}'); base = os.path.join(sys.base_prefix, 'bin', 'python%d.%d' % sys.version_info[:2]); "
+         "print(base if os.path.isfile(base) else sys.executable)"],
         capture_output=True, text=True, check=True,
     )
-    return out.stdout.strip()
+    identity, base = out.stdout.strip().splitlines()[-2:]
+    return identity, base
 
 
 def _env_key(lines: list[str], constraints: Iterable[str], python_id: str) -> str:
@@ -113,12 +125,18 @@ def _explain_pip_failure(output: str) -> tuple[list[str], bool]:
     return (errors + [l for l in tail if l not in errors]) or ["(pip printed nothing)"], False
 
 
-def _pip_error(action: str, source: str, constraints: list[str], output: str) -> ServingEnvError:
+def _pip_error(action: str, source: str, constraints: list[str], output: str, python_id: str = "") -> ServingEnvError:
     pip_lines, conflict = _explain_pip_failure(output)
     what = (
         "the requirements conflict with each other or with the constraints of the Triton installation"
         if conflict else "pip failed"
     )
+    if "require a different python version" in output:
+        what += (
+            f"; a required version has no release for this Python{f' ({python_id})' if python_id else ''}. A "
+            "repository pins the versions of the environment it was logged in: log the model under the Python of "
+            "the target Triton's stub (for example scikit-learn >= 1.8 needs Python >= 3.11)"
+        )
     message = (
         f"{action} for {source}: {what} "
         f"(constraints: {', '.join(constraints) or 'none'}).\npip said:\n"
@@ -201,18 +219,19 @@ def ensure_env_for_requirements(
     lines = sorted(set(lines))
     cons = list(constraints)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    python_id = _python_identity(python)
+    python_id, base_python = _python_facts(python)
     key = _env_key(lines, cons, python_id)
     envs = cache / "envs"
     env = envs / key
 
     if (env / ENV_RECORD).is_file():
-        say.say(f"reusing cached serving environment {env}")
+        say.say(f"reusing cached serving environment {env} ({_cost(env_summary(env))})")
         return env
     if reuse_superset:
         existing = _satisfying_env(envs, lines, cons, python_id)
         if existing is not None:
-            say.say(f"reusing cached serving environment {existing} (its packages satisfy every requirement)")
+            say.say(f"reusing cached serving environment {existing} (its packages satisfy every requirement; "
+                    f"{_cost(env_summary(existing))})")
             return existing
 
     envs.mkdir(parents=True, exist_ok=True)
@@ -220,31 +239,36 @@ def ensure_env_for_requirements(
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=envs))
     tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary directory
     started = time.monotonic()
-    say.say(f"building serving environment {env} for {source} (the first build takes a few minutes; "
-            f"pip log: {tmp / PIP_LOG})")
+    say.say(f"building serving environment {env} for {source} with {python_id} (the first build takes a few "
+            f"minutes; pip log: {tmp / PIP_LOG})")
     try:
         log_path = tmp / PIP_LOG
         with open(log_path, "w") as log:
-            venv = _run_logged([python, "-m", "venv", str(tmp)], log, say, started, "creating the virtualenv")
+            venv = _run_logged([base_python, "-m", "venv", str(tmp)], log, say, started, "creating the virtualenv")
         if venv != 0:
             output = log_path.read_text(errors="replace")
-            raise ServingEnvError(f"`{python} -m venv` failed:\n{output}", output.splitlines(), conflict=False)
+            raise ServingEnvError(f"`{base_python} -m venv` failed:\n{output}", output.splitlines(), conflict=False)
+        env_python = str(tmp / "bin" / "python")
+        _upgrade_pip(env_python, log_path, say, started)
         (tmp / "requirements.txt").write_text("".join(f"{line}\n" for line in lines))
-        cmd = [str(tmp / "bin" / "python"), "-m", "pip", "install", "--progress-bar", "off",
-               "--no-input", "-r", str(tmp / "requirements.txt")]
+        cmd = [env_python, "-m", "pip", "install", "--progress-bar", "off", "--no-input",
+               "-r", str(tmp / "requirements.txt")]
         if cons:
             cmd += ["-c", str(_write_constraints(tmp, cons))]
         with open(log_path, "a") as log:
             status = _run_logged(cmd, log, say, started, "pip")
         if status != 0:
-            raise _pip_error("building the serving environment", source, cons, log_path.read_text(errors="replace"))
+            raise _pip_error("building the serving environment", source, cons, log_path.read_text(errors="replace"),
+                             python_id)
 
-        freeze = subprocess.run([str(tmp / "bin" / "python"), "-m", "pip", "freeze"],
+        freeze = subprocess.run([env_python, "-m", "pip", "freeze", "--all"],
                                 capture_output=True, text=True).stdout.splitlines()
         _relocate_scripts(tmp, env)
+        build_seconds = round(time.monotonic() - started, 1)
         (tmp / ENV_RECORD).write_text(json.dumps(
-            {"requirements": lines, "constraints": cons, "python": python_id, "source": source,
-             "installed": freeze}, indent=2) + "\n")
+            {"requirements": lines, "constraints": cons, "python": python_id, "base_python": base_python,
+             "source": source, "installed": freeze, "build_seconds": build_seconds,
+             "size_bytes": disk_usage(tmp)}, indent=2) + "\n")
         try:
             tmp.rename(env)
         except OSError:
@@ -253,8 +277,54 @@ def ensure_env_for_requirements(
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    say.say(f"serving environment ready in {time.monotonic() - started:.0f}s: {env}")
+    say.say(f"serving environment ready ({_cost(env_summary(env))}): {env}")
     return env
+
+
+def _upgrade_pip(env_python, log_path, say, started) -> None:
+    """``pip install --upgrade pip`` in the new environment; on failure go on with the bundled pip, saying so."""
+    with open(log_path, "a") as log:
+        status = _run_logged([env_python, "-m", "pip", "install", "--progress-bar", "off", "--no-input",
+                              "--upgrade", "pip"], log, say, started, "upgrading pip")
+    if status != 0:
+        said = [line for line in log_path.read_text(errors="replace").splitlines() if line.startswith("ERROR")]
+        say.say(f"could not upgrade pip in the new environment ({said[-1] if said else 'see the pip log'}); "
+                "resolving with the interpreter's own pip")
+
+
+def disk_usage(directory: str | os.PathLike[str]) -> int:
+    """Bytes ``directory`` occupies on disk, as ``du`` counts them (hard links once, symlinks not followed)."""
+    total, seen = 0, set()
+    for root, _dirs, files in os.walk(directory):
+        for name in (root, *(os.path.join(root, f) for f in files)):
+            try:
+                info = os.lstat(name)
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) not in seen:
+                seen.add((info.st_dev, info.st_ino))
+                total += info.st_blocks * 512
+    return total
+
+
+def env_summary(env: str | os.PathLike[str]) -> dict:
+    """What a finished environment's record says about it, for reports.
+
+    ``{"path", "python", "size_mib", "build_seconds", "requirements"}``: ``python`` is the interpreter
+    identity (``"cpython-3.12.1-x86_64"``); ``build_seconds`` is ``None`` and the size is measured now
+    for an environment built before the record kept them.
+    """
+    record = json.loads((Path(env) / ENV_RECORD).read_text())
+    size = record.get("size_bytes")
+    if size is None:
+        size = disk_usage(env)
+    return {"path": str(env), "python": record.get("python"), "size_mib": round(size / 2**20),
+            "build_seconds": record.get("build_seconds"), "requirements": record.get("requirements", [])}
+
+
+def _cost(summary: dict) -> str:
+    built = summary["build_seconds"]
+    return f"{summary['size_mib']} MiB" + (f", built in {built:.0f}s" if built is not None else "")
 
 
 def _remove_stale_builds(envs: Path, older_than: float = STALE_BUILD_SECONDS) -> None:

@@ -28,7 +28,7 @@ from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.shared_contract import MAPPING_VERSION
 
-from . import _config, _model_py, _requests, _saved_check, _undo
+from . import _config, _model_py, _requests, _saved_check, _serving_requirements, _undo
 from ._names import check_model_name, default_model_name
 from ._schema import layout_from_signature, signature_for_pyfunc
 from .errors import CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
@@ -414,13 +414,13 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
 
 
 def _write_requirements(repository):
+    """Write the repository's lean ``requirements.txt`` (``_serving_requirements``) from the MLflow package's."""
     native = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY / "requirements.txt"
     lines = native.read_text(encoding="utf-8").splitlines() if native.exists() else []
-    header = (
-        "# Serving environment for this Triton model (from the MLflow package's requirements).\n"
-        "# Build it with the Python version of Triton's Python-backend stub; Triton 2.51's stub needs numpy<2.\n"
+    lean = _serving_requirements.serving_requirements(lines, mlflow.__version__, _serving_requirements.mlflow_bounds())
+    (repository / "requirements.txt").write_text(
+        _serving_requirements.SERVING_REQUIREMENTS_HEADER + "".join(f"{line}\n" for line in lean), encoding="utf-8"
     )
-    (repository / "requirements.txt").write_text(header + "\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _add_triton_flavor(package, model_name):

@@ -1,8 +1,8 @@
 """``mlflow-triton`` (and ``python -m mlflow_triton``): the command line.
 
 This module only parses arguments and calls plain functions (``mlflow_triton.local.check_command``,
-``serve_command``) that tests call too. Those are imported when a command runs, so ``--help`` stays
-fast and needs no optional extra.
+``serve_command``, ``mlflow_triton.export.export_command``) that tests call too. Those are imported
+when a command runs, so ``--help`` stays fast and needs no optional extra.
 
 Each subcommand is one entry of :data:`SUBCOMMANDS`: a name, a one-line summary, a function that
 adds its arguments to its parser and a function that runs it from the parsed arguments and returns
@@ -36,6 +36,16 @@ environment, every model loaded; print each model's name and a ready-to-paste cu
 shipped request; stop the server (and every Python-backend stub) on Ctrl-C or SIGTERM.
 HTTP, gRPC and metrics listen on 127.0.0.1 unless --host names another address.
 """
+EXPORT_ONNX_DESCRIPTION = """\
+Export a scikit-learn or PyTorch model logged by mlflow-triton to a new Triton model directory
+DIR/<name>_onnx/ with ONNX and dynamic batching (the [onnx] extra: pip install 'mlflow-triton[onnx]').
+The converted graph is compared with the logged model's pyfunc.predict before anything is written;
+handoff.json records what was compared and what was not verified. The logged model is only read.
+Backends: onnxruntime (platform onnxruntime_onnx, for a Triton with the ONNX Runtime backend) or
+python (the same model.onnx run by a small model.py with onnxruntime, for any Triton with the
+Python backend, the bundled 2.51 included). Exit status: 0 exported, 1 an error, 130 after Ctrl-C,
+143 after SIGTERM (nothing written on an error or an interruption).
+"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +72,11 @@ def _add_triton_options(parser):
     group.add_argument("--serving-constraint", action="append", default=None, metavar="SPEC",
                        help="a pip constraint the Triton installation imposes on the serving environment "
                             "(repeatable; default for the bundled 2.51: numpy<2, for --tritonserver: none)")
+    group.add_argument("--python", metavar="X.Y|PATH",
+                       help="the Python of the target Triton's Python backend: serving environments are built "
+                            "with this interpreter (X.Y is looked up on PATH and under pyenv) and the bundled "
+                            "server runs the stub of its X.Y (Triton 24.x containers: 3.10, 25.x: 3.12; the "
+                            "bundled 2.51 has 3.8-3.13); default: the Python running mlflow-triton")
 
 
 def _add_common_options(parser):
@@ -91,7 +106,7 @@ def _run_check(args):
 
     return check_command(
         args.model_uris, device=args.device, tritonserver=args.tritonserver,
-        backend_directory=args.backend_directory, serving_constraints=args.serving_constraint,
+        backend_directory=args.backend_directory, serving_constraints=args.serving_constraint, python=args.python,
         report=args.report, work_dir=args.work_dir, input_file=args.input, tracking_uri=args.tracking_uri,
     )
 
@@ -114,8 +129,43 @@ def _run_serve(args):
     return serve_command(
         args.model_uris, host=args.host, http_port=args.http_port, grpc_port=args.grpc_port,
         metrics_port=args.metrics_port, tritonserver=args.tritonserver, backend_directory=args.backend_directory,
-        serving_constraints=args.serving_constraint, work_dir=args.work_dir, tracking_uri=args.tracking_uri,
+        serving_constraints=args.serving_constraint, python=args.python, work_dir=args.work_dir,
+        tracking_uri=args.tracking_uri,
     )
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+def _export_onnx_arguments(parser):
+    parser.add_argument("model_uri", metavar="MODEL_URI",
+                        help="runs:/<run id>/<name>, models:/<name>/<version>, models:/<name>@<alias>, models:/m-<id> "
+                             "or a local MLflow model directory, logged by mlflow-triton")
+    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
+                        help="directory that receives <name>_onnx/ (created if missing; an existing <name>_onnx/ is "
+                             "refused)")
+    parser.add_argument("--max-batch-size", type=_positive_int, default=64, metavar="N",
+                        help="largest batch Triton's dynamic batcher forms (default 64)")
+    parser.add_argument("--backend", choices=("onnxruntime", "python"), default="onnxruntime",
+                        help="onnxruntime: Triton's ONNX Runtime backend (default); python: a model.py running "
+                             "onnxruntime in Triton's Python backend")
+    parser.add_argument("--tracking-uri", metavar="URI",
+                        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI "
+                             "or MLflow's default)")
+
+
+def _run_export_onnx(args):
+    from mlflow_triton.export import export_command
+
+    return export_command(args.model_uri, args.out, max_batch_size=args.max_batch_size, backend=args.backend,
+                          tracking_uri=args.tracking_uri)
 
 
 SUBCOMMANDS = (
@@ -123,6 +173,8 @@ SUBCOMMANDS = (
                _check_arguments, _run_check),
     Subcommand("serve", "serve models from a local Triton server until Ctrl-C", SERVE_DESCRIPTION,
                _serve_arguments, _run_serve),
+    Subcommand("export-onnx", "export a model logged by mlflow-triton to <name>_onnx/ (ONNX, dynamic batching, "
+               "parity-checked)", EXPORT_ONNX_DESCRIPTION, _export_onnx_arguments, _run_export_onnx),
 )
 
 
@@ -130,7 +182,8 @@ def build_parser(prog="mlflow-triton"):
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Check and serve the Triton repositories of models logged with mlflow_triton, on a real local "
-                    "Triton server. For demos and proofs of concept, not production serving.",
+                    "Triton server, and export them to ONNX with dynamic batching. For demos and proofs of concept, "
+                    "not production serving.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for subcommand in SUBCOMMANDS:

@@ -2,14 +2,19 @@
 
 ``initialize`` reads the contract and tensor declarations from the model
 config Triton passes in, then loads ``1/artifact/`` on the instance's device.
+When it is missing or MLflow cannot load it, ``initialize`` raises a
+``ModelLoadError`` that says which, quotes MLflow's reason on one line and says
+what to do; Triton shows it as the model's load error.
+
 ``execute`` answers each request on its own: a request that cannot be decoded,
 predicted or encoded gets a ``TritonError``, and the others in the same batch
 are answered normally. The error's code says whose fault it is:
 
 * ``INVALID_ARG`` (HTTP 400, gRPC INVALID_ARGUMENT), a ``RequestError``: an
   input tensor missing, of another dtype or shape than configured, column
-  tensors of unequal lengths, invalid UTF-8 in a text tensor, an empty request
-  to a Transformers pipeline, or a value MLflow's schema enforcement rejects.
+  tensors of unequal lengths, invalid UTF-8 in a text tensor, a value MLflow's
+  schema enforcement rejects, or an empty request (a tensor without elements)
+  that the model's ``predict`` fails on.
 * ``INTERNAL`` (HTTP 500): the model's own ``predict`` raised
   (``PredictionError``), the prediction does not fit the configured outputs
   (``OutputError``), or this runtime failed.
@@ -41,10 +46,12 @@ ARTIFACT_DIRECTORY = "artifact"
 MAX_MESSAGE_LENGTH = 1000
 MAX_LOGGED_LENGTH = 4000
 MAX_SCHEMA_REASON_LENGTH = 300
+MAX_LOAD_REASON_LENGTH = 1000
+REFETCH_HINT = (
+    "fetch the directory again with mlflow_triton.triton.load_model(model_uri, dst_path=...) and serve that copy"
+)
 # MLflow marks a model input its schema enforcement refused with this error class.
 SCHEMA_ENFORCEMENT_FAILED = "SCHEMA_ENFORCEMENT_FAILED"
-# Flavors whose predict fails obscurely on a request without rows: refused as the client's error.
-FLAVORS_NEEDING_ROWS = ("transformers",)
 
 
 class TritonPythonModel:
@@ -56,14 +63,14 @@ class TritonPythonModel:
         self.outputs = StructureCodec(contract.outputs, tensor_types_from_model_config(model_config, "output"))
         self.device = device_for_instance(args.get("model_instance_kind"), args.get("model_instance_device_id"))
         artifact = pathlib.Path(args["model_repository"]) / str(args["model_version"]) / ARTIFACT_DIRECTORY
-        self.predictor = load_predictor(artifact, contract.flavor, self.device)
+        self.predictor = _load(artifact, contract.flavor, self.device)
 
     def execute(self, requests):
         return [self._answer(request) for request in requests]
 
     def _answer(self, request):
         try:
-            prediction = self._predict(self._decode(request))
+            prediction = self._predict(*self._decode(request))
             try:
                 outputs = self.outputs.to_tensors(prediction)
             except TensorMappingError as error:
@@ -79,6 +86,7 @@ class TritonPythonModel:
         )
 
     def _decode(self, request):
+        """``(model input, label of an input tensor without elements or None)``."""
         arrays = {}
         for spec in self.inputs.specs:
             tensor = pb_utils.get_input_tensor_by_name(request, spec.tensor)
@@ -88,19 +96,22 @@ class TritonPythonModel:
             model_input = self.inputs.from_tensors(arrays)
         except TensorMappingError as error:
             raise RequestError(str(error)) from None
-        if self.flavor in FLAVORS_NEEDING_ROWS:
-            for spec in self.inputs.specs:
-                if arrays[spec.tensor].size == 0:
-                    raise RequestError(f"Tensor {spec.label} is empty; a {self.flavor} model needs at least one input")
-        return model_input
+        empty = next((spec.label for spec in self.inputs.specs if arrays[spec.tensor].size == 0), None)
+        return model_input, empty
 
-    def _predict(self, model_input):
+    def _predict(self, model_input, empty_tensor):
         try:
             return self.predictor.predict(model_input)
         except Exception as error:
             reason = _schema_refusal(error)
             if reason is not None:
                 raise RequestError(f"The request does not match the model's input schema: {reason}") from None
+            if empty_tensor is not None:
+                # Many models cannot predict zero rows (a scaler, a tokenizer); that is the request's fault.
+                raise RequestError(
+                    f"Tensor {empty_tensor} is empty and the model cannot predict an empty request "
+                    f"({type(error).__name__}); send at least one element"
+                ) from None
             raise PredictionError(_withheld("Prediction failed", error)) from None
 
     def finalize(self):
@@ -117,6 +128,32 @@ class PredictionError(MlflowTritonError, RuntimeError):
 
 class OutputError(MlflowTritonError, RuntimeError):
     """The prediction does not fit the configured output tensors (``INTERNAL``); the message names it."""
+
+
+class ModelLoadError(MlflowTritonError, RuntimeError):
+    """``initialize`` could not load the MLflow model under ``<version>/artifact/``."""
+
+
+def _load(artifact, flavor, device):
+    """``load_predictor``; a failure becomes one line saying what is wrong with ``artifact`` and what to do."""
+    try:
+        return load_predictor(artifact, flavor, device)
+    except Exception as error:
+        if not artifact.is_dir():
+            message = (
+                f"The MLflow model directory {artifact} is missing: a generated Triton model directory carries a "
+                f"complete copy of the logged model in <version>/{ARTIFACT_DIRECTORY}/; {REFETCH_HINT}"
+            )
+        elif not (artifact / "MLmodel").is_file():
+            message = f"The MLflow model directory {artifact} has no MLmodel file; {REFETCH_HINT}"
+        else:
+            reason = _bounded(" ".join(f"{type(error).__name__}: {error}".split()), MAX_LOAD_REASON_LENGTH)
+            message = (
+                f"MLflow could not load the {flavor} model in {artifact}: {reason}. Its files may be damaged or "
+                f"incomplete ({REFETCH_HINT}), or the serving environment may lack a package or version the model "
+                "needs (compare it with requirements.txt)"
+            )
+        raise ModelLoadError(message) from error
 
 
 def _schema_refusal(error):

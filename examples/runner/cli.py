@@ -39,6 +39,9 @@ def parse_args(argv):
     parser.add_argument("--serving-constraint", action="append", default=None,
                         help="a pip constraint the chosen Triton imposes on the serving env (repeatable); "
                              "default for the bundled 2.51: numpy<2")
+    parser.add_argument("--python", metavar="X.Y|PATH",
+                        help="build the serving environment with this Python and run the stub of its X.Y "
+                             "(default: the Python running the runner)")
     parser.add_argument("--report", type=Path, help="JSON report path (default: <work-dir>/report.json)")
     args = parser.parse_args(argv)
     if (args.tritonserver is None) != (args.backend_directory is None):
@@ -78,7 +81,7 @@ def main(argv=None):
     progress = Progress(print)
     with stop_on_sigterm():
         installation = choose_installation(args.tritonserver, args.backend_directory, args.serving_constraint,
-                                           progress=progress)
+                                           python=args.python, progress=progress)
         report_path = args.report or work_dir / "report.json"
         print(f"report: {report_path}", flush=True)
         reports = []

@@ -195,10 +195,11 @@ def replace_in(path, old, new):
 
 
 def set_max_batch_size(model_dir):
-    """A batching config the generated runtime refuses at initialize (0, the default, is not written)."""
+    """A batching config the generated runtime refuses at initialize (it needs max_batch_size: 0)."""
     config = model_dir / "config.pbtxt"
-    assert "max_batch_size" not in config.read_text()
-    config.write_text(config.read_text() + "max_batch_size: 4\n")
+    text = config.read_text()
+    assert "max_batch_size: 0\n" in text  # the generated config states it explicitly
+    config.write_text(text.replace("max_batch_size: 0\n", "max_batch_size: 4\n"))
 
 
 def change_first_input_datatype(model_dir):

@@ -371,8 +371,18 @@ def test_real_triton_answers_internal_without_the_model_text_when_the_model_rais
     assert "Prediction failed: ValueError; its message may quote the request" in error.value.message()
     assert SECRET not in str(error.value)
     reference = error.value.message().rsplit("reference ", 1)[1].rstrip(")")
-    logged = [line for line in server.log_text().splitlines() if f"mlflow-triton [{reference}]" in line]
+    logged = logged_lines(server, f"mlflow-triton [{reference}]")
     assert len(logged) == 1 and "Found unknown categories" in logged[0] and SECRET in logged[0]
+
+
+def logged_lines(server, marker, wait_seconds=15.0):
+    """Lines of Triton's log holding ``marker``; the stub's log messages reach the log after the response."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        lines = [line for line in server.log_text().splitlines() if marker in line]
+        if lines or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.1)
 
 
 def test_real_triton_keeps_the_error_body_small_when_a_huge_unknown_category_is_sent(sklearn_models):

@@ -24,11 +24,13 @@ CONSOLE_SCRIPT = Path(sys.executable).with_name("mlflow-triton")
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["--help"], ["check", "serve"]),
+        (["--help"], ["check", "serve", "export-onnx"]),
         (["check", "--help"], ["MODEL_URI", "--device", "--input", "--report", "--work-dir", "--tritonserver",
                                "--backend-directory", "--serving-constraint", "--tracking-uri"]),
         (["serve", "--help"], ["MODEL_URI", "--host", "--http-port", "--grpc-port", "--metrics-port", "--work-dir",
                                "--tritonserver", "--backend-directory", "--serving-constraint"]),
+        (["export-onnx", "--help"], ["MODEL_URI", "--out", "--max-batch-size", "--backend", "onnxruntime", "python",
+                                     "--tracking-uri", "pip install 'mlflow-triton[onnx]'"]),
     ],
 )
 def test_console_script_prints_help_when_asked_for_every_command(argv, expected):
@@ -45,10 +47,12 @@ def test_python_m_mlflow_triton_runs_the_same_command_line_when_started_as_a_mod
     assert completed.returncode == 0 and completed.stdout.startswith("usage: mlflow-triton serve")
 
 
-def test_help_imports_neither_mlflow_nor_the_local_part_when_printed():
+@pytest.mark.parametrize("command", ["check", "export-onnx"])
+def test_help_imports_neither_mlflow_nor_the_local_part_nor_the_export_when_printed(command):
     probe = ("import sys; from mlflow_triton import cli\n"
-             "try:\n    cli.main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
-             "print(sorted(m for m in sys.modules if m == 'mlflow' or m.startswith('mlflow_triton.local')))")
+             f"try:\n    cli.main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m == 'mlflow' or m.startswith(('mlflow_triton.local', "
+             "'mlflow_triton.export'))))")
     completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
 
     assert completed.stdout.splitlines()[-1] == "[]"
@@ -65,7 +69,34 @@ def test_parser_maps_each_subcommand_to_its_runner_when_arguments_are_parsed():
         "check", ["models:/a/1", "runs:/r/m"], "gpu", ["numpy<2", "protobuf<5"])
     assert (serve.subcommand.name, serve.host, serve.http_port, serve.grpc_port, serve.metrics_port) == (
         "serve", "0.0.0.0", 9000, 8001, 8002)
-    assert [s.name for s in cli.SUBCOMMANDS] == ["check", "serve"]
+    assert [s.name for s in cli.SUBCOMMANDS] == ["check", "serve", "export-onnx"]
+
+
+def test_parser_reads_export_onnx_options_when_every_option_is_given():
+    args = cli.build_parser().parse_args(["export-onnx", "runs:/r/m", "--out", "exports", "--max-batch-size", "8",
+                                          "--backend", "python", "--tracking-uri", "sqlite:///m.db"])
+
+    assert (args.subcommand.name, args.model_uri, args.out, args.max_batch_size, args.backend, args.tracking_uri) == (
+        "export-onnx", "runs:/r/m", Path("exports"), 8, "python", "sqlite:///m.db")
+
+
+def test_parser_uses_export_onnx_defaults_when_only_the_uri_and_out_are_given():
+    args = cli.build_parser().parse_args(["export-onnx", "models:/a/1", "--out", "exports"])
+
+    assert (args.max_batch_size, args.backend, args.tracking_uri) == (64, "onnxruntime", None)
+
+
+def test_main_calls_export_command_with_the_parsed_arguments_when_export_onnx_runs(monkeypatch, tmp_path):
+    import mlflow_triton.export
+
+    calls = []
+    monkeypatch.setattr(mlflow_triton.export, "export_command",
+                        lambda *args, **kwargs: calls.append((args, kwargs)) or 7)
+
+    status = cli.main(["export-onnx", "models:/a/1", "--out", str(tmp_path), "--backend", "python"])
+
+    assert status == 7
+    assert calls == [(("models:/a/1", tmp_path), {"max_batch_size": 64, "backend": "python", "tracking_uri": None})]
 
 
 @pytest.mark.parametrize("argv", [["check", "m", "--tritonserver", "/x"], ["serve", "m", "--backend-directory", "/y"]])
@@ -77,12 +108,24 @@ def test_main_exits_2_when_only_one_of_tritonserver_and_backend_directory_is_giv
     assert "--tritonserver and --backend-directory go together" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["check"], ["serve"], ["check", "m", "--device", "tpu"], ["frobnicate"]])
+@pytest.mark.parametrize("argv", [["check"], ["serve"], ["check", "m", "--device", "tpu"], ["frobnicate"],
+                                  ["export-onnx", "m"], ["export-onnx", "--out", "d"],
+                                  ["export-onnx", "m", "--out", "d", "--backend", "tensorrt"],
+                                  ["export-onnx", "m", "a", "--out", "d"]])
 def test_main_exits_2_when_arguments_are_invalid(argv):
     with pytest.raises(SystemExit) as exited:
         cli.main(argv)
 
     assert exited.value.code == 2
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "eight", "2.5"])
+def test_main_exits_2_naming_the_rule_when_max_batch_size_is_not_a_positive_integer(value, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["export-onnx", "m", "--out", "d", "--max-batch-size", value])
+
+    assert exited.value.code == 2
+    assert f"argument --max-batch-size: must be an integer >= 1, got {value!r}" in capsys.readouterr().err
 
 
 @pytest.fixture

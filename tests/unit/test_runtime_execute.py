@@ -440,17 +440,29 @@ def test_execute_caps_what_it_logs_and_answers_when_the_model_error_quotes_a_hug
     assert len(logged) < 2 * MAX_LOGGED_LENGTH + 200
 
 
-def test_execute_refuses_an_empty_request_as_the_client_error_when_the_model_is_a_transformers_pipeline(monkeypatch):
+def test_execute_refuses_an_empty_request_as_the_client_error_when_the_model_fails_on_it(monkeypatch):
     texts = ModelSignature(inputs=Schema([ColSpec(DataType.string)]), outputs=Schema([ColSpec(DataType.string)]))
     model, predictor, inputs, _ = serve(monkeypatch, texts, lambda frame: [][0], flavor="transformers")
 
     [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(pd.DataFrame({0: []}, dtype=object)))])
 
-    assert error_message(response, INVALID_ARG) == "Tensor `input_0` is empty; a transformers model needs at least one input"
-    assert predictor.seen == []
+    assert error_message(response, INVALID_ARG) == (
+        "Tensor `input_0` is empty and the model cannot predict an empty request (IndexError); "
+        "send at least one element"
+    )
+    assert len(predictor.seen) == 1
 
 
-def test_execute_predicts_an_empty_request_when_the_model_is_not_a_transformers_pipeline(monkeypatch):
+def test_execute_answers_an_internal_error_when_the_model_fails_on_a_request_with_rows(monkeypatch):
+    texts = ModelSignature(inputs=Schema([ColSpec(DataType.string)]), outputs=Schema([ColSpec(DataType.string)]))
+    model, _, inputs, _ = serve(monkeypatch, texts, lambda frame: [][0], flavor="transformers")
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(pd.DataFrame({0: ["a"]})))])
+
+    assert error_message(response, INTERNAL).startswith("Prediction failed: IndexError; its message may quote")
+
+
+def test_execute_answers_an_empty_request_when_the_model_predicts_it(monkeypatch):
     model, predictor, inputs, outputs = serve(monkeypatch, PRICES, lambda frame: np.arange(len(frame)))
 
     [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PRICES_FRAME.iloc[:0]))])

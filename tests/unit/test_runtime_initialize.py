@@ -6,6 +6,8 @@ replaced, so these tests show what initialization checks before any weights are 
 
 import json
 import os
+import re
+import zipfile
 
 import mlflow.pyfunc
 import numpy as np
@@ -196,3 +198,66 @@ def test_initialize_loads_on_the_assigned_device_when_triton_names_the_instance(
     assert model.device == device
     assert [call["device"] for call in loads] == [setting]
     assert DEVICE_VARIABLE not in os.environ
+
+
+@pytest.fixture
+def failing_loads(monkeypatch):
+    """MLflow's loader raising as it does for a damaged model file."""
+
+    def fake_load_model(uri):
+        raise zipfile.BadZipFile("File is not a zip file")
+
+    monkeypatch.setattr(mlflow.pyfunc, "load_model", fake_load_model)
+
+
+def write_artifact(repository, files):
+    artifact = repository / "1" / "artifact"
+    artifact.mkdir(parents=True)
+    for name in files:
+        (artifact / name).write_text("")
+    return artifact
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        (None, r"The MLflow model directory {artifact} is missing: a generated Triton model directory carries a "
+               r"complete copy of the logged model in <version>/artifact/; fetch the directory again with "
+               r"mlflow_triton\.triton\.load_model\(model_uri, dst_path=\.\.\.\) and serve that copy$"),
+        ([], r"The MLflow model directory {artifact} has no MLmodel file; fetch the directory again"),
+        (["MLmodel"], r"MLflow could not load the sklearn model in {artifact}: BadZipFile: File is not a zip file\. "
+                      r"Its files may be damaged or incomplete \(fetch the directory again .*\), or the serving "
+                      r"environment may lack a package or version the model needs \(compare it with "
+                      r"requirements\.txt\)$"),
+    ],
+    ids=["artifact-missing", "mlmodel-missing", "model-file-damaged"],
+)
+def test_initialize_fails_naming_the_artifact_and_what_to_do_when_mlflow_cannot_load_it(
+    model_class, failing_loads, tmp_path, files, message
+):
+    from mlflow_triton.runtime.triton_model import ModelLoadError
+
+    if files is not None:
+        write_artifact(tmp_path, files)
+    artifact = os.path.join(tmp_path, "1", "artifact")
+
+    with pytest.raises(ModelLoadError, match=message.format(artifact=re.escape(artifact))):
+        model_class().initialize(initialize_args(model_config(), repository=str(tmp_path)))
+
+
+def test_initialize_keeps_the_load_error_on_one_bounded_line_when_mlflow_says_a_lot(model_class, monkeypatch, tmp_path):
+    from mlflow_triton.runtime.triton_model import MAX_LOAD_REASON_LENGTH, ModelLoadError
+
+    def fake_load_model(uri):
+        raise ValueError("line one\nline two " + "x" * 5000)
+
+    monkeypatch.setattr(mlflow.pyfunc, "load_model", fake_load_model)
+    write_artifact(tmp_path, ["MLmodel"])
+
+    with pytest.raises(ModelLoadError) as raised:
+        model_class().initialize(initialize_args(model_config(), repository=str(tmp_path)))
+
+    message = str(raised.value)
+    assert "\n" not in message and "ValueError: line one line two xxx" in message
+    assert len(message) < MAX_LOAD_REASON_LENGTH + 600
+    assert isinstance(raised.value.__cause__, ValueError)

@@ -22,6 +22,7 @@ from tritonclient.grpc import model_config_pb2
 from mlflow_triton import sklearn, triton
 from mlflow_triton._config import parse_config
 from mlflow_triton._schema import layout_from_signature
+from mlflow_triton._serving_requirements import mlflow_bounds
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.shared_contract import MAPPING_VERSION
 from tests.unit.conftest import TrackingStore
@@ -169,13 +170,18 @@ def test_native_package_copy_loads_on_its_own_when_read_from_1_artifact(reposito
     np.testing.assert_allclose(predictor.predict(logged.example), fitted_pipeline.predict_proba(logged.example))
 
 
-def test_log_model_records_native_requirements_for_serving_when_logged(repository):
+def test_log_model_records_lean_serving_requirements_when_logged(repository):
     native = (repository / "1" / "artifact" / "requirements.txt").read_text(encoding="utf-8").splitlines()
     serving = (repository / "requirements.txt").read_text(encoding="utf-8").splitlines()
 
-    assert [line for line in serving if not line.startswith("#")] == native
-    assert any(line.startswith("scikit-learn") for line in native)
-    assert any(line.startswith("skops") for line in native)
+    assert f"mlflow=={mlflow.__version__}" in native  # the MLflow package keeps MLflow's own list
+    assert [line for line in serving if not line.startswith("#")] == [
+        f"mlflow-skinny=={mlflow.__version__}",
+        *(line for line in native if not line.startswith("mlflow")),
+        *mlflow_bounds().values(),
+    ]
+    assert any(line.startswith("scikit-learn==") for line in serving)
+    assert any(line.startswith("skops==") for line in serving)
 
 
 # -- the Triton repository ---------------------------------------------------------------------

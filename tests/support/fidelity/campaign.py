@@ -218,13 +218,14 @@ class Campaign:
             planned = []
             for number, model_input in enumerate(case.inputs):
                 value = model_value(case, model_input)
+                arrays = dict(zip(model.input_tensors, raw_arrays(case, model_input)))
                 try:
                     expected = expected_answer(model.contract, model.outputs,
                                                prediction=model.pyfunc_model.predict(value))
                 except Exception as error:  # pyfunc's own failure is the expected answer
-                    expected = expected_answer(model.contract, model.outputs, error=error)
-                planned.append((number, model_input, dict(zip(model.input_tensors, raw_arrays(case, model_input))),
-                                expected))
+                    empty = any(array.size == 0 for array in arrays.values())
+                    expected = expected_answer(model.contract, model.outputs, error=error, empty=empty)
+                planned.append((number, model_input, arrays, expected))
             seconds["oracle"] = _lap(clock)
             model.wait()
             clock = time.monotonic()
@@ -267,9 +268,10 @@ class Campaign:
             if problems:
                 raise CaseFailure(f"{what}: outputs differ from pyfunc.predict: " + "; ".join(problems))
             return
-        if status != expected.status or not str(answer).startswith(expected.message_start):
-            raise CaseFailure(f"{what}: expected HTTP {expected.status} starting {expected.message_start!r}, got "
-                              f"HTTP {status}: {str(answer)[:500]}")
+        if (status != expected.status or not str(answer).startswith(expected.message_start)
+                or expected.contains not in str(answer)):
+            raise CaseFailure(f"{what}: expected HTTP {expected.status} starting {expected.message_start!r} "
+                              f"and saying {expected.contains!r}, got HTTP {status}: {str(answer)[:500]}")
 
     def _check_requirements(self, model_dir):
         unmet = []
@@ -427,6 +429,8 @@ def _installed_versions(env):
 def _outcome(expected):
     if isinstance(expected, Answer):
         return "prediction"
+    if expected.contains:
+        return f"HTTP {expected.status} empty request the model cannot predict"
     return f"HTTP {expected.status} {expected.message_start.split(':')[0]}"
 
 

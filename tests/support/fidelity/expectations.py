@@ -49,10 +49,11 @@ class Answer:
 
 @dataclasses.dataclass(frozen=True)
 class Failure:
-    """An error answer: the HTTP status and how the message starts."""
+    """An error answer: the HTTP status, how the message starts and what else it says."""
 
     status: int
     message_start: str
+    contains: str = ""
 
 
 # -- logging-time rejections --------------------------------------------------------------------------
@@ -223,11 +224,18 @@ def check_config(case, contract, inputs, outputs):
 # -- answers ---------------------------------------------------------------------------------------------
 
 
-def expected_answer(contract, outputs, prediction=None, error=None):
-    """What Triton must answer for a request whose ``pyfunc.predict`` gave ``prediction`` or raised ``error``."""
+def expected_answer(contract, outputs, prediction=None, error=None, empty=False):
+    """What Triton must answer for a request whose ``pyfunc.predict`` gave ``prediction`` or raised ``error``.
+
+    ``empty``: an input tensor of the request has no elements; a model that fails on it is the
+    request's fault (400 naming the tensor), not the model's.
+    """
     if error is not None:
         if getattr(error, "error_class", None) == "SCHEMA_ENFORCEMENT_FAILED":
             return Failure(400, SCHEMA_REFUSED)
+        if empty:
+            return Failure(400, "Tensor `",
+                           f"is empty and the model cannot predict an empty request ({type(error).__name__})")
         return Failure(500, f"{PREDICTION_FAILED}{type(error).__name__}; its message may quote the request")
     types = {d.name: d for d in outputs}
     answer = {}

@@ -1,0 +1,115 @@
+"""``mlflow-triton export-onnx`` end to end, through the installed console script, served on the real Triton.
+
+The example Pipeline is logged to a sqlite store with ``registered_model_name``; the console script exports
+it from its Registry URI with ``--backend python``, in a user's shell (no MLflow settings but
+``--tracking-uri``). The directory the command wrote is served as it is by the bundled Triton 2.51 (serving
+environment from its own requirements.txt: onnxruntime + numpy<2) and its shipped request is answered like
+``pyfunc.predict`` of the saved example. Errors come back as one line on stderr, exit 1, no traceback, and
+nothing written. Never skipped in CI.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+import mlflow.pyfunc
+import numpy as np
+import pytest
+
+from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
+from tests.support import tiny_models
+
+CONSOLE_SCRIPT = Path(sys.executable).with_name("mlflow-triton")
+REGISTERED = "cli-export"
+
+pytestmark = pytest.mark.triton
+
+
+def user_environment():
+    """A user's shell: no MLflow settings left by other tests, the shared serving-environment cache."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_") or k == "MLFLOW_TRITON_CACHE"}
+    environment["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"
+    return environment
+
+
+def export_onnx_command(*args, tracking_uri, cwd):
+    return subprocess.run([str(CONSOLE_SCRIPT), "export-onnx", *args, "--tracking-uri", tracking_uri], cwd=cwd,
+                          env=user_environment(), capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """The example Pipeline logged and registered as ``cli-export`` version 1 to a new sqlite store.
+
+    Returns (tracking URI, store directory, ``pyfunc.predict`` of the saved input example).
+    """
+    from examples import sklearn_example
+    from mlflow.artifacts import download_artifacts
+    from mlflow.models import Model
+
+    directory = tmp_path_factory.mktemp("cli-export")
+    with tiny_models.sqlite_tracking(directory):
+        tracking_uri = mlflow.get_tracking_uri()
+        info = sklearn_example.log_example(tracking_uri, registered_model_name=REGISTERED)
+        local = download_artifacts(info.model_uri, dst_path=str(tmp_path_factory.mktemp("download")))
+        example = Model.load(local).load_input_example(local)
+        expected = np.asarray(mlflow.pyfunc.load_model(info.model_uri).predict(example))
+    return tracking_uri, directory, expected
+
+
+@pytest.fixture(scope="module")
+def exported(store):
+    """(completed console-script process, the directory it wrote) for ``--backend python --max-batch-size 16``."""
+    tracking_uri, directory, _ = store
+    completed = export_onnx_command(f"models:/{REGISTERED}/1", "--out", "exports", "--backend", "python",
+                                    "--max-batch-size", "16", tracking_uri=tracking_uri, cwd=directory)
+    return completed, directory / "exports" / "classifier_onnx"
+
+
+def test_console_script_exports_the_registered_model_when_given_its_uri(exported):
+    completed, directory = exported
+
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.splitlines()[0] == f"exported: {directory}"
+    assert sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()) == [
+        "1/model.onnx", "1/model.py", "config.pbtxt", "handoff.json", "request.json", "requirements.txt"]
+    assert "Traceback" not in completed.stderr
+
+
+def test_console_script_export_answers_its_shipped_request_like_pyfunc_when_served_by_real_triton(exported, store):
+    completed, directory = exported
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    _, _, expected = store
+    installation = TritonInstallation.bundled()
+    env = ensure_serving_env(directory / "requirements.txt", installation.serving_constraints)
+
+    with TritonServer(directory.parent, directory.name, installation=installation, serving_env=env) as server:
+        config = server.model_config()
+        outputs, form = send_shipped_request(server.url, directory)
+
+    [answer] = outputs.values()
+    assert (config["backend"], config["max_batch_size"], "dynamic_batching" in config) == ("python", 16, True)
+    assert form == "json"
+    np.testing.assert_allclose(answer, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(("uri", "out", "message"), [
+    (f"models:/{REGISTERED}/1", "exports", "already exists; choose another output directory or remove it first"),
+    ("models:/missing/1", "elsewhere", "models:/missing/1: Registered Model with name=missing not found; nothing was "
+                                       "written"),
+])
+def test_console_script_exits_1_with_one_error_line_when_the_export_cannot_be_made(exported, store, uri, out,
+                                                                                   message):
+    tracking_uri, directory, _ = store
+    before = sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*"))
+
+    completed = export_onnx_command(uri, "--out", out, tracking_uri=tracking_uri, cwd=directory)
+
+    assert completed.returncode == 1
+    assert completed.stdout == ""
+    assert completed.stderr.splitlines()[-1].startswith("mlflow-triton export-onnx: error: ")
+    assert message in completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*")) == before
