@@ -35,7 +35,6 @@ from tests.support.fidelity.cases import (
     Field,
     Input,
     Output,
-    output_dims,
     produced_kind,
 )
 from tests.support.fidelity.pipelines import ESTIMATORS, VOCABULARY
@@ -369,4 +368,4 @@ def rejected_cases(draw):
                 (("serialization", "cloudpickle"),))
 
 
-__all__ = ["output_dims", "rejected_cases", "served_cases", "values"]
+__all__ = ["rejected_cases", "served_cases", "values"]

@@ -56,7 +56,6 @@ from .cases import (
 )
 from .expectations import (
     Answer,
-    Failure,
     check_config,
     differences,
     exact_arithmetic,
