@@ -17,7 +17,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from .cases import COLUMN_KINDS, TRITON_DATATYPES, declared_kind, field_array, model_value, produced_kind
+from .cases import TRITON_DATATYPES, declared_kind, field_array, model_value
 
 NUMPY_OF_TRITON = {
     "TYPE_BOOL": "bool", "TYPE_INT8": "int8", "TYPE_INT16": "int16", "TYPE_INT32": "int32", "TYPE_INT64": "int64",
@@ -343,5 +343,5 @@ def own_prediction(case, model, value):
         return model(torch.from_numpy(matrix)).numpy()
 
 
-__all__ = ["Answer", "COLUMN_KINDS", "Failure", "Rejection", "check_config", "differences", "exact_arithmetic",
-           "expected_answer", "expected_rejection", "first_misfit", "own_prediction", "produced_kind"]
+__all__ = ["Answer", "Failure", "Rejection", "check_config", "differences", "exact_arithmetic", "expected_answer",
+           "expected_rejection", "first_misfit", "own_prediction"]
