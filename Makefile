@@ -3,6 +3,8 @@
 #   make test   run the whole test suite (numpy 1.26 venv), then unit + property tests again under numpy 2,
 #               the sklearn example served from Python 3.10 and 3.12 environments (each with its stub), and
 #               the oldest supported MLflow (3.14, pandas 2): unit + property tests and one real-server check
+# and one long campaign:
+#   make fidelity [N=1000] [FIDELITY_SEED=...]   N generated cases on one real Triton, report in .work/fidelity/
 PYTHON ?= python3
 VENV ?= .venv
 VENV_NUMPY2 ?= .venv-numpy2
@@ -20,8 +22,11 @@ VENV_MLFLOW_FLOOR ?= .venv-mlflow314
 # unit tests include the message `mlflow-triton check|serve` print when the extra is missing.
 TORCH ?= torch==2.13.0
 PIP_FLAGS ?= --disable-pip-version-check -q
+# make fidelity: served cases (rejections: N / 10), and how many are in flight at once
+N ?= 1000
+FIDELITY_WORKERS ?= 2
 
-.PHONY: demo test test-fast test-mlflow-floor bench soak venv venv-numpy2 venv-py310 venv-mlflow-floor clean
+.PHONY: demo test test-fast test-mlflow-floor bench soak fidelity venv venv-numpy2 venv-py310 venv-mlflow-floor clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
@@ -44,6 +49,9 @@ bench: venv
 # error answered 5xx, an unexpected answer, a server not ready afterwards or stub RSS growth over 20 MiB.
 soak: venv
 	$(VENV)/bin/python -m benchmarks.soak --results benchmarks/soak-results.md
+
+fidelity: venv
+	$(VENV)/bin/python -m tests.support.fidelity.run --cases $(N) --workers $(FIDELITY_WORKERS)
 
 test-fast: venv
 	$(VENV)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property

@@ -169,11 +169,12 @@ def _decode_json_outputs(response: dict) -> dict[str, np.ndarray]:
     outputs = {}
     for out in response.get("outputs", []):
         datatype = out["datatype"]
+        data = out.get("data", [])  # Triton 2.51 leaves "data" out of an output without elements
         if datatype == "BYTES":
-            flat = np.empty(len(out["data"]), dtype=object)
-            flat[:] = [v.encode("utf-8") if isinstance(v, str) else v for v in out["data"]]
+            flat = np.empty(len(data), dtype=object)
+            flat[:] = [v.encode("utf-8") if isinstance(v, str) else v for v in data]
         else:
-            flat = np.asarray(out["data"], dtype=triton_to_np_dtype(datatype))
+            flat = np.asarray(data, dtype=triton_to_np_dtype(datatype))
         outputs[out["name"]] = flat.reshape(out["shape"])
     return outputs
 

@@ -10,7 +10,8 @@ serve`` accepts:
 
 It is parsed against the model's input schema with MLflow's parser, encoded into the configured
 input tensors by the runtime's own codec, and written as a request body (JSON, or Triton's
-binary tensor extension when the values cannot travel in JSON: NaN, infinities, raw bytes).
+binary tensor extension when the values cannot travel in JSON -- NaN, infinities, raw bytes, float64
+values Triton would read as their neighbours -- or an output cannot: FP16, raw bytes).
 """
 
 from __future__ import annotations
@@ -85,7 +86,9 @@ def input_request(value, model_dir, directory, stem="input-request"):
     output_names = [d.name for d in outputs]
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    if _requests.needs_binary(tensors, contents):
+    output_types = {d.name: d.data_type for d in outputs}
+    output_contents = {f.tensor: f.content for f in contract.outputs.fields}
+    if _requests.needs_binary(tensors, contents, output_types, output_contents):
         body, headers = _requests.binary_request(tensors, datatypes, output_names)
         body_path = directory / f"{stem}.bin"
         body_path.write_bytes(body)

@@ -385,7 +385,8 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
     datatypes = {d.name: d.data_type for d in layout.inputs}
     contents = {f.tensor: f.content for f in layout.contract.inputs.fields}
     request_files = _requests.write_request(
-        repository, tensors, datatypes, contents, {d.name: d.data_type for d in layout.outputs}
+        repository, tensors, datatypes, contents, {d.name: d.data_type for d in layout.outputs},
+        {f.tensor: f.content for f in layout.contract.outputs.fields},
     )
     report = {
         "mode": validation["mode"],

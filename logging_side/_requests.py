@@ -3,11 +3,16 @@
 ``request.json`` is a KServe v2 / Triton HTTP JSON body. JSON cannot carry
 NaN, infinities or arbitrary bytes, and Triton carries FP16 tensors in neither
 direction as JSON ("receiving FP16 data via JSON is not supported", "sending FP16
-data via JSON is not supported"), so a model with an FP16 input or output, or an
-example holding NaN, infinities or binary bytes, ships ``request.bin`` (the
-complete HTTP body of Triton's binary tensor extension, JSON prefix included,
-every output requested as binary) plus ``request.headers`` (the HTTP headers to
-send with it). Values are never altered to fit JSON.
+data via JSON is not supported"). Triton also reads JSON numbers with RapidJSON's
+normal precision, which turns about one float64 in eight (written as Python writes
+it: the shortest text that reads back exactly) into its neighbour
+(``-1.8585403758418125e-246`` arrives as ``-1.8585403758418123e-246``);
+:func:`triton_json_double` is that reading, step by step. So a model with an FP16
+input or output, or an example holding NaN, infinities, binary bytes or a float64
+that Triton would read as another number, ships ``request.bin`` (the complete HTTP
+body of Triton's binary tensor extension, JSON prefix included, every output
+requested as binary) plus ``request.headers`` (the HTTP headers to send with it).
+Values are never altered to fit JSON.
 """
 
 import json
@@ -24,19 +29,83 @@ JSON_HEADER_LENGTH = "Inference-Header-Content-Length"
 
 
 FP16_TYPE = "TYPE_FP16"
+_MAX_FAST_SIGNIFICAND = 2**53 - 1  # RapidJSON stops adding fraction digits to its integer significand above this
+_MAX_SIGNIFICAND_DIGITS = 17  # ... and keeps at most this many significant digits in its double significand
 
 
-def needs_binary(tensors, contents, outputs=None):
-    """True when an input tensor is FP16, holds non-finite floats or binary (non-text) bytes,
-    or an output (``{name: config datatype}``) is FP16."""
+def needs_binary(tensors, contents, outputs=None, output_contents=None):
+    """True when an input tensor is FP16, holds non-finite floats, binary (non-text) bytes or a
+    float64 that Triton would read from JSON as another number, or an output (``outputs``:
+    ``{name: config datatype}``) is FP16 or carries binary bytes (``output_contents``:
+    ``{name: content}``; Triton writes BYTES into a JSON answer as they are, so bytes that are
+    not UTF-8 make the answer unreadable JSON)."""
     if outputs and FP16_TYPE in outputs.values():
+        return True
+    if output_contents and "binary" in output_contents.values():
         return True
     for name, array in tensors.items():
         if contents.get(name) == "binary" or array.dtype == np.float16:
             return True
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             return True
+        if array.dtype == np.float64 and not json_keeps(array):
+            return True
     return False
+
+
+def json_keeps(array):
+    """Whether Triton reads every (finite) float64 of ``array`` back unchanged from the JSON Python writes.
+
+    float32 values are always kept: Triton's double is within a few units of the float32 value, which
+    rounding to float32 recovers.
+    """
+    return all(triton_json_double(repr(value)) == value for value in array.ravel().tolist())
+
+
+def triton_json_double(text):
+    """The double Triton 2.51's HTTP front end reads from the JSON number ``text``.
+
+    RapidJSON at normal precision (``kParseFullPrecisionFlag`` unset), as in its ``ParseNumber``:
+    the integer digits and then the fraction digits are collected into an integer while it stays at
+    most 2**53 - 1; the remaining fraction digits (up to 17 significant ones) are added in double
+    arithmetic; the exponent is applied with one multiplication or division by the double nearest to
+    10**|p| (two, below 10**-308). Each step rounds, so the result can be a neighbour of the number
+    written. ``text`` is a finite number as Python's ``json`` writes a float (``repr``).
+    """
+    minus = text.startswith("-")
+    mantissa, _, exponent = text.lstrip("-").lower().partition("e")
+    integer_digits, _, fraction_digits = mantissa.partition(".")
+    significand = int(integer_digits)
+    significant = len(integer_digits.lstrip("0")) - 1 if significand else 0
+    fraction_exponent = 0
+    digits = iter(fraction_digits)
+    for digit in digits:
+        if significand > _MAX_FAST_SIGNIFICAND:
+            digits = iter((digit, *digits))
+            break
+        significand = significand * 10 + int(digit)
+        fraction_exponent -= 1
+        if significand:
+            significant += 1
+    value = float(significand)
+    for digit in digits:
+        if significant < _MAX_SIGNIFICAND_DIGITS:
+            value = value * 10.0 + int(digit)
+            fraction_exponent -= 1
+            if value > 0.0:
+                significant += 1
+    power = int(exponent or 0) + fraction_exponent
+    if power < -308:
+        value = _scaled(_scaled(value, -308), power + 308)
+    else:
+        value = _scaled(value, power)
+    return -value if minus else value
+
+
+def _scaled(value, power):
+    if power < -308:
+        return 0.0
+    return value * float(f"1e{power}") if power >= 0 else value / float(f"1e{-power}")
 
 
 def json_request(tensors, datatypes, output_names):
@@ -66,13 +135,14 @@ def binary_request(tensors, datatypes, output_names):
     return body, headers
 
 
-def write_request(directory, tensors, datatypes, contents, outputs):
+def write_request(directory, tensors, datatypes, contents, outputs, output_contents=None):
     """Write request.json, or request.bin + request.headers; return the file names written.
 
-    ``outputs`` maps each output tensor to its config datatype, in config order.
+    ``outputs`` maps each output tensor to its config datatype, in config order;
+    ``output_contents`` each BYTES output to its content (``text`` / ``binary``).
     """
     output_names = list(outputs)
-    if needs_binary(tensors, contents, outputs):
+    if needs_binary(tensors, contents, outputs, output_contents):
         body, headers = binary_request(tensors, datatypes, output_names)
         (directory / BINARY_REQUEST).write_bytes(body)
         (directory / BINARY_HEADERS).write_text(

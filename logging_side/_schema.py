@@ -185,9 +185,9 @@ def _map_tensor(spec, side, position, namer):
         )
     if side == "input" and np.dtype(spec.type).kind in ("U", "S"):
         raise UnsupportedSchemaError(
-            f"{label}: fixed-width {np.dtype(spec.type)} input tensors need a serving adapter (Triton delivers "
-            "BYTES as object arrays, which MLflow's schema enforcement refuses for this dtype); supported: an "
-            "object-dtype array of str/bytes, or a DataFrame string/binary column"
+            f"{label}: fixed-width {'str' if np.dtype(spec.type).kind == 'U' else 'bytes'} input tensors need a "
+            "serving adapter (Triton delivers BYTES as object arrays, which MLflow's schema enforcement refuses for "
+            "this dtype); supported: an object-dtype array of str/bytes, or a DataFrame string/binary column"
         )
     data_type, content = triton_type_for_dtype(spec.type, label)
     tensor = namer.claim(name, f"{side}_{position}")

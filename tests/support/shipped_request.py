@@ -46,3 +46,11 @@ def arrays_from_binary_request(body, headers):
 def arrays_from_request_json(path):
     """The input tensors of a ``request.json`` file, as Triton hands them to model.py."""
     return arrays_from_json_request(json.loads(path.read_text(encoding="utf-8")))
+
+
+def arrays_from_shipped_request(directory):
+    """The input tensors of the request a directory ships: ``request.json``, else ``request.bin``."""
+    if (directory / "request.json").is_file():
+        return arrays_from_request_json(directory / "request.json")
+    headers = read_headers_file(directory / "request.headers")
+    return arrays_from_binary_request((directory / "request.bin").read_bytes(), headers)[1]

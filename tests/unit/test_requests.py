@@ -12,7 +12,9 @@ from mlflow_triton._requests import (
     JSON_REQUEST,
     binary_request,
     json_request,
+    json_keeps,
     needs_binary,
+    triton_json_double,
     write_request,
 )
 from tests.unit.conftest import arrays_from_binary_request, arrays_from_json_request, read_headers_file
@@ -74,8 +76,51 @@ def test_needs_binary_is_true_when_an_output_is_fp16_because_triton_sends_fp16_o
     assert needs_binary(TENSORS, CONTENTS, OUTPUTS) is False
 
 
+def test_needs_binary_is_true_when_an_output_carries_binary_bytes_because_triton_writes_them_into_json_as_is():
+    assert needs_binary(TENSORS, CONTENTS, OUTPUTS, {"label": "binary"}) is True
+    assert needs_binary(TENSORS, CONTENTS, OUTPUTS, {"label": "text"}) is False
+
+
 def test_needs_binary_is_true_when_a_bytes_tensor_carries_binary_content():
     assert needs_binary({"blob": _bytes(b"\x00\xff")}, {"blob": "binary"}) is True
+
+
+# Read back by the real Triton 2.51 in tests/e2e/test_fidelity_generated.py (found by the fidelity campaign).
+MISREAD_FLOAT64 = -1.8585403758418125e-246
+
+
+def test_needs_binary_is_true_when_triton_would_read_a_float64_from_json_as_another_number():
+    tensors = {**TENSORS, "price": np.array([1.5, MISREAD_FLOAT64])}
+
+    assert needs_binary(tensors, CONTENTS) is True
+
+
+def test_needs_binary_is_false_when_the_float_that_triton_would_misread_is_float32():
+    tensors = {**TENSORS, "price": np.array([1.5, 0.1, 3.4028234663852886e38], dtype=np.float32)}
+
+    assert needs_binary(tensors, CONTENTS) is False
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("-1.8585403758418125e-246", -1.8585403758418123e-246),  # RapidJSON's normal precision: the neighbour
+    ("123456789012345.67", 123456789012345.69),  # fraction digits beyond 2**53 are added in double arithmetic
+    ("0.1", 0.1),
+    ("-0.0", -0.0),
+    ("100.0", 100.0),
+    ("1e+16", 1e16),
+    ("5e-324", 5e-324),  # below 1e-308: two divisions
+    ("1.7976931348623157e+308", 1.7976931348623157e308),
+])
+def test_triton_json_double_reads_like_rapidjson_at_normal_precision_when_given_a_json_number(text, expected):
+    assert repr(triton_json_double(text)) == repr(expected)
+
+
+def test_json_keeps_is_true_when_float64_values_are_short_decimals():
+    assert json_keeps(np.array([5.1, 3.5, -0.25, 1e-3, 2.0**60])) is True
+
+
+def test_json_keeps_is_false_when_triton_would_misread_one_float64():
+    assert json_keeps(np.array([0.5, MISREAD_FLOAT64])) is False
 
 
 def test_needs_binary_is_false_when_a_bytes_tensor_carries_text_content():

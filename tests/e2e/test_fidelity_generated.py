@@ -1,0 +1,124 @@
+"""Generated signatures, models and inputs, end to end on one real Triton 2.51 (issue #12).
+
+Each case (``tests/property/fidelity_strategies.py``) is logged with ``mlflow_triton.sklearn`` or
+``mlflow_triton.pytorch.log_model`` to a local sqlite store, loaded into a Triton server shared by
+the whole module (explicit model-control mode: loaded, checked, unloaded), and every answer --
+the shipped request, then other inputs as JSON and with the binary tensor extension -- must equal
+``pyfunc.predict`` of the same input on the logged model, or be the error the README promises
+(see ``tests/support/fidelity/expectations.py``). Cases the package must refuse are asserted with
+their messages.
+
+Why ``@given`` running one case per example: each example is a real model on a real server (about 6 s,
+nearly all of it Triton starting the model's Python stub), so Hypothesis drives the cases one by one
+and, on a failure, shrinks to the smallest failing case and prints it -- a ``Case(...)`` to paste
+into ``@example`` -- plus a ``@reproduce_failure`` blob. ``@seed`` makes a run replayable:
+the seed is fresh per run and printed at the start and end of the session
+(``FIDELITY_SEED=<seed>`` replays it). ``FIDELITY_CASES`` sets how many served cases (default 40),
+``FIDELITY_REJECTIONS`` how many rejections (default 12). The long campaign with a report is
+``make fidelity`` (``tests/support/fidelity/run.py``).
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, reject, seed, settings
+
+from tests.property.fidelity_strategies import rejected_cases, served_cases
+from tests.support.fidelity.campaign import Campaign
+from tests.support.fidelity.cases import Case, Field, Input, Output
+from tests.support.fidelity.seed import SEED, SUMMARIES
+
+from mlflow_triton._requests import triton_json_double
+
+pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
+
+CASES = int(os.environ.get("FIDELITY_CASES", "40"))
+REJECTIONS = int(os.environ.get("FIDELITY_REJECTIONS", "12"))
+CAMPAIGN_SETTINGS = dict(deadline=None, database=None, print_blob=True, derandomize=False,
+                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    work_dir = tmp_path_factory.mktemp("fidelity")
+    with Campaign.open(work_dir, progress=print) as opened:
+        yield opened
+        report = opened.report(SEED)
+        (work_dir / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+        SUMMARIES.append(report)
+
+
+@seed(SEED)
+@settings(max_examples=CASES, **CAMPAIGN_SETTINGS)
+@given(case=served_cases())
+@example(case=Case(  # integer column labels in and out, text with NUL bytes, binary with trailing zeros
+    "sklearn-recipe", "columns", (Field(0, "int64"), Field("a b", "text"), Field("a_b", "binary")),
+    (Output(3, 0, "flip"), Output("t", 1, "text"), Output(0, 2, "binary")), "frame", False,
+    (Input(((2,), (2,), (2,)), ((1, -(2**63)), ("ü\x00", ""), (b"ab\x00\x00", b""))),
+     Input(((3,), (3,), (3,)), ((2**63 - 1, 0, -1), ("名前", "\n", "a\x00"), (b"\xff\x00", b"\x00", b"x"))),
+     Input(((0,), (0,), (0,)), ((), (), ()))),
+    (("serialization", "cloudpickle"),)))
+@example(case=Case(  # FP16 in and out, -1 on inner axes, NaN and infinities
+    "pytorch-recipe", "tensor", (Field("x", "float16", (-1, 2, -1)),), (Output(None, 0, "flip"),), "array", True,
+    (Input(((1, 2, 1),), ((0.5, -1.0),)),
+     Input(((2, 2, 3),), ((float("nan"), float("inf"), -0.0, 65504.0, 6e-08, -1.0) * 2,)))))
+@example(case=Case(  # a prediction that does not fit the declared INT8 output: 500 naming the tensor
+    "sklearn-recipe", "tensor", (Field(None, "int64", (-1,)),), (Output(None, 0, "echo", "int8"),), "array", True,
+    (Input(((2,),), ((1, -5),)), Input(((2,),), ((127, 128),)), Input(((1,),), ((-128,),))),
+    (("serialization", "skops"),)))
+@example(case=Case(  # found by the campaign: Triton reads -1.8585403758418125e-246 from JSON as ...23e-246
+    "sklearn-recipe", "tensor", (Field(" ", "float64", (-1,)),), (Output("__", 0, "echo"), Output(".", 0, "text")),
+    "dict", True,
+    (Input(((3,),), ((0.0, -1.8585403758418125e-246, 123456789012345.67),)), Input(((1,),), ((0.1,),)),
+     Input(((2,),), ((-1.8585403758418125e-246, 5e-324),))),
+    (("serialization", "cloudpickle"), ("fixed_width", False))))
+@example(case=Case(  # an object array of bytes is a text output: answered while UTF-8, else 500 naming it
+    "sklearn-recipe", "columns", (Field("t", "text"),), (Output("raw", 0, "binary"),), "dict", False,
+    (Input(((2,),), (("ü", ""),)), Input(((1,),), (("a\x00",),)), Input(((0,),), ((),))),
+    (("serialization", "skops"), ("fixed_width", False))))
+@example(case=Case(  # found by the campaign: a binary output in a JSON answer is not JSON (shipped request.json)
+    "sklearn-recipe", "tensor", (Field(None, "float32", (-1, 2)),), (Output(None, 0, "binary"),), "array", False,
+    (Input(((1, 2),), ((2.5, -2.0),)), Input(((2, 2),), ((0.5, 1.0, -2.0, 3.0),))),
+    (("serialization", "cloudpickle"), ("fixed_width", True))))
+def test_real_triton_answers_like_pyfunc_when_a_generated_case_is_served(campaign, case):
+    rejection = campaign.expected_rejection(case)
+    if rejection is not None:  # drawn now and then (a prediction of the example that does not fit its output)
+        campaign.reject(case, rejection)
+        reject()  # checked, but not one of the served cases counted towards FIDELITY_CASES
+
+    campaign.serve(case)
+
+
+@seed(SEED)
+@settings(max_examples=REJECTIONS, **CAMPAIGN_SETTINGS)
+@given(case=rejected_cases())
+def test_log_model_refuses_naming_the_field_when_a_generated_case_cannot_be_served(campaign, case):
+    rejection = campaign.expected_rejection(case)
+    assert rejection is not None, case.describe()
+
+    campaign.reject(case, rejection)
+
+
+def test_triton_json_double_predicts_what_real_triton_reads_when_float64_values_travel_as_json(campaign):
+    """The request writer's model of Triton's JSON number parsing, checked on the real server."""
+    generator = np.random.default_rng(SEED)
+    values = np.concatenate([
+        generator.normal(0.0, 10.0, 300),
+        generator.integers(0, 2**63, 300, dtype=np.int64).view(np.float64),
+        [-1.8585403758418125e-246, 123456789012345.67, 0.1, 5e-324, -0.0],
+    ])
+    values = values[np.isfinite(values)]
+    case = Case("sklearn-recipe", "tensor", (Field(None, "float64", (-1,)),), (Output(None, 0, "text"),), "array",
+                False, (Input(((1,),), ((0.5,),)),), (("serialization", "cloudpickle"),))
+    with campaign.loaded(case) as model:
+        model.wait()
+        [output] = [name for name, _ in model.output_types]
+        answers = {encoding: model.infer({model.input_tensors[0]: values}, encoding) for encoding in ("json", "binary")}
+
+    seen = {encoding: [float(text) for text in outputs[output]] for encoding, (_, outputs) in answers.items()}
+    assert [status for status, _ in answers.values()] == [200, 200]
+    assert seen["json"] == [triton_json_double(repr(value)) for value in values.tolist()]
+    assert seen["binary"] == values.tolist()
+    assert sum(a != b for a, b in zip(seen["json"], seen["binary"])) > 0  # JSON does change some values
