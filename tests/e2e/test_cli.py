@@ -27,6 +27,7 @@ from mlflow_triton import sklearn as triton_sklearn
 from mlflow_triton.local import check_command
 from mlflow_triton.local.compare import compare, expected_outputs
 from mlflow_triton.local.send import decode_response
+from tests.support.ports import free_ports
 from tests.support.processes import LineReader, listening_sockets, processes_mentioning, triton_processes_under
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -117,18 +118,6 @@ def stop_politely(process):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-def free_ports():
-    import socket
-
-    sockets = [socket.socket() for _ in range(3)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

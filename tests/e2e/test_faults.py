@@ -44,6 +44,7 @@ from benchmarks.soak import MODEL_NAME, Oracle, save_soak_model, start_server
 from benchmarks.soak_client import stub_pids
 from benchmarks.soak_requests import Layout
 from tests.support.background_load import BackgroundLoad
+from tests.support.ports import free_ports
 from tests.support.processes import LineReader, triton_processes_under
 
 pytestmark = pytest.mark.triton
@@ -169,18 +170,6 @@ def test_triton_answers_404_meanwhile_and_correctly_afterwards_when_the_model_is
     assert load.failures(sent_after=loaded) == {}
     [new_stub] = stub_pids(server.pid)
     assert new_stub != stub
-
-
-def free_ports():
-    import socket
-
-    sockets = [socket.socket() for _ in range(3)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 def test_serve_exits_leaving_no_process_and_no_wrong_answer_when_tritonserver_gets_sigterm_with_requests_in_flight(

@@ -48,17 +48,6 @@ MAX_MESSAGE_LENGTH = 1000  # runtime/triton_model.py (importing it needs triton_
 SECRET = "SECRET-TOKEN-abc123"
 
 
-class HalfOutput(torch.nn.Module):
-    """float32 in, float16 out (scripted, so no class code needs packaging)."""
-
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(4, 3)
-
-    def forward(self, x):
-        return self.linear(x).half()
-
-
 # -- serving: one repository and one server per serving environment ---------------------------------
 
 
@@ -145,7 +134,7 @@ def pytorch_models(tmp_path_factory):
     half = torch.nn.Sequential(torch.nn.Linear(4, 3)).eval().half()
     half_package = save(pytorch.save_model, half, repository, "half", input_example=half_example)
 
-    half_output = torch.jit.script(HalfOutput().eval())
+    half_output = tiny_models.scripted_half_output()
     half_output_package = save(pytorch.save_model, half_output, repository, "half_output",
                                input_example=tiny_models.mlp_example())
 

@@ -95,6 +95,21 @@ def fresh_tiny_mlp():
     return copy.deepcopy(shared_tiny_mlp())
 
 
+def scripted_half_output():
+    """A scripted ``Linear(4, 3)`` answering float16 for float32 input (scripted: no class code to package)."""
+    import torch
+
+    class HalfOutput(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.linear(x).half()
+
+    return torch.jit.script(HalfOutput().eval())
+
+
 def mlp_example(rows=2):
     """A float32 ``(rows, 4)`` input for the tiny MLP."""
     return np.linspace(-1.0, 1.0, rows * MLP_SIZES["input_size"], dtype=np.float32).reshape(rows, -1)

@@ -8,6 +8,7 @@ import pytest
 from mlflow_triton import sklearn as triton_sklearn
 from mlflow_triton.local import PortInUseError, RepositoryAssemblyError, serve_command, serve_models
 from mlflow_triton.local.installation import TritonInstallation
+from tests.support import ports
 from tests.support.processes import triton_processes_under
 
 
@@ -39,15 +40,7 @@ def saved_model(fitted_pipeline, example_frame, tmp_path):
 
 @pytest.fixture
 def free_ports():
-    ports, sockets = [], []
-    for _ in range(3):
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sockets.append(sock)
-        ports.append(sock.getsockname()[1])
-    for sock in sockets:
-        sock.close()
-    return dict(zip(("http_port", "grpc_port", "metrics_port"), ports))
+    return dict(zip(("http_port", "grpc_port", "metrics_port"), ports.free_ports(3)))
 
 
 def test_serve_names_both_uris_and_how_to_rename_when_two_models_share_a_triton_name(

@@ -45,17 +45,6 @@ def shipped_arrays(repository):
     return arrays_from_binary_request((repository / "request.bin").read_bytes(), headers)[1]
 
 
-class HalfOutput(torch.nn.Module):
-    """float32 in, float16 out (scripted, so no class code needs packaging)."""
-
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(4, 3)
-
-    def forward(self, x):
-        return self.linear(x).half()
-
-
 # -- #17.3: integer column labels ------------------------------------------------------------------
 
 
@@ -203,7 +192,7 @@ def test_save_model_ships_a_binary_request_that_model_py_answers_when_the_module
 
 
 def test_save_model_ships_a_binary_request_when_only_the_output_is_half_precision(tmp_path):
-    module = torch.jit.script(HalfOutput().eval())
+    module = tiny_models.scripted_half_output()
 
     pytorch.save_model(module, tmp_path / "package", input_example=tiny_models.mlp_example(),
                        validate_saved_model=True)
