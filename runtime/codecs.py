@@ -21,7 +21,9 @@ A ``tensor`` structure takes an ndarray (or a dict holding just its named key);
 a ``columns`` structure takes a DataFrame, a Series, a dict of equal-length
 columns, a list of records or a 2-D array with one column per field. Lists and
 tuples of values are read element by element (as object arrays): numpy's own
-inference would round some mixes of integers and floats.
+inference would round some mixes of integers and floats. So are records (pandas
+would turn ``None`` or a missing key into NaN) and nullable pandas columns that
+hold ``pd.NA``.
 """
 
 import numpy as np
@@ -186,7 +188,7 @@ def _columns_of(value, specs):
     if isinstance(value, pd.Series):
         value = value.to_frame()
     elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        value = pd.DataFrame(value)
+        return [_record_column(value, spec) for spec in specs]
     elif isinstance(value, dict) and all(spec.field.name in value for spec in specs):
         return [value[spec.field.name] for spec in specs]
     if isinstance(value, pd.DataFrame):
@@ -213,9 +215,36 @@ def _frame_column(frame, spec):
     return frame.iloc[:, spec.column_key]
 
 
+def _record_column(records, spec):
+    """One column of a list of records, its values as they are (``pd.DataFrame(records)`` would
+    choose a dtype and turn a missing key or ``None`` into NaN)."""
+    key = spec.field.name
+    if key is None:  # an unnamed column: its position among the first record's keys
+        keys = list(records[0])
+        if spec.column_key >= len(keys):
+            raise TensorMappingError(f"Column #{spec.column_key} is missing; the records have {len(keys)} key(s)")
+        key = keys[spec.column_key]
+    values = []
+    for index, record in enumerate(records):
+        if key not in record:
+            raise TensorMappingError(f"Tensor {spec.label}: record {index} has no key `{key}`")
+        values.append(record[key])
+    return object_array(values, (len(values),))
+
+
+def _pandas_values(value):
+    """A pandas object's values. A nullable column (``Int64``, ``Float64``, ``boolean``) holding
+    ``pd.NA`` gives objects, so the missing value is refused instead of being read as NaN."""
+    dtypes = value.dtypes if isinstance(value, pd.DataFrame) else [value.dtype]
+    nullable = any(pd.api.types.is_extension_array_dtype(dtype) and dtype.kind in "biuf" for dtype in dtypes)
+    if nullable and np.asarray(value.isna()).any():
+        return value.to_numpy(dtype=object)
+    return value.to_numpy()
+
+
 def _to_array(value):
     if isinstance(value, (pd.Series, pd.DataFrame, pd.Index)):
-        return value.to_numpy()
+        return _pandas_values(value)
     if isinstance(value, np.ndarray):
         return value
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, without importing torch

@@ -18,7 +18,7 @@ tensor. A value is never changed to fit:
   timedelta or string values become numbers (``"1"`` is never parsed);
 * an object array holds Python or numpy scalars: all bool, all integers (bool
   counts as 0/1) or integers and floats (each integer exactly a float64); any
-  other element (``None``, ``pd.NA``, a string, ``Decimal``, ...) fails, naming
+  other element (``None``, ``pd.NA``, a string, ``Decimal``, ``np.timedelta64``, ...) fails, naming
   its index. The elements are then converted by the rules above.
 
 A failure names the element's flat index and, for a number that does not fit,
@@ -119,6 +119,10 @@ def _numbers_of_objects(array, dtype, data_type, label):
     for index, item in enumerate(items):
         if isinstance(item, (bool, np.bool_)):
             kinds.add("b")
+        elif isinstance(item, (np.timedelta64, np.datetime64)):  # numpy counts timedelta64 as an integer
+            raise TensorMappingError(
+                f"Tensor {label}: element {index} is {_describe(item)}, not a number ({data_type} expected)"
+            )
         elif isinstance(item, (int, np.integer)):
             kinds.add("i")
         elif isinstance(item, (float, np.floating)):
@@ -145,13 +149,21 @@ def _numbers_of_objects(array, dtype, data_type, label):
             number = float(item)
         except OverflowError:
             number = None
-        if number is None or (number != item and item == item):
+        if number is None or not _same_number(number, item):
             value = item.item() if isinstance(item, np.generic) else item
             raise TensorMappingError(
                 f"Tensor {label}: element {index} ({value!r}) does not fit {data_type} ({dtype}) unchanged"
             )
         floats.append(number)
     return np.array(floats, dtype=np.float64).reshape(array.shape), "float"
+
+
+def _same_number(number, item):
+    """Whether the float ``number`` is exactly ``item``. Integers compare as Python ints: numpy would
+    compare ``np.int64(2**53 + 1)`` with a float through float64 and call the rounded value equal."""
+    if isinstance(item, (int, np.integer)):
+        return number == int(item)
+    return number == item or item != item  # NaN stays NaN
 
 
 def _describe(item):

@@ -91,12 +91,43 @@ def test_columns_codec_splits_the_prediction_into_typed_columns_when_given_commo
             {"unit price": [1.5, 2.5], "count": [2.5, 3.5]},
             r"^Tensor `count`: cannot convert float values to TYPE_INT32",
         ),
+        (
+            [{"unit price": 1.5, "count": 2**53 + 1}, {"unit price": 2.5, "count": 3}],
+            r"^Tensor `count`: element 0 \(9007199254740993\) does not fit TYPE_INT32",
+        ),
+        (
+            [{"unit price": 1.5, "count": 2}, {"unit price": None, "count": 3}],
+            r"^Tensor `unit_price` \(field `unit price`\): element 1 is missing \(None\)",
+        ),
+        (
+            [{"unit price": 1.5, "count": 2}, {"count": 3}],
+            r"^Tensor `unit_price` \(field `unit price`\): record 1 has no key `unit price`$",
+        ),
+        (
+            pd.DataFrame({"unit price": pd.array([1.5, None], dtype="Float64"), "count": [2, 3]}),
+            r"^Tensor `unit_price` \(field `unit price`\): element 1 is missing \(<NA>\)",
+        ),
+        (
+            pd.DataFrame({"unit price": [1.5, 2.5], "count": pd.array([2, None], dtype="Int64")}),
+            r"^Tensor `count`: element 1 is missing \(<NA>\)",
+        ),
     ],
-    ids=["missing-column", "wrong-width", "float-for-int"],
+    ids=["missing-column", "wrong-width", "float-for-int", "records-int-beyond-int32", "records-none",
+         "records-missing-key", "nullable-float-na", "nullable-int-na"],
 )
 def test_columns_codec_names_the_column_when_the_prediction_does_not_fit(prediction, message):
     with pytest.raises(TensorMappingError, match=message):
         COLUMNS.to_tensors(prediction)
+
+
+def test_columns_codec_keeps_nullable_columns_when_they_hold_no_missing_value():
+    prediction = pd.DataFrame({"unit price": pd.array([1.5, 2.5], dtype="Float64"),
+                               "count": pd.array([2, 3], dtype="Int64")})
+
+    tensors = COLUMNS.to_tensors(prediction)
+
+    assert tensors["unit_price"].tolist() == [1.5, 2.5]
+    assert tensors["count"].tolist() == [2, 3]
 
 
 @pytest.mark.parametrize(

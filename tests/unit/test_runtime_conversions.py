@@ -129,6 +129,10 @@ OBJECT_REFUSED = [
     (objects(2**53 + 1, 0.5), "float64", r"element 0 \(9007199254740993\) does not fit TYPE_FP64"),
     (objects(0.5, 10**400), "float64", r"element 1 \(1000000000.*\) does not fit TYPE_FP64"),
     (objects(1, 0), "bool", r"cannot convert integer values to TYPE_BOOL"),
+    (objects(np.int64(2**53 + 1), 0.5), "float64", r"element 0 \(9007199254740993\) does not fit TYPE_FP64"),
+    (objects(np.uint64(2**64 - 1), 0.5), "float64", r"element 0 \(18446744073709551615\) does not fit TYPE_FP64"),
+    (objects(np.timedelta64(5, "ns"), 1), "int64", r"element 0 is a timedelta64, not a number"),
+    (objects(np.datetime64(5, "ns"), 1), "float64", r"element 0 is a datetime64, not a number"),
 ]
 
 
