@@ -205,9 +205,17 @@ def _warn_about_custom_code(framework, model, options):
 
 
 def _build(plan, path):
-    """Write the package planned by ``_plan`` into a staging sibling of ``path``, then rename it."""
+    """Write the package planned by ``_plan`` into a staging sibling of ``path``, then rename it.
+
+    On failure nothing is left: neither the staging directory nor the parents created for ``path``.
+    """
+    created = [parent for parent in (path.parent, *path.parent.parents) if not parent.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
+    try:
+        staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
+    except BaseException:
+        _remove_empty(created)
+        raise
     try:
         staging.rmdir()  # the native flavor insists on creating the directory itself
         plan.framework.save_native(plan.model, staging, plan.signature, plan.input_example, plan.options)
@@ -224,7 +232,17 @@ def _build(plan, path):
         os.rename(staging, path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        _remove_empty(created)
         raise
+
+
+def _remove_empty(directories):
+    """Remove the directories this call created, deepest first, where they are still empty."""
+    for directory in directories:
+        try:
+            directory.rmdir()
+        except OSError:
+            return
 
 
 def with_default_requirements(options, default_requirements):

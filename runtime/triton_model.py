@@ -20,7 +20,10 @@ are answered normally. The error's code says whose fault it is:
   (``OutputError``), or this runtime failed.
 
 Messages name the tensor or column, the element index and the expected type,
-never request values, and are cut to ``MAX_MESSAGE_LENGTH`` characters. The
+and are cut to ``MAX_MESSAGE_LENGTH`` characters. Request errors found by this
+runtime quote no request values; a value that does not fit an output is quoted
+(it is the prediction's), and so may be the first line of MLflow's schema
+refusal, cut to ``MAX_SCHEMA_REASON_LENGTH``. The
 model's own exception text may quote the request (an unknown category, a long
 string), so the client gets only its type and a reference; Triton's log gets
 the text, cut to ``MAX_LOGGED_LENGTH``, under the same reference. Backends whose
@@ -58,7 +61,6 @@ class TritonPythonModel:
     def initialize(self, args):
         model_config = json.loads(args["model_config"])
         contract = contract_from_model_config(model_config)
-        self.flavor = contract.flavor
         self.inputs = StructureCodec(contract.inputs, tensor_types_from_model_config(model_config, "input"))
         self.outputs = StructureCodec(contract.outputs, tensor_types_from_model_config(model_config, "output"))
         self.device = device_for_instance(args.get("model_instance_kind"), args.get("model_instance_device_id"))
@@ -75,15 +77,14 @@ class TritonPythonModel:
                 outputs = self.outputs.to_tensors(prediction)
             except TensorMappingError as error:
                 raise OutputError(f"The prediction does not fit the configured outputs: {error}") from None
+            output_tensors = [pb_utils.Tensor(name, array) for name, array in outputs.items()]
         except RequestError as error:
             return _error_response(str(error), "INVALID_ARG")
         except (PredictionError, OutputError) as error:
             return _error_response(str(error), "INTERNAL")
         except Exception as error:  # a defect of this runtime; its text is kept out of the response too
             return _error_response(_withheld("The mlflow-triton runtime failed", error), "INTERNAL")
-        return pb_utils.InferenceResponse(
-            output_tensors=[pb_utils.Tensor(name, array) for name, array in outputs.items()]
-        )
+        return pb_utils.InferenceResponse(output_tensors=output_tensors)
 
     def _decode(self, request):
         """``(model input, label of an input tensor without elements or None)``."""

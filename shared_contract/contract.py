@@ -18,7 +18,9 @@ entries, linked by tensor name, so there is a single source of truth.
 Mapping versions: 1 names fields with strings (or null); 2 also allows integer
 names (DataFrame column labels such as ``0``, kept as JSON integers so the
 rebuilt frame's columns compare equal to the original ones). A reader accepts
-every version in ``SUPPORTED_MAPPING_VERSIONS``; writers emit ``MAPPING_VERSION``.
+every version in ``SUPPORTED_MAPPING_VERSIONS`` and reads names by the rules of
+the newest (version 1 writers never wrote an integer name); writers emit
+``MAPPING_VERSION``.
 """
 
 import dataclasses

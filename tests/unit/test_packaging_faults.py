@@ -284,3 +284,17 @@ def test_save_model_leaves_neither_path_nor_staging_when_the_native_save_raises(
 
     assert list(parent.iterdir()) == []
     assert list(workspace.iterdir()) == []
+
+
+def test_save_model_removes_the_parents_it_created_when_the_native_save_raises(
+    monkeypatch, tmp_path, workspace, fitted_pipeline, example_frame
+):
+    parent = tmp_path / "models"
+    parent.mkdir()
+    _inject(monkeypatch, mlflow.sklearn, "save_model", InjectedFault("native save failed"))
+
+    with pytest.raises(InjectedFault, match="native save failed"):
+        sklearn.save_model(fitted_pipeline, parent / "new" / "nested" / "classifier", input_example=example_frame)
+
+    assert list(parent.iterdir()) == []
+    assert list(workspace.iterdir()) == []
