@@ -38,6 +38,8 @@ def undone_on_failure(registered_model_name, logged_model_id=lambda: None):
         if model_id is None and _last_logged_model_id() != last_logged_before:
             model_id = _last_logged_model_id()
         if model_id is not None:
+            if registered_model_name:
+                _forget_versions_of(registered_model_name, model_id)
             with contextlib.suppress(Exception):
                 mlflow.MlflowClient().delete_logged_model(model_id)
         if registry_had_model is False:
@@ -64,19 +66,34 @@ def _forget_empty_registered_model(name):
             client.delete_registered_model(name)
 
 
+def _forget_versions_of(name, model_id):
+    """Delete the versions of ``name`` that a failed log registered for the LoggedModel ``model_id``
+    (the registration succeeded, then the call was interrupted, e.g. while awaiting it)."""
+    with contextlib.suppress(Exception):
+        client = mlflow.MlflowClient()
+        for version in model_versions(client, name):
+            if getattr(version, "model_id", None) == model_id or model_id in (version.source or ""):
+                client.delete_model_version(name, version.version)
+
+
 def has_model_versions(client, name):
-    """Whether the registered model ``name`` (matched exactly) has any version.
+    """Whether the registered model ``name`` (matched exactly) has any version."""
+    return bool(model_versions(client, name))
+
+
+def model_versions(client, name):
+    """The versions of the registered model ``name``, matched exactly.
 
     A name with a quote or a backslash cannot be written into a filter string,
     so it is looked up with ``LIKE`` and those characters as single-character
     wildcards, and the results are compared with the exact name.
     """
     if not any(quote in name for quote in _UNQUOTABLE):
-        return bool(client.search_model_versions(f"name = '{name}'"))
+        return list(client.search_model_versions(f"name = '{name}'"))
     pattern = name
     for quote in _UNQUOTABLE:
         pattern = pattern.replace(quote, "_")
-    return any(version.name == name for version in client.search_model_versions(f"name LIKE '{pattern}'"))
+    return [version for version in client.search_model_versions(f"name LIKE '{pattern}'") if version.name == name]
 
 
 def _last_logged_model_id():

@@ -215,6 +215,22 @@ def test_log_model_keeps_an_existing_registered_model_when_a_new_version_fails(
     assert [m.name for m in tracking_store.registered_models()] == ["faulty"]
 
 
+@pytest.mark.parametrize("registered_before", [False, True], ids=["new-registered-model", "existing-one"])
+def test_log_model_deletes_the_version_it_registered_when_interrupted_after_the_registration(
+    monkeypatch, log, assert_clean, tracking_store, registered_before
+):
+    if registered_before:
+        tracking_store.client().create_registered_model("faulty")
+    _inject(monkeypatch, mlflow.MlflowClient, "_create_model_version", KeyboardInterrupt())  # after the version exists
+
+    with pytest.raises(KeyboardInterrupt):
+        log()
+
+    assert_clean()
+    assert [m.name for m in tracking_store.registered_models()] == (["faulty"] if registered_before else [])
+    assert tracking_store.client().search_model_versions("name = 'faulty'") == []
+
+
 def test_log_model_deletes_its_logged_model_when_logging_into_a_run_raises(
     monkeypatch, log, assert_clean, tracking_store
 ):
