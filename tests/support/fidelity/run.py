@@ -110,9 +110,14 @@ def _run(campaign, strategy, count, seed, failures, *, serve, workers=1):
         print(f"[{what} {number:>4}/{len(cases)}] {time.monotonic() - clock:5.1f}s (elapsed {elapsed / 60:5.1f} min, "
               f"about {eta / 60:5.1f} min left) {case.describe()[:160]} {outcome}", flush=True)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers if serve else 1) as pool:
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers if serve else 1)
+    try:
         for future in [pool.submit(one, case, rejection) for case, rejection in cases]:
             future.result()
+    finally:
+        # On Ctrl-C / SIGTERM (or a dead server) the cases not started yet are dropped: the
+        # executor's own exit would run every queued case before the campaign could stop.
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _machine():
