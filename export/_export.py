@@ -66,7 +66,7 @@ def export_onnx(model_uri, out_dir, *, max_batch_size=64, backend="onnxruntime")
             raise UnsupportedModelError(_load_failure(error)) from error
         probes, probe_note = PROBES.get(source.flavor, lambda _: (None, None))(source)
         parity = _parity.check_parity(source, predictor, max_batch_size, probes=probes)
-        if probe_note:
+        if probe_note and "not_probed" not in parity:
             parity["not_probed"] = probe_note
         config = _config.build_export_config(name, inputs, outputs, backend=backend, max_batch_size=max_batch_size)
         onnx_bytes = onnx_model.SerializeToString()

@@ -107,6 +107,22 @@ def test_export_onnx_probes_every_split_threshold_in_parity_when_the_tree_reads_
     [probed] = [c for c in read_handoff(directory)["parity"]["inputs_compared"] if c["what"] == _parity.THRESHOLD_PROBES]
     assert probed["thresholds"] == int((model[-1].tree_.feature >= 0).sum())
     assert probed["rows"] >= 5 * probed["thresholds"]
+    split = model[-1].tree_.feature >= 0
+    narrowed = model[-1].tree_.threshold[split].astype(np.float32).astype(np.float64)
+    assert (narrowed > model[-1].tree_.threshold[split]).any()  # some thresholds round up when narrowed
+
+
+def test_export_onnx_answers_like_pyfunc_at_every_split_threshold_when_the_columns_are_fp32(tmp_path):
+    frame = _frame().astype(np.float32)
+    model = _fitted(DecisionTreeClassifier(max_depth=4, random_state=0), frame, regression=False)
+    logged = _save(model, tmp_path / "logged", frame)
+
+    directory = export_onnx(str(logged), tmp_path / "out")
+
+    probes = _threshold_rows(model[-1], frame).astype(np.float32)
+    np.testing.assert_array_equal(_onnx_answers(directory, probes).ravel(),
+                                  mlflow.pyfunc.load_model(str(logged)).predict(probes))
+    assert any(c["what"] == _parity.THRESHOLD_PROBES for c in read_handoff(directory)["parity"]["inputs_compared"])
 
 
 def test_export_onnx_raises_parity_error_at_a_split_threshold_when_the_graph_compares_in_double(
