@@ -71,6 +71,10 @@ def summary(directory):
         f"converted with {converter['name']} {converter['version']}",
         f"  parity with pyfunc.predict: passed on {compared} requests; largest difference: {differences}",
     ]
+    lines += [f"  note: {tensor['tensor']} is computed in {tensor['computed_as']} and widened to the logged "
+              f"{tensor['data_type']} (see handoff.json)"
+              for tensor in handoff["tensors"]["outputs"]
+              if tensor.get("computed_as") and tensor["computed_as"] != tensor["data_type"]]
     lines += [f"  request: {directory / name}" for name in handoff["request_files"]]
     lines.append(f"  hand-off: {directory / 'handoff.json'} (what was compared and what was not verified)")
     return lines

@@ -42,3 +42,7 @@ def skl2onnx():
 
 def onnxscript():
     return require("onnxscript", "torch.onnx.export's exporter")
+
+
+def skl2onnx_sklapi():
+    return require("skl2onnx.sklapi", "casting tree inputs to float32 as scikit-learn does")

@@ -17,11 +17,12 @@ from mlflow_triton import _requests
 from mlflow_triton._names import check_model_name
 
 from . import _config, _deps, _handoff, _parity, _pytorch, _sklearn, _tensors, _writer
-from ._errors import ExportError, InvalidArgumentError, UnsupportedModelError
+from ._errors import InvalidArgumentError, UnsupportedModelError
 from ._source import read_logged_model
 
 SUFFIX = "_onnx"
 CONVERTERS = {"sklearn": _sklearn.convert, "pytorch": _pytorch.convert}
+PROBES = {"sklearn": _sklearn.parity_probes}
 MODEL_PY = pathlib.Path(__file__).with_name("_python_backend_model.py")
 REQUIREMENTS_HEADER = (
     "# Serving environment for this exported model's 1/model.py: onnxruntime and numpy only (no MLflow).\n"
@@ -62,8 +63,11 @@ def export_onnx(model_uri, out_dir, *, max_batch_size=64, backend="onnxruntime")
         try:
             predictor = _parity.OnnxPredictor(onnx_model, inputs, outputs)
         except Exception as error:
-            raise ExportError(_load_failure(error)) from error
-        parity = _parity.check_parity(source, predictor, max_batch_size)
+            raise UnsupportedModelError(_load_failure(error)) from error
+        probes, probe_note = PROBES.get(source.flavor, lambda _: (None, None))(source)
+        parity = _parity.check_parity(source, predictor, max_batch_size, probes=probes)
+        if probe_note and "not_probed" not in parity:
+            parity["not_probed"] = probe_note
         config = _config.build_export_config(name, inputs, outputs, backend=backend, max_batch_size=max_batch_size)
         onnx_bytes = onnx_model.SerializeToString()
 
@@ -100,6 +104,8 @@ def _write_request(directory, source, inputs, outputs):
 
 
 def _load_failure(error):
+    if "locale" not in str(error):
+        return _tensors.unusable_graph("onnxruntime cannot load the converted graph", error)
     message = f"onnxruntime cannot load the converted graph: {type(error).__name__}: {str(error).strip()}"
     if "locale" in str(error):
         message += (

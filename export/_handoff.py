@@ -45,13 +45,31 @@ def handoff(*, name, backend, max_batch_size, source, converter, onnx_model, onn
         },
         "parity": parity,
         "request_files": request_files,
-        "not_verified": not_verified(backend, onnx_model, parity, ort.__version__),
+        "not_verified": not_verified(backend, onnx_model, parity, ort.__version__, outputs),
         "mlflow_triton_version": mlflow_triton.__version__,
     }
 
 
-def not_verified(backend, onnx_model, parity, ort_version):
+def widened_outputs(outputs):
+    """One note per output the graph computes in a narrower float type than the logged one."""
+    from ._parity import tolerance
+
     notes = []
+    for tensor in outputs:
+        if tensor.computed_as is None or tensor.computed_as == tensor.data_type:
+            continue
+        rtol, atol = tolerance(tensor) or (0, 0)
+        notes.append(
+            f"Output `{tensor.name}` is logged as {tensor.data_type} but the graph computes it in "
+            f"{tensor.computed_as} and a Cast widens it: it carries {tensor.computed_as} rounding (parity compared "
+            f"it within atol {atol:g} + rtol {rtol:g} * |pyfunc|, not the {tensor.data_type} tolerance "
+            "`mlflow-triton check` applies)"
+        )
+    return notes
+
+
+def not_verified(backend, onnx_model, parity, ort_version, outputs=()):
+    notes = widened_outputs(outputs)
     if backend == "onnxruntime":
         notes.append(
             "Triton's ONNX Runtime backend did not run this directory: the Triton bundled with mlflow-triton's "
@@ -75,6 +93,8 @@ def not_verified(backend, onnx_model, parity, ort_version):
             f"{rejected} generated batch(es) that pyfunc.predict refused (it raised) were not compared: the export "
             "may answer inputs the logged model rejects"
         )
+    if parity.get("not_probed"):
+        notes.append(parity["not_probed"])
     if any(node.op_type == "StringNormalizer" for node in onnx_model.graph.node):
         notes.append(
             "The graph contains StringNormalizer (TfidfVectorizer / CountVectorizer): onnxruntime needs the "

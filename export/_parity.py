@@ -9,14 +9,18 @@ dynamic batches, and its rows are split back per request. Compared:
 1. the saved input example;
 2. its rows sent as separate one-row requests and batched together;
 3. the example repeated to ``max_batch_size`` rows (the largest batch Triton forms);
-4. Hypothesis-generated batches of 1-4 requests of 1-8 rows each (every variable
+4. for tree-based sklearn models reading the raw columns, every split threshold
+   and its float32 / float64 neighbours (``probes``, built by the converter);
+5. Hypothesis-generated batches of 1-4 requests of 1-8 rows each (every variable
    axis drawn too): floats within the example's range widened by its span on
-   each side (finite values only), integers within the example's range, booleans,
-   text from the example's values or short ASCII strings. Generation is
-   derandomized, so the same model is always compared on the same inputs.
+   each side (finite values only), integers within the example's range widened
+   the same way, booleans, text from the example's values or short ASCII strings.
+   Generation is derandomized, so the same model is always compared on the same inputs.
 
 Integers, booleans and text must be equal; floats within
-``|onnx - pyfunc| <= atol + rtol * |pyfunc|`` (``FLOAT_TOLERANCES``). A mismatch
+``|onnx - pyfunc| <= atol + rtol * |pyfunc|`` (``tolerance``: FP64 as
+``mlflow-triton check`` compares it, unless the graph computes the output in
+FP32 and a Cast widens it, then FP32's); equal infinities are equal. A mismatch
 raises ``ParityError`` with the output, the worst element, the tolerance and
 the (shrunk) input that caused it.
 """
@@ -31,8 +35,10 @@ from mlflow_triton.shared_contract import BYTES_TYPE, TRITON_TO_NUMPY
 from . import _deps
 from ._errors import ExportError, ParityError
 
-# (rtol, atol) per output datatype; every other datatype is compared exactly.
-FLOAT_TOLERANCES = {"TYPE_FP16": (1e-2, 1e-3), "TYPE_FP32": (1e-4, 1e-5), "TYPE_FP64": (1e-4, 1e-5)}
+# (rtol, atol) per datatype the graph computes an output in; every other datatype is compared exactly.
+# FP64 is mlflow-triton check's FP64 tolerance (local_triton/compare.py).
+FLOAT_TOLERANCES = {"TYPE_FP16": (1e-2, 1e-3), "TYPE_FP32": (1e-4, 1e-5), "TYPE_FP64": (1e-6, 1e-9)}
+THRESHOLD_PROBES = "the trees' split thresholds and their float32 / float64 neighbours"
 GENERATED_EXAMPLES = 40
 MAX_REQUESTS_PER_BATCH = 4
 MAX_ROWS_PER_REQUEST = 8
@@ -58,8 +64,19 @@ class OnnxPredictor:
         return {t.name: t.from_graph(result) for t, result in zip(self.outputs, results)}
 
 
-def check_parity(source, onnx, max_batch_size, examples=GENERATED_EXAMPLES):
-    """Compare; returns the parity section of handoff.json or raises ParityError."""
+def tolerance(tensor):
+    """``(rtol, atol)`` for an output, or None when it is compared exactly: the looser of its two datatypes."""
+    found = [FLOAT_TOLERANCES[t] for t in (tensor.data_type, tensor.computed_as) if t in FLOAT_TOLERANCES]
+    if tensor.data_type not in FLOAT_TOLERANCES or not found:
+        return None
+    return max(found)
+
+
+def check_parity(source, onnx, max_batch_size, examples=GENERATED_EXAMPLES, probes=None):
+    """Compare; returns the parity section of handoff.json or raises ParityError.
+
+    ``probes``: ``(tensors, thresholds)``, one logged-form request of rows at split thresholds, or None.
+    """
     comparison = _Comparison(source, onnx)
     example = source.example_tensors
     rows = _rows(example)
@@ -69,23 +86,47 @@ def check_parity(source, onnx, max_batch_size, examples=GENERATED_EXAMPLES):
     repeats = -(-max_batch_size // rows)
     tiled = {name: np.concatenate([array] * repeats)[:max_batch_size] for name, array in example.items()}
     comparison.batch([tiled], f"the saved example repeated to max_batch_size ({max_batch_size}) rows")
+    probed, not_probed = [], None
+    if probes is not None:
+        tensors, thresholds = probes
+        try:
+            expected = [source.predict(tensors)]
+        except Exception as error:  # noqa: BLE001 - the logged model refuses these values: nothing to compare
+            not_probed = (f"Tree splits: pyfunc.predict refused the rows at the split thresholds "
+                          f"({type(error).__name__}), so they were not probed specifically")
+        else:
+            comparison.compare([tensors], expected, THRESHOLD_PROBES)
+            probed = [{"what": THRESHOLD_PROBES, "requests": 1, "rows": _rows(tensors), "thresholds": thresholds}]
     generated = _generated(source, comparison, examples)
-    return {
+    result = {
         "passed": True,
         "reference": "mlflow.pyfunc predict of the logged model (its 1/artifact), through the generated "
                      "repository's codecs, one request at a time",
         "tolerances": {
             "floats": {t: {"rtol": r, "atol": a} for t, (r, a) in FLOAT_TOLERANCES.items()},
-            "rule": "|onnxruntime - pyfunc| <= atol + rtol * |pyfunc|; integers, booleans and text exactly",
+            "outputs": {t.name: _tolerance_entry(t) for t in onnx.outputs},
+            "rule": "|onnxruntime - pyfunc| <= atol + rtol * |pyfunc|, with the tolerance of the datatype the graph "
+                    "computes the output in; equal infinities are equal; integers, booleans and text exactly",
         },
         "inputs_compared": [
             {"what": "the saved input example", "requests": 1, "rows": rows},
             {"what": "the example's rows as separate requests, batched together", "requests": rows, "rows": rows},
             {"what": "the example repeated to max_batch_size rows", "requests": 1, "rows": max_batch_size},
+            *probed,
             generated,
         ],
         "largest_differences": comparison.largest,
     }
+    if not_probed:
+        result["not_probed"] = not_probed
+    return result
+
+
+def _tolerance_entry(tensor):
+    found = tolerance(tensor)
+    if found is None:
+        return "exact"
+    return {"rtol": found[0], "atol": found[1], "computed_as": tensor.computed_as or tensor.data_type}
 
 
 class _Comparison:
@@ -124,12 +165,14 @@ class _Comparison:
                 f"{label} has shape {list(got.shape)} from onnxruntime but {list(want.shape)} from pyfunc.predict. "
                 f"Input: {_render(requests, self.source)}. Nothing was written"
             )
-        if tensor.data_type in FLOAT_TOLERANCES:
-            rtol, atol = FLOAT_TOLERANCES[tensor.data_type]
+        if tolerance(tensor) is not None:
+            rtol, atol = tolerance(tensor)
             want64, got64 = want.astype(np.float64), got.astype(np.float64)
-            difference = np.abs(got64 - want64)
-            both_nan = np.isnan(got64) & np.isnan(want64)
-            excess = np.where(both_nan, -np.inf, np.nan_to_num(difference - (atol + rtol * np.abs(want64)), nan=np.inf))
+            both_nan = (np.isnan(got64) & np.isnan(want64)) | (np.isinf(want64) & (got64 == want64))
+            with np.errstate(invalid="ignore"):  # inf - inf: NaN, masked by both_nan
+                difference = np.abs(got64 - want64)
+                excess = np.where(both_nan, -np.inf,
+                                  np.nan_to_num(difference - (atol + rtol * np.abs(want64)), nan=np.inf))
             if want.size:
                 self.largest[tensor.name] = max(self.largest[tensor.name], float(np.nanmax(np.where(both_nan, 0, difference))))
             if want.size and excess.max() > 0:
@@ -192,7 +235,8 @@ def _generated(source, comparison, examples):
         "rows_per_request": generated_rows,
         "batches_rejected_by_pyfunc": len(rejected),
         "values": "floats in the example's range widened by its span on each side (finite only); integers in the "
-                  "example's range; booleans; text from the example or short ASCII strings",
+                  "example's range widened by its span (at least 10) on each side; booleans; text from the example "
+                  "or short ASCII strings",
     }
 
 
@@ -236,7 +280,7 @@ def _values(declaration, example):
     if dtype.kind == "b":
         return st.booleans()
     if dtype.kind in "iu":
-        return st.integers(int(example.min()), int(example.max()))
+        return st.integers(*_integer_range(example, dtype))
     finite = example[np.isfinite(example)].astype(np.float64)
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     span = max(high - low, abs(low), abs(high), 1.0)
@@ -244,6 +288,14 @@ def _values(declaration, example):
     if not (np.isfinite(low) and np.isfinite(high)):
         low, high = np.finfo(dtype).min / 2, np.finfo(dtype).max / 2
     return st.floats(float(low), float(high), allow_nan=False, allow_infinity=False, width=dtype.itemsize * 8)
+
+
+def _integer_range(example, dtype):
+    """The example's range widened by its span (at least 10) on each side, within the datatype."""
+    info = np.iinfo(dtype)
+    low, high = (int(example.min()), int(example.max())) if example.size else (0, 0)
+    span = max(high - low, 10)
+    return max(int(info.min), low - span), min(int(info.max), high + span)
 
 
 def _rows(tensors):

@@ -19,7 +19,7 @@ import numpy as np
 
 from mlflow_triton.shared_contract import BYTES_TYPE, NUMPY_TO_TRITON, TRITON_TO_NUMPY
 
-from . import _deps, _graph
+from . import _deps, _graph, _trees
 from ._errors import UnsupportedModelError
 
 PREDICT_FNS = ("predict", "predict_proba")
@@ -62,14 +62,41 @@ def convert(source):
     if _is_classifier(final):
         options[id(final)] = {"zipmap": False}
     try:
-        onnx_model = skl2onnx.convert_sklearn(model, initial_types=initial_types, options=options)
+        onnx_model = skl2onnx.convert_sklearn(
+            _trees.with_float32_trees(model), initial_types=initial_types, options=options
+        )
     except Exception as error:
         raise UnsupportedModelError(_conversion_failure(model, error, skl2onnx.__version__)) from error
+    _trees.check_tree_inputs(onnx_model)
     finish_inputs(onnx_model)
     _select_output(onnx_model, source)
     converter = {"name": "skl2onnx", "version": skl2onnx.__version__,
                  "options": {"zipmap": False} if options else {}}
+    if _any_step(model, _trees.compares_in_float32):
+        converter["float32_before_trees"] = (
+            "a Cast to float32 precedes every tree-based estimator: sklearn compares float32(x) with its split "
+            "thresholds, and so does the graph"
+        )
     return onnx_model, converter
+
+
+def parity_probes(source):
+    """``(tensors or None, note or None)``: parity rows at the trees' split thresholds, or why there are none."""
+    model = source.raw_model()
+    if not _any_step(model, _trees.compares_in_float32):
+        return None, None
+    probes = _trees.threshold_probes(model, source.layout, source.example_tensors)
+    if probes is None:
+        return None, (
+            "Tree splits: the trees read transformed features (or sit inside another estimator), so inputs next to "
+            "a split threshold were not probed specifically; the graph casts to float32 before the trees as sklearn "
+            "does, but a transformation computed a rounding step differently would move a value across a split"
+        )
+    return probes, None
+
+
+def _any_step(model, predicate):
+    return any(predicate(step) for _, step in _steps(model, []))
 
 
 def _refuse_unsupported_steps(model, skl2onnx):
@@ -78,6 +105,7 @@ def _refuse_unsupported_steps(model, skl2onnx):
 
     for path, step in _steps(model, []):
         label = _step_label(path, step)
+        _trees.refuse_double_trees(label, step)
         if isinstance(step, FunctionTransformer) and (step.func is not None or step.inverse_func is not None):
             function = getattr(step.func, "__name__", repr(step.func))
             raise UnsupportedModelError(

@@ -19,13 +19,14 @@ returns) and *wire* (what a client sends to the exported model).
 """
 
 import dataclasses
+import re
 
 import numpy as np
 
 from mlflow_triton.shared_contract import BYTES_TYPE
 
 from . import _deps, _graph
-from ._errors import ExportError
+from ._errors import ExportError, UnsupportedModelError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +39,7 @@ class ExportedTensor:
     data_type: str
     logged_dims: "tuple[int, ...]"  # the logged config's dims, batch axis first
     graph_dims: "tuple[int, ...]"  # the ONNX graph's dims after the batch axis, -1 where variable
+    computed_as: "str | None" = None  # the graph's own datatype where a Cast converts it to ``data_type``
 
     @property
     def dims(self):
@@ -85,10 +87,11 @@ class ExportedTensor:
             "logged_dims": list(self.logged_dims),
             "exported_dims": list(self.dims),
             "reshape": [] if self.reshaped else None,
+            "computed_as": self.computed_as,
         }
 
 
-def match(declaration, field, graph_tensor, side):
+def match(declaration, field, graph_tensor, side, computed_as=None):
     """The ``ExportedTensor`` for a logged declaration and the graph tensor carrying it.
 
     Raises ExportError when the graph's shape cannot carry the logged one.
@@ -119,6 +122,7 @@ def match(declaration, field, graph_tensor, side):
         data_type=declaration.data_type,
         logged_dims=logged,
         graph_dims=trailing,
+        computed_as=computed_as,
     )
 
 
@@ -147,12 +151,15 @@ def _utf8(array):
 def conform(onnx_model, layout):
     """Cast the graph's outputs to the logged datatypes and match every tensor with the logged one.
 
-    Returns ``(inputs, outputs)`` as ``ExportedTensor`` tuples in the logged order.
-    Raises ExportError when the graph's inputs or outputs are not the logged ones.
+    Returns ``(inputs, outputs)`` as ``ExportedTensor`` tuples in the logged order;
+    an output the graph computes in another datatype records it in ``computed_as``.
+    Raises ExportError when the graph's inputs or outputs are not the logged ones,
+    UnsupportedModelError when the ONNX checker refuses the graph.
     """
     _same_names("input", [v.name for v in onnx_model.graph.input], [d.name for d in layout.inputs])
     _same_names("output", [v.name for v in onnx_model.graph.output], [d.name for d in layout.outputs])
     graph_outputs = {t.name: t for t in _graph.describe(onnx_model.graph.output)}
+    computed_as = {}
     for declaration in layout.outputs:
         produced = graph_outputs[declaration.name].data_type
         if produced != declaration.data_type:
@@ -162,7 +169,8 @@ def conform(onnx_model, layout):
                     f"{declaration.data_type}; text and numbers do not convert into each other"
                 )
             _graph.cast_output(onnx_model, declaration.name, declaration.data_type)
-    _deps.onnx().checker.check_model(onnx_model, full_check=True)
+            computed_as[declaration.name] = produced
+    check_graph(onnx_model)
     fields = {
         "input": {f.tensor: f for f in layout.contract.inputs.fields},
         "output": {f.tensor: f for f in layout.contract.outputs.fields},
@@ -172,8 +180,31 @@ def conform(onnx_model, layout):
         "output": {t.name: t for t in _graph.describe(onnx_model.graph.output)},
     }
     return tuple(
-        tuple(match(d, fields[side][d.name], described[side][d.name], side) for d in declarations)
+        tuple(match(d, fields[side][d.name], described[side][d.name], side, computed_as.get(d.name) if side == "output"
+                    else None) for d in declarations)
         for side, declarations in (("input", layout.inputs), ("output", layout.outputs))
+    )
+
+
+def check_graph(onnx_model):
+    """``onnx.checker`` with shape inference; a refusal becomes UnsupportedModelError naming the op."""
+    try:
+        _deps.onnx().checker.check_model(onnx_model, full_check=True)
+    except Exception as error:  # noqa: BLE001 - ValidationError, InferenceError, ...
+        raise UnsupportedModelError(unusable_graph("the ONNX checker refuses the converted graph", error)) from error
+
+
+def unusable_graph(what, error):
+    """The message for a converted graph that cannot be used: the op it names and what to do."""
+    text = " ".join(str(error).split())
+    op = re.search(r"op_type:\s*(\w+)", text) or re.search(r"for (\w+)\(\d+\) node", text) or \
+        re.search(r"node \((\w+)\)", text)
+    located = f" at op {op.group(1)}" if op else ""
+    return (
+        f"{what}{located} ({type(error).__name__}: {text[:500]}). The converter wrote an op or a datatype "
+        "this onnx/onnxruntime cannot use. What to do: log the model with FP32 inputs (cast the training "
+        "DataFrame to float32) if the op runs on float32 only, replace the step that produces this op, or keep "
+        "serving the generated Python-backend repository, which runs the model as logged; nothing was written"
     )
 
 

@@ -23,9 +23,10 @@ def write_directory(out_dir, name, fill):
     """Create ``out_dir/name`` with ``fill(staging_directory)``; returns its path."""
     target = out_dir / name
     check_target(target)
-    created = _make_directories(out_dir)
+    created = []
     staging = None
     try:
+        _make_directories(out_dir, created)
         staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{name}.staging-", dir=out_dir))
         staging.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary directory
         fill(staging)
@@ -43,17 +44,15 @@ def write_directory(out_dir, name, fill):
     return target
 
 
-def _make_directories(directory):
-    """``mkdir -p`` that returns the directories it created, outermost first."""
+def _make_directories(directory, created):
+    """``mkdir -p`` that appends each directory it creates to ``created`` (outermost first) as it goes."""
     missing = []
     while not directory.exists():
         missing.append(directory)
         directory = directory.parent
-    created = []
     for path in reversed(missing):
         try:
             path.mkdir()
         except FileExistsError:
             continue
         created.append(path)
-    return created

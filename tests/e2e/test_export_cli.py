@@ -9,6 +9,8 @@ nothing written. Never skipped in CI.
 """
 
 import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +21,10 @@ import numpy as np
 import pytest
 
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
+from mlflow_triton.local.send import decode_response
 from tests.support import tiny_models
+from tests.support.ports import free_ports
+from tests.support.processes import LineReader, triton_processes_under
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("mlflow-triton")
 REGISTERED = "cli-export"
@@ -113,3 +118,55 @@ def test_console_script_exits_1_with_one_error_line_when_the_export_cannot_be_ma
     assert message in completed.stderr
     assert "Traceback" not in completed.stderr
     assert sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*")) == before
+
+
+def test_serve_answers_the_export_directory_like_pyfunc_when_given_a_python_backend_export(exported, store, tmp_path):
+    # The ML Engineer's one command: `mlflow-triton serve <the export directory>` on the bundled Triton.
+    completed, directory = exported
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    _, _, expected = store
+    http, grpc, metrics = free_ports()
+    work = tmp_path / "work"
+    server = subprocess.Popen(
+        [str(CONSOLE_SCRIPT), "serve", str(directory), "--http-port", str(http), "--grpc-port", str(grpc),
+         "--metrics-port", str(metrics), "--work-dir", str(work)],
+        cwd=directory.parent, env=user_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = LineReader(server.stdout), LineReader(server.stderr)
+    try:
+        stdout.wait_for("Press Ctrl-C", timeout=900)
+        listing = "\n".join(stdout.lines)
+        [curl] = re.findall(r"^  classifier_onnx  \(.*\)\n {4}(curl .*)$", listing, re.M)
+        assert "request.json" in curl
+        answer = subprocess.run(["bash", "-c", curl], capture_output=True, timeout=120)
+        [values] = decode_response(answer.stdout, {}).values()
+        np.testing.assert_allclose(np.asarray(values), expected, rtol=1e-6, atol=1e-9)
+
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(60) == 0, stderr.text()
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGINT)
+            try:
+                server.wait(60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+    assert "tritonserver stopped" in stderr.text()
+    assert triton_processes_under(work) == []
+
+
+def test_serve_refuses_an_onnxruntime_export_saying_to_export_with_the_python_backend(store, tmp_path):
+    tracking_uri, directory, _ = store
+    completed = export_onnx_command(f"models:/{REGISTERED}/1", "--out", str(tmp_path / "ort"),
+                                    tracking_uri=tracking_uri, cwd=directory)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+
+    served = subprocess.run([str(CONSOLE_SCRIPT), "serve", str(tmp_path / "ort" / "classifier_onnx"), "--work-dir",
+                             str(tmp_path / "work")], env=user_environment(), capture_output=True, text=True,
+                            timeout=600)
+
+    assert served.returncode == 1
+    assert served.stderr.splitlines()[-1].startswith("mlflow-triton serve: error: ")
+    assert "the Triton bundled with mlflow-triton has only the Python backend" in served.stderr
+    assert "--backend python" in served.stderr
+    assert "Traceback" not in served.stderr

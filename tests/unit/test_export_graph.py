@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 
 from mlflow_triton._schema import TensorDeclaration
 from mlflow_triton.export import _graph, _tensors
-from mlflow_triton.export._errors import ExportError
+from mlflow_triton.export._errors import ExportError, UnsupportedModelError
 from mlflow_triton.shared_contract import FieldMapping
 
 
@@ -121,3 +121,25 @@ def test_exported_tensor_round_trips_text_when_converted_to_graph_and_back():
     assert (graph.shape, graph.tolist()) == ((2, 1), [["grün"], ["red"]])
     assert tensor.from_graph(graph).tolist() == logged.tolist()
     assert tensor.to_wire(logged).shape == (2, 1)
+
+
+def test_check_graph_raises_unsupported_model_error_naming_the_op_when_the_checker_refuses_the_graph():
+    # A TreeEnsembleRegressor declared to answer double (what skl2onnx wrote for float64 inputs): shape inference refuses.
+    tree = helper.make_node(
+        "TreeEnsembleRegressor", ["x"], ["y"], domain="ai.onnx.ml", n_targets=1, nodes_featureids=[0],
+        nodes_modes=["LEAF"], nodes_nodeids=[0], nodes_treeids=[0], nodes_truenodeids=[0], nodes_falsenodeids=[0],
+        nodes_values=[0.0], target_ids=[0], target_nodeids=[0], target_treeids=[0], target_weights=[1.0],
+    )
+    graph = helper.make_graph([tree], "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [None, 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [None, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+
+    with pytest.raises(UnsupportedModelError, match=r"the ONNX checker refuses the converted graph at op "
+                                                    r"TreeEnsembleRegressor \(InferenceError: .*\)\. .*What to do: "):
+        _tensors.check_graph(model)
+
+
+def test_exported_tensor_describes_the_computed_datatype_when_a_cast_widens_the_output():
+    tensor = _tensors.ExportedTensor("y", None, None, "TYPE_FP64", (-1,), (1,), computed_as="TYPE_FP32")
+
+    assert tensor.describe()["computed_as"] == "TYPE_FP32"

@@ -250,7 +250,7 @@ def test_export_onnx_raises_parity_error_and_writes_nothing_when_the_graph_answe
 
     with pytest.raises(ParityError, match=r"Parity check failed on the saved input example: output `output_0` of "
                                           r"request 1 of 1, element \[\d+, \d+\], is .* from onnxruntime but .* from "
-                                          r"pyfunc.predict: difference .* exceeds the tolerance 1e-05 \+ 0.0001 \* "
+                                          r"pyfunc.predict: difference .* exceeds the tolerance 1e-09 \+ 1e-06 \* "
                                           r"\|pyfunc\|\. Input: .*sepal length \(cm\).*Nothing was written"):
         export_onnx(str(logged), tmp_path / "out")
     assert not (tmp_path / "out").exists()
