@@ -227,10 +227,10 @@ def _verdict(report):
             f"{entry['label']}: outputs differ from pyfunc.predict: "
             + "; ".join(f"{n}: {r['how']}" for n, r in entry["comparison"].items() if not r["equal"])
             for entry in failed_inputs)
-    reason = (f"Triton {report.triton_version} answered the shipped {report.request_form} request with the "
-              f"in-memory prediction ({', '.join(sorted(report.comparison))})")
+    reason = (f"Triton {report.triton_version} answered the shipped {report.request_form} request like "
+              f"pyfunc.predict ({', '.join(sorted(report.comparison))})")
     for entry in report.inputs:
-        reason += f"; and the {entry['label']} ({entry['rows']} rows, {entry['form']}) with pyfunc.predict of it"
+        reason += f"; and the {entry['label']} ({entry['rows']} rows, {entry['form']}) like pyfunc.predict of it"
     return True, reason
 
 

@@ -79,7 +79,7 @@ def test_check_passes_when_models_of_every_flavor_are_checked_from_the_command_l
     assert completed.returncode == 0, completed.stdout + completed.stderr[-6000:]
     verdicts = re.findall(r"^(PASS|FAIL) (\S+): (.*)$", completed.stdout, re.M)
     assert [(verdict, uri) for verdict, uri, _ in verdicts] == [("PASS", uri) for uri in uris]
-    assert verdicts[0][2] == ("Triton 2.51.0 answered the shipped json request with the in-memory prediction "
+    assert verdicts[0][2] == ("Triton 2.51.0 answered the shipped json request like pyfunc.predict "
                               "(output_0)")
     report = json.loads((tmp_path / "report.json").read_text())
     assert [(entry["model_uri"], entry["triton_model"], entry["passed"]) for entry in report] == [
@@ -99,7 +99,7 @@ def test_check_compares_a_user_input_file_when_its_values_differ_from_the_exampl
                               "--work-dir", str(tmp_path / "work"), store=user_store)
 
     assert completed.returncode == 0, completed.stdout + completed.stderr[-6000:]
-    assert ("; and the input file user-rows.csv (5 rows, json) with pyfunc.predict of it"
+    assert ("; and the input file user-rows.csv (5 rows, json) like pyfunc.predict of it"
             in completed.stdout.splitlines()[0])
     [entry] = json.loads((tmp_path / "work" / "report.json").read_text())
     [checked] = entry["inputs"]
