@@ -22,6 +22,7 @@ from tritonclient.grpc import model_config_pb2
 from mlflow_triton._config import DEVICE_KINDS, read_config
 from mlflow_triton.shared_contract import MlflowTritonError
 
+from ._download import empty_download_dir
 from .compare import compare, expected_outputs, load_input_example, predict_outputs
 from .errors import InferenceError, LocalTritonError, ModelSourceError, OraclePredictionError, TritonStartError
 from .progress import as_progress
@@ -102,6 +103,7 @@ def validate_model(model_uri, work_dir, installation, *, device="cpu", progress=
     started = time.monotonic()
     try:
         say.say("fetching the model's Triton repository ...")
+        empty_download_dir(work_dir / "download", model_uri)
         source = resolve_model(str(model_uri), work_dir / "download")
         if not source.generated or source.pyfunc_uri is None:
             raise ModelSourceError(
