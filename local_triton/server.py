@@ -117,7 +117,8 @@ class TritonServer:
     :param installation: which server to run (:class:`TritonInstallation`).
     :param serving_env: virtualenv whose ``bin/`` goes first on ``PATH`` (the Python backend's
         interpreter takes its packages from there); ``None`` keeps the current ``PATH``.
-    :param log_path: where the server's stdout/stderr go; if omitted, a file in a fresh
+    :param log_path: where the server's stdout/stderr go (emptied at each :meth:`start`, so its
+        tail is this run's; a retry on a taken port appends); if omitted, a file in a fresh
         temporary directory that is kept after the server stops (for post-mortems).
     :param startup_timeout: seconds to wait for server and model readiness.
     :param extra_args: more ``tritonserver`` arguments.
@@ -198,9 +199,6 @@ class TritonServer:
         """The server's version from ``GET /v2`` (e.g. ``"2.51.0"``)."""
         return self._get_json("/v2")["version"]
 
-    def metadata(self) -> dict:
-        return self._get_json("/v2")
-
     def model_config(self, name: str | None = None) -> dict:
         """Triton's view of a loaded model's configuration (``GET /v2/models/<name>/config``)."""
         return self._get_json(f"/v2/models/{name or self.model_name}/config")
@@ -228,7 +226,7 @@ class TritonServer:
         started = time.monotonic()
         for attempt in range(3):
             try:
-                self._start_once()
+                self._start_once(fresh_log=attempt == 0)
                 self.ready_seconds = time.monotonic() - started
                 return self
             except TritonStartError as err:
@@ -252,27 +250,29 @@ class TritonServer:
         """SIGTERM the server (it unloads models and stops its stubs), SIGKILL its whole
         process group after ``stop_timeout`` seconds; then SIGKILL any stub left behind."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(self.stop_timeout)
-            except BaseException as exc:  # timeout, or a second Ctrl+C while waiting
+        try:
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(self.stop_timeout)
+                except BaseException as exc:  # timeout, or a second Ctrl+C while waiting
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    proc.wait()
+                    if not isinstance(exc, subprocess.TimeoutExpired):
+                        raise
+        finally:
+            if proc is not None:
+                # Stubs are in the same group; make sure none outlives a server that exited early.
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
+                except (ProcessLookupError, PermissionError):
                     pass
-                proc.wait()
-                if not isinstance(exc, subprocess.TimeoutExpired):
-                    raise
-        if proc is not None:
-            # Stubs are in the same group; make sure none outlives a server that exited early.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
+            if self._log_file is not None:
+                self._log_file.close()
+                self._log_file = None
 
     def __enter__(self) -> "TritonServer":
         self._install_sigterm_handler()
@@ -331,13 +331,14 @@ class TritonServer:
         env.setdefault("PYTHONUNBUFFERED", "1")  # model.py's print() reaches the log promptly
         return env
 
-    def _start_once(self) -> None:
+    def _start_once(self, fresh_log: bool = True) -> None:
+        """One start; ``fresh_log`` truncates the log (a retry appends, so that the log shows every attempt)."""
         if self._fixed_ports[0] is not None:
             self.http_port, self.grpc_port, self.metrics_port = self._fixed_ports
         else:
             self.http_port, self.grpc_port, self.metrics_port = _free_ports(3, self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log_file = open(self.log_path, "ab")
+        self._log_file = open(self.log_path, "wb" if fresh_log else "ab")
         self._log_file.write(f"$ {' '.join(self.command())}\n".encode())
         self._log_file.flush()
         self._proc = subprocess.Popen(

@@ -380,16 +380,26 @@ def _latest_step(new_output: str, current: str) -> str:
     return current
 
 
-def _stop_process_group(proc: subprocess.Popen) -> None:
+def _stop_process_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM pip's process group, SIGKILL it after ``grace`` seconds; pip has exited when this returns.
+
+    A second Ctrl-C (or SIGTERM) while waiting still kills the group and waits for pip before it
+    propagates, so that nobody removes a build directory under a live pip.
+    """
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            proc.wait(grace)
         except ProcessLookupError:
             proc.wait()
+        except BaseException as exc:  # the grace period ran out, or a second Ctrl-C while waiting
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            if not isinstance(exc, subprocess.TimeoutExpired):
+                raise
     try:  # pip's own children (build backends) are in the same group
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
