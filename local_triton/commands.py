@@ -22,7 +22,7 @@ from mlflow_triton.shared_contract import MlflowTritonError
 
 from .errors import InputFileError
 from .installation import choose_installation
-from .progress import Progress
+from .progress import Progress, as_progress
 from .signals import StopRequested, stop_on_sigterm
 
 __all__ = ["check_command", "serve_command", "workspace"]
@@ -72,7 +72,7 @@ def serve_command(model_uris, *, host="127.0.0.1", http_port=8000, grpc_port=800
 
 
 def _run(command, work_dir, progress, body):
-    say = progress if progress is not None else Progress()
+    say = as_progress(progress) if progress is not None else Progress()
     try:
         with stop_on_sigterm(), workspace(work_dir, command) as directory:
             say.say(f"work directory: {directory}")
