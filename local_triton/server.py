@@ -28,6 +28,7 @@ parent-death signal sends the server SIGTERM.
 from __future__ import annotations
 
 import collections
+import errno
 import json
 import os
 import signal
@@ -41,11 +42,12 @@ import urllib.request
 from pathlib import Path
 
 from ._children import die_with_parent
-from .errors import PortInUseError, TritonStartError
+from .errors import HostAddressError, PortInUseError, TritonStartError
 from .installation import TritonInstallation
 from .serving_env import read_pyvenv_cfg
 
-__all__ = ["LOOPBACK", "TritonServer", "TritonStartError", "connect_host", "is_loopback"]
+__all__ = ["LOOPBACK", "TritonServer", "TritonStartError", "check_host", "check_port_free", "connect_host",
+           "is_loopback"]
 
 LOOPBACK = "127.0.0.1"
 _PORT_OPTIONS = ("--http-port", "--grpc-port", "--metrics-port")
@@ -95,14 +97,34 @@ def _free_ports(n: int, host: str = LOOPBACK) -> list[int]:
     return sorted(ports)
 
 
+def check_host(host: str) -> None:
+    """Raise :class:`HostAddressError` when ``host`` (``--host``) does not resolve to an address."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        socket.getaddrinfo(host, None, family, socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as error:
+        reason = error.strerror if isinstance(error, socket.gaierror) else str(error)
+        raise HostAddressError(
+            f"--host {host}: cannot be resolved to an {'IPv6' if family == socket.AF_INET6 else 'IPv4'} address "
+            f"({reason}); give an address of this machine, such as 127.0.0.1 or 0.0.0.0"
+        ) from None
+
+
 def check_port_free(host: str, port: int, option: str) -> None:
-    """Raise :class:`PortInUseError` naming ``option`` when ``host:port`` cannot be bound."""
+    """Raise :class:`PortInUseError` naming ``option`` when ``host:port`` cannot be bound
+    (:class:`HostAddressError` when ``host`` does not resolve)."""
+    check_host(host)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is no obstacle
         try:
             s.bind((host, port))
         except OSError as error:
+            if error.errno == errno.EADDRNOTAVAIL:
+                raise HostAddressError(
+                    f"--host {host}: not an address of this machine ({error.strerror}); give one of its addresses, "
+                    "such as 127.0.0.1 or 0.0.0.0"
+                ) from None
             raise PortInUseError(
                 f"port {port} ({option}) is already in use on {host}: {error.strerror}; choose another with "
                 f"{option} PORT or stop the process holding it"

@@ -116,9 +116,9 @@ def _serve_arguments(parser):
     parser.add_argument("--host", default="127.0.0.1",
                         help="address HTTP, gRPC and metrics listen on (default 127.0.0.1, this machine only; "
                              "a non-loopback address exposes the models to the network)")
-    parser.add_argument("--http-port", type=int, default=8000, help="default 8000")
-    parser.add_argument("--grpc-port", type=int, default=8001, help="default 8001")
-    parser.add_argument("--metrics-port", type=int, default=8002, help="default 8002")
+    parser.add_argument("--http-port", type=_port, default=8000, metavar="PORT", help="1-65535, default 8000")
+    parser.add_argument("--grpc-port", type=_port, default=8001, metavar="PORT", help="1-65535, default 8001")
+    parser.add_argument("--metrics-port", type=_port, default=8002, metavar="PORT", help="1-65535, default 8002")
     _add_common_options(parser)
     _add_triton_options(parser)
 
@@ -132,6 +132,16 @@ def _run_serve(args):
         serving_constraints=args.serving_constraint, python=args.python, work_dir=args.work_dir,
         tracking_uri=args.tracking_uri,
     )
+
+
+def _port(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 1 to 65535, got {text!r}")
+    return value
 
 
 def _positive_int(text):

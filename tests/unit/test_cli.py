@@ -176,3 +176,50 @@ def test_bundled_names_the_extra_when_another_nvidia_pytriton_version_is_install
 def test_custom_installation_names_the_option_when_the_binary_is_missing(tmp_path):
     with pytest.raises(TritonInstallError, match=r"--tritonserver: no tritonserver binary at .*/nowhere"):
         TritonInstallation.custom(tmp_path / "nowhere", tmp_path)
+
+
+@pytest.mark.parametrize("option", ["--http-port", "--grpc-port", "--metrics-port"])
+@pytest.mark.parametrize("value", ["0", "70000", "-1", "http"])
+def test_main_exits_2_naming_the_range_when_a_port_is_not_a_port_number(option, value, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve", "models:/a/1", option, value])
+
+    assert exited.value.code == 2
+    assert f"argument {option}: must be a port number from 1 to 65535, got {value!r}" in capsys.readouterr().err
+
+
+def test_custom_installation_names_the_option_when_the_binary_is_not_executable(tmp_path):
+    binary = tmp_path / "tritonserver"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o644)
+
+    with pytest.raises(TritonInstallError, match=re.escape(f"--tritonserver: {binary} is not executable")):
+        TritonInstallation.custom(binary, tmp_path)
+
+
+@pytest.fixture
+def fake_triton_options(tmp_path):
+    binary = tmp_path / "fake-triton" / "bin" / "tritonserver"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\nexit 99\n")
+    binary.chmod(0o755)
+    (tmp_path / "fake-triton" / "backends" / "python").mkdir(parents=True)
+    return {"tritonserver": binary, "backend_directory": tmp_path / "fake-triton" / "backends"}
+
+
+def test_check_command_refuses_before_checking_when_the_report_path_is_a_directory(
+        fake_triton_options, tmp_path, capsys):
+    status = check_command(["models:/never-fetched/1"], report=tmp_path, work_dir=tmp_path / "work",
+                           progress=lambda text: None, **fake_triton_options)
+
+    assert (status, capsys.readouterr().err) == (
+        1, f"mlflow-triton check: error: --report {tmp_path}: a directory; give the path of the JSON file to write\n")
+
+
+def test_check_command_prints_one_error_line_when_the_report_cannot_be_written(fake_triton_options, tmp_path, capsys):
+    (tmp_path / "a-file").write_text("")
+
+    status = check_command([], report=tmp_path / "a-file" / "report.json", work_dir=tmp_path / "work",
+                           progress=lambda text: None, out=lambda line: None, **fake_triton_options)
+
+    assert (status, capsys.readouterr().err) == (1, f"mlflow-triton check: error: File exists: {tmp_path / 'a-file'}\n")

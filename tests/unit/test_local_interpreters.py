@@ -187,6 +187,7 @@ def custom_triton(tmp_path):
     binary = tmp_path / "triton" / "bin" / "tritonserver"
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\nexit 99\n")
+    binary.chmod(0o755)
     stub = tmp_path / "triton" / "backends" / "python" / "triton_python_backend_stub"
     stub.parent.mkdir(parents=True)
     stub.write_bytes(b"\x7fELF\x00libpython3.12.so.1.0\x00libc.so.6\x00")
