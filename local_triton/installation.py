@@ -303,8 +303,9 @@ def choose_installation(tritonserver=None, backend_directory=None, serving_const
     """The installation the command-line options select.
 
     ``tritonserver`` and ``backend_directory`` name another installation (both or neither);
-    without them, the bundled server. ``serving_constraints`` (``None``: the installation's
-    own) replaces what the serving environment must satisfy. ``python`` (``--python``: ``"3.12"``
+    without them, the bundled server. ``serving_constraints`` add to what the serving environment
+    must satisfy: the bundled server's own (:data:`BUNDLED_SERVING_CONSTRAINTS`) always apply, since
+    its stub needs them; another installation has only those given. ``python`` (``--python``: ``"3.12"``
     or an interpreter path; ``None``: the running interpreter) is the serving environments'
     interpreter, and for the bundled server also picks the stub.
     """
@@ -314,6 +315,8 @@ def choose_installation(tritonserver=None, backend_directory=None, serving_const
         return TritonInstallation.custom(tritonserver, backend_directory,
                                          serving_constraints=tuple(serving_constraints or ()), python=python)
     installation = TritonInstallation.bundled(python=python, progress=progress)
-    if serving_constraints is not None:
-        installation = installation.with_serving_constraints(serving_constraints)
+    if serving_constraints:
+        own = installation.serving_constraints
+        installation = installation.with_serving_constraints(
+            own + tuple(c for c in dict.fromkeys(serving_constraints) if c not in own))
     return installation

@@ -71,7 +71,8 @@ def _add_triton_options(parser):
                        help="its backends folder, e.g. /opt/tritonserver/backends (with --tritonserver)")
     group.add_argument("--serving-constraint", action="append", default=None, metavar="SPEC",
                        help="a pip constraint the Triton installation imposes on the serving environment "
-                            "(repeatable; default for the bundled 2.51: numpy<2, for --tritonserver: none)")
+                            "(repeatable; for the bundled 2.51 added to its own numpy<2, which always applies; "
+                            "for --tritonserver: only those given)")
     group.add_argument("--python", metavar="X.Y|PATH",
                        help="the Python of the target Triton's Python backend: serving environments are built "
                             "with this interpreter (X.Y is looked up on PATH and under pyenv) and the bundled "

@@ -14,6 +14,7 @@ from mlflow_triton.local import (
     TritonInstallation,
     TritonInstallError,
     check_command,
+    choose_installation,
     serve_command,
 )
 from mlflow_triton.local import installation as installation_module
@@ -223,3 +224,36 @@ def test_check_command_prints_one_error_line_when_the_report_cannot_be_written(f
                            progress=lambda text: None, out=lambda line: None, **fake_triton_options)
 
     assert (status, capsys.readouterr().err) == (1, f"mlflow-triton check: error: File exists: {tmp_path / 'a-file'}\n")
+
+
+@pytest.fixture
+def bundled_without_building(monkeypatch, tmp_path):
+    """``TritonInstallation.bundled`` as it returns, without locating the wheel or assembling a backend."""
+    bundled = TritonInstallation(tmp_path / "tritonserver", tmp_path / "backends", version="2.51.0",
+                                 serving_constraints=installation_module.BUNDLED_SERVING_CONSTRAINTS)
+    monkeypatch.setattr(TritonInstallation, "bundled", classmethod(lambda cls, **kwargs: bundled))
+
+
+@pytest.mark.parametrize("given, constraints", [
+    (None, ("numpy<2",)),
+    ([], ("numpy<2",)),
+    (["protobuf<5"], ("numpy<2", "protobuf<5")),
+    (["protobuf<5", "numpy<2", "protobuf<5"], ("numpy<2", "protobuf<5")),
+])
+def test_choose_installation_adds_serving_constraints_to_the_bundled_numpy_pin_when_some_are_given(
+        given, constraints, bundled_without_building):
+    installation = choose_installation(serving_constraints=given, progress=None)
+
+    assert installation.serving_constraints == constraints
+
+
+def test_choose_installation_uses_only_the_given_constraints_when_the_installation_is_another_one(tmp_path):
+    binary = tmp_path / "bin" / "tritonserver"
+    binary.parent.mkdir()
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    (tmp_path / "backends" / "python").mkdir(parents=True)
+
+    installation = choose_installation(binary, tmp_path / "backends", ["protobuf<5"], progress=None)
+
+    assert installation.serving_constraints == ("protobuf<5",)
