@@ -67,6 +67,30 @@ def test_find_interpreter_takes_the_newest_pyenv_build_when_the_shim_on_path_can
     assert interpreter.library_dir == pyenv_root / "versions" / "3.99.12" / "lib"
 
 
+@pytest.mark.parametrize("unusable", [{"shared": False}, {"implementation": "pypy"}],
+                         ids=["without-shared-libpython", "not-cpython"])
+def test_find_interpreter_passes_over_an_unusable_candidate_on_path_when_a_later_one_serves(
+        unusable, pyenv_root, tmp_path, monkeypatch):
+    first = fake_python(tmp_path / "first", "3.99.3", **unusable)
+    monkeypatch.setenv("PATH", f"{first.parent}:/usr/bin:/bin")
+
+    interpreter = find_interpreter("3.99")
+
+    assert interpreter.executable == pyenv_root / "versions" / "3.99.12" / "bin" / "python3.99"
+
+
+def test_find_interpreter_says_why_it_passed_over_each_candidate_when_none_serves(tmp_path, monkeypatch):
+    static = fake_python(tmp_path / "static", "3.95.1", shared=False)
+    pypy = fake_python(tmp_path / "pyenv" / "versions" / "3.95.2", "3.95.2", implementation="pypy")
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    monkeypatch.setenv("PATH", str(static.parent))
+
+    with pytest.raises(InterpreterError, match=re.escape(
+            f"--python 3.95: no usable Python 3.95 interpreter found (looked at: {static} (no shared "
+            f"libpython3.95.so.1.0), {pypy} (not CPython)). Install one")):
+        find_interpreter("3.95")
+
+
 def test_find_interpreter_takes_the_running_python_when_its_version_is_asked_for():
     interpreter = find_interpreter(RUNNING)
 
@@ -83,7 +107,7 @@ def test_find_interpreter_takes_a_path_when_given_one(tmp_path):
 
 def test_find_interpreter_names_where_it_looked_when_no_interpreter_has_the_version(pyenv_root, tmp_path):
     with pytest.raises(InterpreterError, match=re.escape(
-            f"--python 3.97: no Python 3.97 interpreter found (looked at: nothing). Install one (pyenv: "
+            f"--python 3.97: no usable Python 3.97 interpreter found (looked at: nothing). Install one (pyenv: "
             "PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install 3.97;")):
         find_interpreter("3.97")
 
@@ -225,4 +249,4 @@ def test_command_fails_with_the_interpreter_error_when_python_names_none(command
     status = command(["models:/m/1"], python="3.97", work_dir=tmp_path / "work", progress=None)
 
     assert status == 1
-    assert f"mlflow-triton {name}: error: --python 3.97: no Python 3.97 interpreter found" in capsys.readouterr().err
+    assert f"mlflow-triton {name}: error: --python 3.97: no usable Python 3.97 interpreter found" in capsys.readouterr().err
