@@ -38,6 +38,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ._stale import remove_stale_builds
 from .errors import BundledTritonUnavailableError, TritonInstallError
 from .interpreters import Interpreter, find_interpreter
 from .progress import as_progress
@@ -187,6 +188,7 @@ class TritonInstallation:
                 "(--python X.Y)"
             )
         backend_dir = cache / f"triton-{BUNDLED_TRITON_VERSION}" / f"backends-py{pyver}"
+        remove_stale_builds(backend_dir.parent, ".backends-py*-*")  # assemblies of processes killed outright
         if not (backend_dir / "python" / _STUB_NAME).is_file():
             say.say(f"assembling the Python {pyver} backend of Triton {BUNDLED_TRITON_VERSION} in {backend_dir}")
             _assemble_backend_dir(tritonserver / "backends", stub, backend_dir)

@@ -41,6 +41,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from ._children import die_with_parent
+from ._stale import STALE_BUILD_SECONDS, remove_stale_builds
 from .errors import ServingEnvError
 from .installation import default_cache_dir
 from .progress import as_progress
@@ -61,8 +62,6 @@ __all__ = [
 #: Written into a finished environment; describes how it was built.
 ENV_RECORD = "mlflow-triton-env.json"
 PIP_LOG = "pip-install.log"
-#: A build directory whose pip log has been idle this long belongs to a process that was killed.
-STALE_BUILD_SECONDS = 6 * 3600
 
 
 def requirement_lines(text: str) -> list[str]:
@@ -328,20 +327,8 @@ def _cost(summary: dict) -> str:
 
 
 def _remove_stale_builds(envs: Path, older_than: float = STALE_BUILD_SECONDS) -> None:
-    """Remove build directories left by a process killed outright (no chance to clean up).
-
-    A build in progress -- here or in another process sharing the cache -- appends to its pip log
-    continuously; one whose log (or directory) has not changed for ``older_than`` seconds is dead.
-    """
-    now = time.time()
-    for build in envs.glob(".*-*"):
-        marker = build / PIP_LOG if (build / PIP_LOG).exists() else build
-        try:
-            idle = now - marker.stat().st_mtime
-        except OSError:
-            continue
-        if build.is_dir() and idle > older_than:
-            shutil.rmtree(build, ignore_errors=True)
+    """Remove environment builds left by a process killed outright: their pip log (or directory) is idle."""
+    remove_stale_builds(envs, ".*-*", older_than, activity_file=PIP_LOG)
 
 
 def _run_logged(cmd, log, say, started, what) -> int:

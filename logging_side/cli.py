@@ -28,7 +28,8 @@ Prove each model's Triton repository on a real Triton server: fetch it with trit
 build or reuse its serving environment (requirements.txt + the Triton installation's constraints),
 start tritonserver on free loopback ports, send the shipped request exactly as curl would, compare
 the answer with mlflow.pyfunc's prediction of the saved input example, print one PASS/FAIL line per
-model and write a JSON report. Exit status: 0 when every model passed, 1 otherwise, 130 after Ctrl-C.
+model and write a JSON report. Exit status: 0 when every model passed, 1 otherwise, 130 after Ctrl-C,
+143 after SIGTERM.
 """
 SERVE_DESCRIPTION = """\
 Serve the models from one Triton server in the foreground: one model repository, one serving
@@ -80,10 +81,10 @@ def _add_triton_options(parser):
                             "bundled 2.51 has 3.8-3.13); default: the Python running mlflow-triton")
 
 
-def _add_common_options(parser):
+def _add_common_options(parser, holds):
     parser.add_argument("--work-dir", type=Path, metavar="DIR",
-                        help="where model copies, logs and the report go (default: a new temporary directory, "
-                             "whose model copies are removed at the end)")
+                        help=f"where {holds} go (default: a new temporary directory, whose model copies are "
+                             "removed at the end)")
     parser.add_argument("--tracking-uri", metavar="URI",
                         help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI "
                              "or MLflow's default)")
@@ -98,7 +99,7 @@ def _check_arguments(parser):
                              "dataframe_records, inputs or instances; or a CSV table) and compare the answer with "
                              "mlflow.pyfunc's prediction of it (one MODEL_URI only)")
     parser.add_argument("--report", type=Path, metavar="PATH", help="JSON report (default: <work dir>/report.json)")
-    _add_common_options(parser)
+    _add_common_options(parser, "model copies, logs and the report")
     _add_triton_options(parser)
 
 
@@ -120,7 +121,7 @@ def _serve_arguments(parser):
     parser.add_argument("--http-port", type=_port, default=8000, metavar="PORT", help="1-65535, default 8000")
     parser.add_argument("--grpc-port", type=_port, default=8001, metavar="PORT", help="1-65535, default 8001")
     parser.add_argument("--metrics-port", type=_port, default=8002, metavar="PORT", help="1-65535, default 8002")
-    _add_common_options(parser)
+    _add_common_options(parser, "model copies and the Triton log")
     _add_triton_options(parser)
 
 

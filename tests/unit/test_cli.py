@@ -41,6 +41,22 @@ def test_console_script_prints_help_when_asked_for_every_command(argv, expected)
     assert [word for word in expected if word not in completed.stdout] == []
 
 
+def help_of(command):
+    return " ".join(cli.build_parser()._subparsers._group_actions[0].choices[command].format_help().split())
+
+
+def test_check_help_lists_every_exit_status_when_printed():
+    assert "Exit status: 0 when every model passed, 1 otherwise, 130 after Ctrl-C, 143 after SIGTERM." in help_of(
+        "check")
+
+
+def test_serve_help_says_its_work_dir_holds_no_report_when_printed():
+    text = help_of("serve")
+
+    assert "--work-dir DIR where model copies and the Triton log go" in text
+    assert "report" not in text
+
+
 def test_python_m_mlflow_triton_runs_the_same_command_line_when_started_as_a_module():
     completed = subprocess.run([sys.executable, "-m", "mlflow_triton", "serve", "--help"], capture_output=True,
                                text=True, timeout=60)

@@ -178,6 +178,23 @@ def test_bundled_pairs_the_stub_with_the_interpreter_when_python_is_given(tmp_pa
     assert f"(Python {RUNNING} stub; serving environments from {base})" in installation.describe()
 
 
+def test_bundled_removes_backend_assemblies_left_for_hours_by_killed_processes_when_chosen(tmp_path):
+    import os
+    import time
+
+    cache = tmp_path / "cache" / "triton-2.51.0"
+    stale, running = cache / ".backends-py3.12-abcd1234", cache / ".backends-py3.12-efgh5678"
+    for build in (stale, running):
+        (build / "python").mkdir(parents=True)
+    hours_ago = time.time() - 7 * 3600
+    os.utime(stale, (hours_ago, hours_ago))
+
+    installation = TritonInstallation.bundled(tmp_path / "cache", python_version="3.12", progress=None)
+
+    assert sorted(p.name for p in cache.iterdir()) == [".backends-py3.12-efgh5678", "backends-py3.12"]
+    assert installation.backend_directory == cache / "backends-py3.12"
+
+
 def test_bundled_copies_the_stub_into_a_private_backend_directory_when_another_python_is_chosen(
         tmp_path, bundled_server):
     other = fake_python(tmp_path / "py312", "3.12.99")
