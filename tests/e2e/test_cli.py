@@ -202,15 +202,24 @@ def drop_first_request_input(model_dir):
     request.write_text(json.dumps(body))
 
 
+def add_one_to_every_output(model_dir):
+    """A served model.py that answers 200 with changed values: the worst defect, which check must catch."""
+    replace_in(model_dir / "1" / "model.py", "pb_utils.Tensor(name, array) for name, array in outputs.items()",
+               "pb_utils.Tensor(name, array + 1) for name, array in outputs.items()")
+
+
 @pytest.mark.parametrize(
     ("edit", "reason"),
     [
+        (add_one_to_every_output,
+         r"outputs differ from pyfunc.predict: output_0: \d+ of \d+ element\(s\) differ \(allclose rtol=1e-06 "
+         r"atol=1e-09\), first at flat index 0: got \S+, expected \S+$"),
         (set_max_batch_size, r"Triton did not load the model: .*max_batch_size.* \(log: .+\.log\)"),
         (change_first_input_datatype,
          r"Triton rejected the shipped request \(HTTP 400\): .*data-type is 'FP64', but model '\w+' expects 'FP32'"),
         (drop_first_request_input, r"Triton rejected the shipped request \(HTTP 400\): .*expected 3 inputs but got 2"),
     ],
-    ids=["model-fails-to-load", "config-datatype-changed", "request-column-missing"],
+    ids=["model-answers-changed-values", "model-fails-to-load", "config-datatype-changed", "request-column-missing"],
 )
 def test_check_fails_with_triton_error_text_when_repository_is_broken(triton_directory, tmp_path, edit, reason):
     broken = broken_copy(triton_directory, tmp_path, edit)
