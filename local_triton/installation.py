@@ -225,7 +225,8 @@ class TritonInstallation:
         if not binary.is_file():
             raise TritonInstallError(f"--tritonserver: no tritonserver binary at {binary}")
         if not os.access(binary, os.X_OK):
-            raise TritonInstallError(f"--tritonserver: {binary} is not executable (chmod +x it, or name another binary)")
+            raise TritonInstallError(
+                f"--tritonserver: {binary} is not executable (chmod +x it, or name another binary)")
         if not (backends / "python").is_dir():
             raise TritonInstallError(
                 f"--backend-directory: no Python backend under {backends} (expected {backends / 'python'})"

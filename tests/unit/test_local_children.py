@@ -1,4 +1,4 @@
-"""Children started with ``die_with_parent`` get SIGTERM when this process dies, without loading libraries after fork."""
+"""``die_with_parent``: children get SIGTERM when this process dies, without loading a library after fork."""
 
 import ctypes
 import signal

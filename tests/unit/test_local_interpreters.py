@@ -266,4 +266,5 @@ def test_command_fails_with_the_interpreter_error_when_python_names_none(command
     status = command(["models:/m/1"], python="3.97", work_dir=tmp_path / "work", progress=None)
 
     assert status == 1
-    assert f"mlflow-triton {name}: error: --python 3.97: no usable Python 3.97 interpreter found" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert f"mlflow-triton {name}: error: --python 3.97: no usable Python 3.97 interpreter found" in error
