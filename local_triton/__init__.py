@@ -31,6 +31,7 @@ from .check import ValidationReport, check_models, expected_outputs, validate_mo
 from .commands import check_command, serve_command
 from .errors import (
     BundledTritonUnavailableError,
+    HostAddressError,
     InferenceError,
     InputFileError,
     InterpreterError,
@@ -53,6 +54,7 @@ from .sources import ModelSource, resolve_model
 
 __all__ = [
     "BundledTritonUnavailableError",
+    "HostAddressError",
     "InferenceError",
     "InputFileError",
     "Interpreter",

@@ -4,6 +4,14 @@ Servers and pip run in their own process group, so that they can be stopped as a
 terminal's Ctrl-C reaches only this process, which then stops them in order. If this process is
 killed without a chance to clean up (``kill -9``, the OOM killer), Linux's parent-death signal
 still sends them SIGTERM.
+
+``prctl`` is looked up here, at import time in the parent: the ``preexec_fn`` runs in the forked
+child, where loading a library (``dlopen``) of a threaded process can deadlock; it only calls the
+function found before the fork.
+
+Linux delivers the parent-death signal when the *thread* that started the child exits, not when
+the whole process does: start servers and pip from a thread that lives as long as they should
+(the main thread, as ``check`` and ``serve`` do).
 """
 
 import ctypes
@@ -15,13 +23,22 @@ __all__ = ["die_with_parent"]
 _PR_SET_PDEATHSIG = 1
 
 
-def _set_parent_death_signal():
+def _find_prctl():
+    """libc's ``prctl``, or None where there is none (non-Linux, a libc without it)."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+
+
+_prctl = _find_prctl()
+
+
+def _set_parent_death_signal():
+    _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
 #: ``preexec_fn`` for ``subprocess.Popen``: SIGTERM to the child when this process dies (Linux only).
-die_with_parent = _set_parent_death_signal if sys.platform.startswith("linux") else None
+die_with_parent = _set_parent_death_signal if _prctl is not None else None

@@ -22,8 +22,9 @@ from tritonclient.grpc import model_config_pb2
 from mlflow_triton._config import DEVICE_KINDS, read_config
 from mlflow_triton.shared_contract import MlflowTritonError
 
+from ._download import empty_download_dir
 from .compare import compare, expected_outputs, load_input_example, predict_outputs
-from .errors import InferenceError, LocalTritonError, ModelSourceError, OraclePredictionError, TritonStartError
+from .errors import InferenceError, ModelSourceError, OraclePredictionError, TritonStartError
 from .progress import as_progress
 from .send import send_request, shipped_request
 from .server import TritonServer
@@ -102,6 +103,7 @@ def validate_model(model_uri, work_dir, installation, *, device="cpu", progress=
     started = time.monotonic()
     try:
         say.say("fetching the model's Triton repository ...")
+        empty_download_dir(work_dir / "download", model_uri)
         source = resolve_model(str(model_uri), work_dir / "download")
         if not source.generated or source.pyfunc_uri is None:
             raise ModelSourceError(
@@ -114,8 +116,8 @@ def validate_model(model_uri, work_dir, installation, *, device="cpu", progress=
                 "with mlflow.pyfunc ...")
         expected, extra = _expected_answers(source, input_file, work_dir)
         report.seconds["prepare"] = round(time.monotonic() - started, 1)
-    except (MlflowTritonError, OSError) as error:
-        report.reason = str(error)
+    except Exception as error:  # a FAIL line for this model; Ctrl-C and SIGTERM (BaseException) stop the check
+        report.reason = _failure_text(error)
         return report
     return validate_repository(source.repository, expected, work_dir, installation, device=device, progress=say,
                                name=report.model, report=report, extra_requests=extra)
@@ -164,12 +166,12 @@ def validate_repository(model_dir, expected, work_dir, installation, *, device="
     report = report or ValidationReport(model=name or model_dir.name, device=device)
     report.triton_model = model_dir.name
     repository = work_dir / "repository"
-    shutil.rmtree(repository, ignore_errors=True)
     served = repository / model_dir.name
-    shutil.copytree(model_dir, served)
-    report.repository = str(served)
     log_path = work_dir / f"tritonserver-{served.name}.log"
     try:
+        shutil.rmtree(repository, ignore_errors=True)
+        shutil.copytree(model_dir, served)
+        report.repository = str(served)
         _check_device(served, device)
         started = time.monotonic()
         say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
@@ -211,9 +213,16 @@ def validate_repository(model_dir, expected, work_dir, installation, *, device="
         said = (error.reason or "").strip().splitlines()
         report.reason = f"Triton did not load the model: {said[0] if said else 'see the log'} (log: {error.log_path})"
         report.triton_log_tail = error.log_tail
-    except (LocalTritonError, MlflowTritonError, ValueError, OSError) as error:
+    except Exception as error:  # a FAIL line for this model; Ctrl-C and SIGTERM (BaseException) stop the check
         report.reason = f"{type(error).__name__}: {error}"
     return report
+
+
+def _failure_text(error):
+    """Our own errors say what is wrong in their message; anything else also needs its type to be understood."""
+    if isinstance(error, MlflowTritonError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
 
 
 def _verdict(report):
@@ -227,10 +236,10 @@ def _verdict(report):
             f"{entry['label']}: outputs differ from pyfunc.predict: "
             + "; ".join(f"{n}: {r['how']}" for n, r in entry["comparison"].items() if not r["equal"])
             for entry in failed_inputs)
-    reason = (f"Triton {report.triton_version} answered the shipped {report.request_form} request with the "
-              f"in-memory prediction ({', '.join(sorted(report.comparison))})")
+    reason = (f"Triton {report.triton_version} answered the shipped {report.request_form} request like "
+              f"pyfunc.predict ({', '.join(sorted(report.comparison))})")
     for entry in report.inputs:
-        reason += f"; and the {entry['label']} ({entry['rows']} rows, {entry['form']}) with pyfunc.predict of it"
+        reason += f"; and the {entry['label']} ({entry['rows']} rows, {entry['form']}) like pyfunc.predict of it"
     return True, reason
 
 

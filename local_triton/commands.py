@@ -20,9 +20,9 @@ from pathlib import Path
 
 from mlflow_triton.shared_contract import MlflowTritonError
 
-from .errors import InputFileError
+from .errors import InputFileError, LocalTritonError
 from .installation import choose_installation
-from .progress import Progress
+from .progress import Progress, as_progress
 from .signals import StopRequested, stop_on_sigterm
 
 __all__ = ["check_command", "serve_command", "workspace"]
@@ -40,11 +40,13 @@ def check_command(model_uris, *, device="cpu", tritonserver=None, backend_direct
     def run(directory, say):
         if input_file is not None and len(model_uris) != 1:
             raise InputFileError(f"--input {input_file} holds one model's input: give exactly one MODEL_URI with it")
+        report_path = Path(report) if report is not None else directory / "report.json"
+        if report_path.is_dir():
+            raise LocalTritonError(f"--report {report_path}: a directory; give the path of the JSON file to write")
         _use_tracking_uri(tracking_uri)
         installation = choose_installation(tritonserver, backend_directory, serving_constraints, python=python,
                                            progress=say)
         say.say(f"using {installation.describe()}")
-        report_path = Path(report) if report is not None else directory / "report.json"
         reports = check_models(model_uris, directory, installation, device=device, input_file=input_file,
                                progress=say, out=out)
         write_report(reports, report_path)
@@ -72,7 +74,7 @@ def serve_command(model_uris, *, host="127.0.0.1", http_port=8000, grpc_port=800
 
 
 def _run(command, work_dir, progress, body):
-    say = progress if progress is not None else Progress()
+    say = as_progress(progress) if progress is not None else Progress()
     try:
         with stop_on_sigterm(), workspace(work_dir, command) as directory:
             say.say(f"work directory: {directory}")
@@ -87,6 +89,9 @@ def _run(command, work_dir, progress, body):
         return 130
     except MlflowTritonError as error:
         _error(f"mlflow-triton {command}: error: {error}")
+        return 1
+    except OSError as error:  # a work directory, report or copy that cannot be written
+        _error(f"mlflow-triton {command}: error: {_os_error_text(error)}")
         return 1
 
 
@@ -116,6 +121,13 @@ def _use_tracking_uri(tracking_uri):
         import mlflow
 
         mlflow.set_tracking_uri(tracking_uri)
+
+
+def _os_error_text(error):
+    """``Is a directory: /tmp/report.json`` rather than ``[Errno 21] Is a directory: '/tmp/report.json'``."""
+    if error.strerror and error.filename is not None:
+        return f"{error.strerror}: {error.filename}"
+    return str(error) or type(error).__name__
 
 
 def _error(message):

@@ -7,6 +7,7 @@ from mlflow_triton.errors import MlflowTritonError
 
 __all__ = [
     "BundledTritonUnavailableError",
+    "HostAddressError",
     "InferenceError",
     "InputFileError",
     "InterpreterError",
@@ -55,6 +56,10 @@ class RepositoryAssemblyError(LocalTritonError, ValueError):
 
 class PortInUseError(LocalTritonError):
     """A port the server must listen on is taken."""
+
+
+class HostAddressError(LocalTritonError, ValueError):
+    """``--host`` names an address this machine cannot resolve or listen on."""
 
 
 class ServingEnvError(LocalTritonError):

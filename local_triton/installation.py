@@ -38,6 +38,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ._stale import remove_stale_builds
 from .errors import BundledTritonUnavailableError, TritonInstallError
 from .interpreters import Interpreter, find_interpreter
 from .progress import as_progress
@@ -187,6 +188,7 @@ class TritonInstallation:
                 "(--python X.Y)"
             )
         backend_dir = cache / f"triton-{BUNDLED_TRITON_VERSION}" / f"backends-py{pyver}"
+        remove_stale_builds(backend_dir.parent, ".backends-py*-*")  # assemblies of processes killed outright
         if not (backend_dir / "python" / _STUB_NAME).is_file():
             say.say(f"assembling the Python {pyver} backend of Triton {BUNDLED_TRITON_VERSION} in {backend_dir}")
             _assemble_backend_dir(tritonserver / "backends", stub, backend_dir)
@@ -222,6 +224,9 @@ class TritonInstallation:
         backends = Path(backend_directory)
         if not binary.is_file():
             raise TritonInstallError(f"--tritonserver: no tritonserver binary at {binary}")
+        if not os.access(binary, os.X_OK):
+            raise TritonInstallError(
+                f"--tritonserver: {binary} is not executable (chmod +x it, or name another binary)")
         if not (backends / "python").is_dir():
             raise TritonInstallError(
                 f"--backend-directory: no Python backend under {backends} (expected {backends / 'python'})"
@@ -301,8 +306,9 @@ def choose_installation(tritonserver=None, backend_directory=None, serving_const
     """The installation the command-line options select.
 
     ``tritonserver`` and ``backend_directory`` name another installation (both or neither);
-    without them, the bundled server. ``serving_constraints`` (``None``: the installation's
-    own) replaces what the serving environment must satisfy. ``python`` (``--python``: ``"3.12"``
+    without them, the bundled server. ``serving_constraints`` add to what the serving environment
+    must satisfy: the bundled server's own (:data:`BUNDLED_SERVING_CONSTRAINTS`) always apply, since
+    its stub needs them; another installation has only those given. ``python`` (``--python``: ``"3.12"``
     or an interpreter path; ``None``: the running interpreter) is the serving environments'
     interpreter, and for the bundled server also picks the stub.
     """
@@ -312,6 +318,8 @@ def choose_installation(tritonserver=None, backend_directory=None, serving_const
         return TritonInstallation.custom(tritonserver, backend_directory,
                                          serving_constraints=tuple(serving_constraints or ()), python=python)
     installation = TritonInstallation.bundled(python=python, progress=progress)
-    if serving_constraints is not None:
-        installation = installation.with_serving_constraints(serving_constraints)
+    if serving_constraints:
+        own = installation.serving_constraints
+        installation = installation.with_serving_constraints(
+            own + tuple(c for c in dict.fromkeys(serving_constraints) if c not in own))
     return installation

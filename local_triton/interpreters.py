@@ -8,8 +8,9 @@ Python 3.10 (the 24.x releases) or 3.12 (the 25.x releases); the bundled Triton 
 images' Pythons have one); the server puts its folder first on ``LD_LIBRARY_PATH``.
 
 ``find_interpreter("3.12")`` looks, in this order, at the running interpreter, ``python3.12`` on
-``PATH`` (a pyenv shim that cannot run 3.12 is passed over), ``$PYENV_ROOT/versions/3.12.*``
-(default ``~/.pyenv``, newest first), ``/usr/local/bin`` and ``/usr/bin``.
+``PATH``, ``$PYENV_ROOT/versions/3.12.*`` (default ``~/.pyenv``, newest first), ``/usr/local/bin``
+and ``/usr/bin``, and takes the first CPython 3.12 with a shared ``libpython``: a pyenv shim that
+cannot run 3.12, another implementation or a build without the library is passed over.
 ``find_interpreter("/path/to/python")`` takes that interpreter.
 """
 
@@ -70,12 +71,20 @@ def find_interpreter(spec: str | os.PathLike[str]) -> Interpreter:
     version = text
     looked = []
     for candidate in _candidates(version):
-        looked.append(str(candidate))
-        interpreter = _probe(candidate)
+        try:
+            interpreter = _probe(candidate)
+        except InterpreterError:  # not CPython: try the next candidate
+            looked.append(f"{candidate} (not CPython)")
+            continue
         if interpreter is not None and interpreter.major_minor == version:
-            return _checked(interpreter, text)
+            if interpreter.library_dir is not None:
+                return interpreter
+            looked.append(f"{candidate} (no shared libpython{version}.so.1.0)")
+            continue
+        looked.append(str(candidate))
     raise InterpreterError(
-        f"--python {version}: no Python {version} interpreter found (looked at: {', '.join(looked) or 'nothing'}). "
+        f"--python {version}: no usable Python {version} interpreter found (looked at: "
+        f"{', '.join(looked) or 'nothing'}). "
         f"Install one (pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install {version}; Debian: "
         f"apt-get install python{version}) or pass the interpreter's path: --python /path/to/python{version}"
     )

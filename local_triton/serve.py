@@ -17,6 +17,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from ._download import empty_download_dir
 from .errors import PortInUseError, RepositoryAssemblyError, ServingEnvError
 from .progress import as_progress
 from .send import curl_command, shipped_request
@@ -76,6 +77,7 @@ def serve_models(model_uris, work_dir, installation, *, host=LOOPBACK, http_port
     sources = []
     for number, uri in enumerate(model_uris, start=1):
         say.say(f"[{uri}] fetching the model's Triton repository ...")
+        empty_download_dir(work_dir / "download" / str(number), uri)
         sources.append(resolve_model(uri, work_dir / "download" / str(number)))
     check_unique_names(sources)
     lines = shared_requirements(sources)

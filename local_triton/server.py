@@ -28,6 +28,7 @@ parent-death signal sends the server SIGTERM.
 from __future__ import annotations
 
 import collections
+import errno
 import json
 import os
 import signal
@@ -41,11 +42,12 @@ import urllib.request
 from pathlib import Path
 
 from ._children import die_with_parent
-from .errors import PortInUseError, TritonStartError
+from .errors import HostAddressError, PortInUseError, TritonStartError
 from .installation import TritonInstallation
 from .serving_env import read_pyvenv_cfg
 
-__all__ = ["LOOPBACK", "TritonServer", "TritonStartError", "connect_host", "is_loopback"]
+__all__ = ["LOOPBACK", "TritonServer", "TritonStartError", "check_host", "check_port_free", "connect_host",
+           "is_loopback"]
 
 LOOPBACK = "127.0.0.1"
 _PORT_OPTIONS = ("--http-port", "--grpc-port", "--metrics-port")
@@ -95,14 +97,34 @@ def _free_ports(n: int, host: str = LOOPBACK) -> list[int]:
     return sorted(ports)
 
 
+def check_host(host: str) -> None:
+    """Raise :class:`HostAddressError` when ``host`` (``--host``) does not resolve to an address."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        socket.getaddrinfo(host, None, family, socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as error:
+        reason = error.strerror if isinstance(error, socket.gaierror) else str(error)
+        raise HostAddressError(
+            f"--host {host}: cannot be resolved to an {'IPv6' if family == socket.AF_INET6 else 'IPv4'} address "
+            f"({reason}); give an address of this machine, such as 127.0.0.1 or 0.0.0.0"
+        ) from None
+
+
 def check_port_free(host: str, port: int, option: str) -> None:
-    """Raise :class:`PortInUseError` naming ``option`` when ``host:port`` cannot be bound."""
+    """Raise :class:`PortInUseError` naming ``option`` when ``host:port`` cannot be bound
+    (:class:`HostAddressError` when ``host`` does not resolve)."""
+    check_host(host)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is no obstacle
         try:
             s.bind((host, port))
         except OSError as error:
+            if error.errno == errno.EADDRNOTAVAIL:
+                raise HostAddressError(
+                    f"--host {host}: not an address of this machine ({error.strerror}); give one of its addresses, "
+                    "such as 127.0.0.1 or 0.0.0.0"
+                ) from None
             raise PortInUseError(
                 f"port {port} ({option}) is already in use on {host}: {error.strerror}; choose another with "
                 f"{option} PORT or stop the process holding it"
@@ -117,7 +139,8 @@ class TritonServer:
     :param installation: which server to run (:class:`TritonInstallation`).
     :param serving_env: virtualenv whose ``bin/`` goes first on ``PATH`` (the Python backend's
         interpreter takes its packages from there); ``None`` keeps the current ``PATH``.
-    :param log_path: where the server's stdout/stderr go; if omitted, a file in a fresh
+    :param log_path: where the server's stdout/stderr go (emptied at each :meth:`start`, so its
+        tail is this run's; a retry on a taken port appends); if omitted, a file in a fresh
         temporary directory that is kept after the server stops (for post-mortems).
     :param startup_timeout: seconds to wait for server and model readiness.
     :param extra_args: more ``tritonserver`` arguments.
@@ -198,9 +221,6 @@ class TritonServer:
         """The server's version from ``GET /v2`` (e.g. ``"2.51.0"``)."""
         return self._get_json("/v2")["version"]
 
-    def metadata(self) -> dict:
-        return self._get_json("/v2")
-
     def model_config(self, name: str | None = None) -> dict:
         """Triton's view of a loaded model's configuration (``GET /v2/models/<name>/config``)."""
         return self._get_json(f"/v2/models/{name or self.model_name}/config")
@@ -228,7 +248,7 @@ class TritonServer:
         started = time.monotonic()
         for attempt in range(3):
             try:
-                self._start_once()
+                self._start_once(fresh_log=attempt == 0)
                 self.ready_seconds = time.monotonic() - started
                 return self
             except TritonStartError as err:
@@ -252,27 +272,29 @@ class TritonServer:
         """SIGTERM the server (it unloads models and stops its stubs), SIGKILL its whole
         process group after ``stop_timeout`` seconds; then SIGKILL any stub left behind."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(self.stop_timeout)
-            except BaseException as exc:  # timeout, or a second Ctrl+C while waiting
+        try:
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(self.stop_timeout)
+                except BaseException as exc:  # timeout, or a second Ctrl+C while waiting
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    proc.wait()
+                    if not isinstance(exc, subprocess.TimeoutExpired):
+                        raise
+        finally:
+            if proc is not None:
+                # Stubs are in the same group; make sure none outlives a server that exited early.
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
+                except (ProcessLookupError, PermissionError):
                     pass
-                proc.wait()
-                if not isinstance(exc, subprocess.TimeoutExpired):
-                    raise
-        if proc is not None:
-            # Stubs are in the same group; make sure none outlives a server that exited early.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
+            if self._log_file is not None:
+                self._log_file.close()
+                self._log_file = None
 
     def __enter__(self) -> "TritonServer":
         self._install_sigterm_handler()
@@ -331,13 +353,14 @@ class TritonServer:
         env.setdefault("PYTHONUNBUFFERED", "1")  # model.py's print() reaches the log promptly
         return env
 
-    def _start_once(self) -> None:
+    def _start_once(self, fresh_log: bool = True) -> None:
+        """One start; ``fresh_log`` truncates the log (a retry appends, so that the log shows every attempt)."""
         if self._fixed_ports[0] is not None:
             self.http_port, self.grpc_port, self.metrics_port = self._fixed_ports
         else:
             self.http_port, self.grpc_port, self.metrics_port = _free_ports(3, self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log_file = open(self.log_path, "ab")
+        self._log_file = open(self.log_path, "wb" if fresh_log else "ab")
         self._log_file.write(f"$ {' '.join(self.command())}\n".encode())
         self._log_file.flush()
         self._proc = subprocess.Popen(

@@ -41,6 +41,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from ._children import die_with_parent
+from ._stale import STALE_BUILD_SECONDS, remove_stale_builds
 from .errors import ServingEnvError
 from .installation import default_cache_dir
 from .progress import as_progress
@@ -61,8 +62,6 @@ __all__ = [
 #: Written into a finished environment; describes how it was built.
 ENV_RECORD = "mlflow-triton-env.json"
 PIP_LOG = "pip-install.log"
-#: A build directory whose pip log has been idle this long belongs to a process that was killed.
-STALE_BUILD_SECONDS = 6 * 3600
 
 
 def requirement_lines(text: str) -> list[str]:
@@ -328,20 +327,8 @@ def _cost(summary: dict) -> str:
 
 
 def _remove_stale_builds(envs: Path, older_than: float = STALE_BUILD_SECONDS) -> None:
-    """Remove build directories left by a process killed outright (no chance to clean up).
-
-    A build in progress -- here or in another process sharing the cache -- appends to its pip log
-    continuously; one whose log (or directory) has not changed for ``older_than`` seconds is dead.
-    """
-    now = time.time()
-    for build in envs.glob(".*-*"):
-        marker = build / PIP_LOG if (build / PIP_LOG).exists() else build
-        try:
-            idle = now - marker.stat().st_mtime
-        except OSError:
-            continue
-        if build.is_dir() and idle > older_than:
-            shutil.rmtree(build, ignore_errors=True)
+    """Remove environment builds left by a process killed outright: their pip log (or directory) is idle."""
+    remove_stale_builds(envs, ".*-*", older_than, activity_file=PIP_LOG)
 
 
 def _run_logged(cmd, log, say, started, what) -> int:
@@ -380,16 +367,26 @@ def _latest_step(new_output: str, current: str) -> str:
     return current
 
 
-def _stop_process_group(proc: subprocess.Popen) -> None:
+def _stop_process_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM pip's process group, SIGKILL it after ``grace`` seconds; pip has exited when this returns.
+
+    A second Ctrl-C (or SIGTERM) while waiting still kills the group and waits for pip before it
+    propagates, so that nobody removes a build directory under a live pip.
+    """
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            proc.wait(grace)
         except ProcessLookupError:
             proc.wait()
+        except BaseException as exc:  # the grace period ran out, or a second Ctrl-C while waiting
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            if not isinstance(exc, subprocess.TimeoutExpired):
+                raise
     try:  # pip's own children (build backends) are in the same group
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -17,6 +17,7 @@ values Triton would read as their neighbours -- or an output cannot: FP16, raw b
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ import numpy as np
 from mlflow_triton import _requests
 from mlflow_triton._config import declarations, read_config
 from mlflow_triton.runtime.codecs import StructureCodec
+from mlflow_triton.runtime.conversions import TensorMappingError, to_numbers
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from .errors import InputFileError
@@ -69,7 +71,46 @@ def _from_csv(path, input_schema, parse_csv_input):
             + ", ".join(f"{spec.name or 'a tensor'} of shape {list(spec.shape)}" for spec in specs)
             + ': use a JSON file with {"inputs": ...}'
         )
-    return frame.to_numpy(dtype=specs[0].type)
+    target = np.dtype(specs[0].type)
+    columns = [_column_as(path, column, frame[column].to_numpy(), target) for column in frame.columns]
+    return np.column_stack(columns) if columns else np.empty((len(frame), 0), dtype=target)
+
+
+def _column_as(path, column, values, target):
+    """A CSV column as the tensor's dtype ``target``, or InputFileError naming the first value it would change.
+
+    The runtime's value-preserving rules apply (``runtime/conversions.py``), read as a CSV reader
+    should: a decimal is rounded to a float tensor's precision (that is reading the text), but
+    never overflows; a float is an integer only when it is a whole number in range (``2.0`` -> 2,
+    ``2.7`` is refused, never truncated); text is never a number.
+    """
+    if values.dtype.kind == "f" and target.kind == "f":
+        with np.errstate(over="ignore"):
+            converted = values.astype(target)
+        changed = np.flatnonzero(np.isfinite(values) & ~np.isfinite(converted))
+    elif values.dtype.kind == "f" and target.kind in "iu":
+        info = np.iinfo(target)
+        with np.errstate(invalid="ignore"):
+            whole = (np.isfinite(values) & (values == np.trunc(values)) & (values >= float(info.min))
+                     & (values < float(int(info.max) + 1)))
+        changed = np.flatnonzero(~whole)
+        converted = None if changed.size else values.astype(target)
+    else:
+        try:
+            return to_numbers(values, target, str(target), f"`{column}`")
+        except TensorMappingError as error:
+            reason = re.sub(r"^element (\d+)", lambda found: f"row {int(found.group(1)) + 1}",
+                            str(error).removeprefix(f"Tensor `{column}`: "))
+            raise InputFileError(
+                f"--input {path}: column `{column}` cannot be read as the model's {target} tensor unchanged: {reason}"
+            ) from None
+    if changed.size:
+        row = int(changed[0])
+        raise InputFileError(
+            f"--input {path}: column `{column}` cannot be read as the model's {target} tensor unchanged: row {row + 1} "
+            f"holds {values[row].item()!r}"
+        )
+    return converted
 
 
 def input_request(value, model_dir, directory, stem="input-request"):

@@ -28,7 +28,8 @@ Prove each model's Triton repository on a real Triton server: fetch it with trit
 build or reuse its serving environment (requirements.txt + the Triton installation's constraints),
 start tritonserver on free loopback ports, send the shipped request exactly as curl would, compare
 the answer with mlflow.pyfunc's prediction of the saved input example, print one PASS/FAIL line per
-model and write a JSON report. Exit status: 0 when every model passed, 1 otherwise, 130 after Ctrl-C.
+model and write a JSON report. Exit status: 0 when every model passed, 1 otherwise, 130 after Ctrl-C,
+143 after SIGTERM.
 """
 SERVE_DESCRIPTION = """\
 Serve the models from one Triton server in the foreground: one model repository, one serving
@@ -71,7 +72,8 @@ def _add_triton_options(parser):
                        help="its backends folder, e.g. /opt/tritonserver/backends (with --tritonserver)")
     group.add_argument("--serving-constraint", action="append", default=None, metavar="SPEC",
                        help="a pip constraint the Triton installation imposes on the serving environment "
-                            "(repeatable; default for the bundled 2.51: numpy<2, for --tritonserver: none)")
+                            "(repeatable; for the bundled 2.51 added to its own numpy<2, which always applies; "
+                            "for --tritonserver: only those given)")
     group.add_argument("--python", metavar="X.Y|PATH",
                        help="the Python of the target Triton's Python backend: serving environments are built "
                             "with this interpreter (X.Y is looked up on PATH and under pyenv) and the bundled "
@@ -79,10 +81,10 @@ def _add_triton_options(parser):
                             "bundled 2.51 has 3.8-3.13); default: the Python running mlflow-triton")
 
 
-def _add_common_options(parser):
+def _add_common_options(parser, holds):
     parser.add_argument("--work-dir", type=Path, metavar="DIR",
-                        help="where model copies, logs and the report go (default: a new temporary directory, "
-                             "whose model copies are removed at the end)")
+                        help=f"where {holds} go (default: a new temporary directory, whose model copies are "
+                             "removed at the end)")
     parser.add_argument("--tracking-uri", metavar="URI",
                         help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI "
                              "or MLflow's default)")
@@ -97,7 +99,7 @@ def _check_arguments(parser):
                              "dataframe_records, inputs or instances; or a CSV table) and compare the answer with "
                              "mlflow.pyfunc's prediction of it (one MODEL_URI only)")
     parser.add_argument("--report", type=Path, metavar="PATH", help="JSON report (default: <work dir>/report.json)")
-    _add_common_options(parser)
+    _add_common_options(parser, "model copies, logs and the report")
     _add_triton_options(parser)
 
 
@@ -116,10 +118,10 @@ def _serve_arguments(parser):
     parser.add_argument("--host", default="127.0.0.1",
                         help="address HTTP, gRPC and metrics listen on (default 127.0.0.1, this machine only; "
                              "a non-loopback address exposes the models to the network)")
-    parser.add_argument("--http-port", type=int, default=8000, help="default 8000")
-    parser.add_argument("--grpc-port", type=int, default=8001, help="default 8001")
-    parser.add_argument("--metrics-port", type=int, default=8002, help="default 8002")
-    _add_common_options(parser)
+    parser.add_argument("--http-port", type=_port, default=8000, metavar="PORT", help="1-65535, default 8000")
+    parser.add_argument("--grpc-port", type=_port, default=8001, metavar="PORT", help="1-65535, default 8001")
+    parser.add_argument("--metrics-port", type=_port, default=8002, metavar="PORT", help="1-65535, default 8002")
+    _add_common_options(parser, "model copies and the Triton log")
     _add_triton_options(parser)
 
 
@@ -132,6 +134,16 @@ def _run_serve(args):
         serving_constraints=args.serving_constraint, python=args.python, work_dir=args.work_dir,
         tracking_uri=args.tracking_uri,
     )
+
+
+def _port(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 1 to 65535, got {text!r}")
+    return value
 
 
 def _positive_int(text):

@@ -79,7 +79,7 @@ def test_check_passes_when_models_of_every_flavor_are_checked_from_the_command_l
     assert completed.returncode == 0, completed.stdout + completed.stderr[-6000:]
     verdicts = re.findall(r"^(PASS|FAIL) (\S+): (.*)$", completed.stdout, re.M)
     assert [(verdict, uri) for verdict, uri, _ in verdicts] == [("PASS", uri) for uri in uris]
-    assert verdicts[0][2] == ("Triton 2.51.0 answered the shipped json request with the in-memory prediction "
+    assert verdicts[0][2] == ("Triton 2.51.0 answered the shipped json request like pyfunc.predict "
                               "(output_0)")
     report = json.loads((tmp_path / "report.json").read_text())
     assert [(entry["model_uri"], entry["triton_model"], entry["passed"]) for entry in report] == [
@@ -99,7 +99,7 @@ def test_check_compares_a_user_input_file_when_its_values_differ_from_the_exampl
                               "--work-dir", str(tmp_path / "work"), store=user_store)
 
     assert completed.returncode == 0, completed.stdout + completed.stderr[-6000:]
-    assert ("; and the input file user-rows.csv (5 rows, json) with pyfunc.predict of it"
+    assert ("; and the input file user-rows.csv (5 rows, json) like pyfunc.predict of it"
             in completed.stdout.splitlines()[0])
     [entry] = json.loads((tmp_path / "work" / "report.json").read_text())
     [checked] = entry["inputs"]
@@ -202,15 +202,24 @@ def drop_first_request_input(model_dir):
     request.write_text(json.dumps(body))
 
 
+def add_one_to_every_output(model_dir):
+    """A served model.py that answers 200 with changed values: the worst defect, which check must catch."""
+    replace_in(model_dir / "1" / "model.py", "pb_utils.Tensor(name, array) for name, array in outputs.items()",
+               "pb_utils.Tensor(name, array + 1) for name, array in outputs.items()")
+
+
 @pytest.mark.parametrize(
     ("edit", "reason"),
     [
+        (add_one_to_every_output,
+         r"outputs differ from pyfunc.predict: output_0: \d+ of \d+ element\(s\) differ \(allclose rtol=1e-06 "
+         r"atol=1e-09\), first at flat index 0: got \S+, expected \S+$"),
         (set_max_batch_size, r"Triton did not load the model: .*max_batch_size.* \(log: .+\.log\)"),
         (change_first_input_datatype,
          r"Triton rejected the shipped request \(HTTP 400\): .*data-type is 'FP64', but model '\w+' expects 'FP32'"),
         (drop_first_request_input, r"Triton rejected the shipped request \(HTTP 400\): .*expected 3 inputs but got 2"),
     ],
-    ids=["model-fails-to-load", "config-datatype-changed", "request-column-missing"],
+    ids=["model-answers-changed-values", "model-fails-to-load", "config-datatype-changed", "request-column-missing"],
 )
 def test_check_fails_with_triton_error_text_when_repository_is_broken(triton_directory, tmp_path, edit, reason):
     broken = broken_copy(triton_directory, tmp_path, edit)

@@ -25,10 +25,10 @@ import pytest
 from mlflow_triton import transformers as triton_transformers
 from mlflow_triton import triton
 from mlflow_triton._config import declarations, read_config
+from mlflow_triton.local.compare import differences
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from tests.support import tiny_models
 from tests.support.fidelity import client
-from tests.support.fidelity.expectations import differences
 
 pytestmark = pytest.mark.triton
 

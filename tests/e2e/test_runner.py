@@ -47,7 +47,7 @@ def test_runner_passes_when_example_is_logged_and_served_by_real_triton(example,
     assert triton_processes_under(tmp_path) == []
     if example == "sklearn":  # what `make demo` ends with
         assert completed.stdout.splitlines()[-1] == (
-            "PASS sklearn: Triton 2.51.0 answered the shipped json request with the in-memory prediction (output_0)")
+            "PASS sklearn: Triton 2.51.0 answered the shipped json request like pyfunc.predict (output_0)")
 
 
 @pytest.fixture(scope="module")

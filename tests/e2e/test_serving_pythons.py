@@ -72,8 +72,8 @@ def test_check_passes_when_the_sklearn_repository_is_served_from_a_python_3_12_e
 
     assert completed.returncode == 0, completed.stdout + completed.stderr[-6000:]
     assert completed.stdout.splitlines()[0] == (
-        "PASS models:/served-from-another-python/1: Triton 2.51.0 answered the shipped json request with the "
-        "in-memory prediction (output_0)")
+        "PASS models:/served-from-another-python/1: Triton 2.51.0 answered the shipped json request like "
+        "pyfunc.predict (output_0)")
     assert re.search(r"using Triton 2\.51\.0: .* \(Python 3\.12 stub; serving environments from \S+python3\.12\)",
                      completed.stderr), completed.stderr
     assert re.search(r"serving environment (ready|\S+) \(\d+ MiB|reusing cached serving environment \S+ \(\d+ MiB",

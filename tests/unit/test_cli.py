@@ -14,6 +14,7 @@ from mlflow_triton.local import (
     TritonInstallation,
     TritonInstallError,
     check_command,
+    choose_installation,
     serve_command,
 )
 from mlflow_triton.local import installation as installation_module
@@ -38,6 +39,22 @@ def test_console_script_prints_help_when_asked_for_every_command(argv, expected)
 
     assert completed.returncode == 0, completed.stderr
     assert [word for word in expected if word not in completed.stdout] == []
+
+
+def help_of(command):
+    return " ".join(cli.build_parser()._subparsers._group_actions[0].choices[command].format_help().split())
+
+
+def test_check_help_lists_every_exit_status_when_printed():
+    assert "Exit status: 0 when every model passed, 1 otherwise, 130 after Ctrl-C, 143 after SIGTERM." in help_of(
+        "check")
+
+
+def test_serve_help_says_its_work_dir_holds_no_report_when_printed():
+    text = help_of("serve")
+
+    assert "--work-dir DIR where model copies and the Triton log go" in text
+    assert "report" not in text
 
 
 def test_python_m_mlflow_triton_runs_the_same_command_line_when_started_as_a_module():
@@ -176,3 +193,83 @@ def test_bundled_names_the_extra_when_another_nvidia_pytriton_version_is_install
 def test_custom_installation_names_the_option_when_the_binary_is_missing(tmp_path):
     with pytest.raises(TritonInstallError, match=r"--tritonserver: no tritonserver binary at .*/nowhere"):
         TritonInstallation.custom(tmp_path / "nowhere", tmp_path)
+
+
+@pytest.mark.parametrize("option", ["--http-port", "--grpc-port", "--metrics-port"])
+@pytest.mark.parametrize("value", ["0", "70000", "-1", "http"])
+def test_main_exits_2_naming_the_range_when_a_port_is_not_a_port_number(option, value, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve", "models:/a/1", option, value])
+
+    assert exited.value.code == 2
+    assert f"argument {option}: must be a port number from 1 to 65535, got {value!r}" in capsys.readouterr().err
+
+
+def test_custom_installation_names_the_option_when_the_binary_is_not_executable(tmp_path):
+    binary = tmp_path / "tritonserver"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o644)
+
+    with pytest.raises(TritonInstallError, match=re.escape(f"--tritonserver: {binary} is not executable")):
+        TritonInstallation.custom(binary, tmp_path)
+
+
+@pytest.fixture
+def fake_triton_options(tmp_path):
+    binary = tmp_path / "fake-triton" / "bin" / "tritonserver"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\nexit 99\n")
+    binary.chmod(0o755)
+    (tmp_path / "fake-triton" / "backends" / "python").mkdir(parents=True)
+    return {"tritonserver": binary, "backend_directory": tmp_path / "fake-triton" / "backends"}
+
+
+def test_check_command_refuses_before_checking_when_the_report_path_is_a_directory(
+        fake_triton_options, tmp_path, capsys):
+    status = check_command(["models:/never-fetched/1"], report=tmp_path, work_dir=tmp_path / "work",
+                           progress=lambda text: None, **fake_triton_options)
+
+    assert (status, capsys.readouterr().err) == (
+        1, f"mlflow-triton check: error: --report {tmp_path}: a directory; give the path of the JSON file to write\n")
+
+
+def test_check_command_prints_one_error_line_when_the_report_cannot_be_written(fake_triton_options, tmp_path, capsys):
+    (tmp_path / "a-file").write_text("")
+
+    status = check_command([], report=tmp_path / "a-file" / "report.json", work_dir=tmp_path / "work",
+                           progress=lambda text: None, out=lambda line: None, **fake_triton_options)
+
+    assert (status, capsys.readouterr().err) == (1, f"mlflow-triton check: error: File exists: {tmp_path / 'a-file'}\n")
+
+
+@pytest.fixture
+def bundled_without_building(monkeypatch, tmp_path):
+    """``TritonInstallation.bundled`` as it returns, without locating the wheel or assembling a backend."""
+    bundled = TritonInstallation(tmp_path / "tritonserver", tmp_path / "backends", version="2.51.0",
+                                 serving_constraints=installation_module.BUNDLED_SERVING_CONSTRAINTS)
+    monkeypatch.setattr(TritonInstallation, "bundled", classmethod(lambda cls, **kwargs: bundled))
+
+
+@pytest.mark.parametrize("given, constraints", [
+    (None, ("numpy<2",)),
+    ([], ("numpy<2",)),
+    (["protobuf<5"], ("numpy<2", "protobuf<5")),
+    (["protobuf<5", "numpy<2", "protobuf<5"], ("numpy<2", "protobuf<5")),
+])
+def test_choose_installation_adds_serving_constraints_to_the_bundled_numpy_pin_when_some_are_given(
+        given, constraints, bundled_without_building):
+    installation = choose_installation(serving_constraints=given, progress=None)
+
+    assert installation.serving_constraints == constraints
+
+
+def test_choose_installation_uses_only_the_given_constraints_when_the_installation_is_another_one(tmp_path):
+    binary = tmp_path / "bin" / "tritonserver"
+    binary.parent.mkdir()
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    (tmp_path / "backends" / "python").mkdir(parents=True)
+
+    installation = choose_installation(binary, tmp_path / "backends", ["protobuf<5"], progress=None)
+
+    assert installation.serving_constraints == ("protobuf<5",)

@@ -67,6 +67,30 @@ def test_find_interpreter_takes_the_newest_pyenv_build_when_the_shim_on_path_can
     assert interpreter.library_dir == pyenv_root / "versions" / "3.99.12" / "lib"
 
 
+@pytest.mark.parametrize("unusable", [{"shared": False}, {"implementation": "pypy"}],
+                         ids=["without-shared-libpython", "not-cpython"])
+def test_find_interpreter_passes_over_an_unusable_candidate_on_path_when_a_later_one_serves(
+        unusable, pyenv_root, tmp_path, monkeypatch):
+    first = fake_python(tmp_path / "first", "3.99.3", **unusable)
+    monkeypatch.setenv("PATH", f"{first.parent}:/usr/bin:/bin")
+
+    interpreter = find_interpreter("3.99")
+
+    assert interpreter.executable == pyenv_root / "versions" / "3.99.12" / "bin" / "python3.99"
+
+
+def test_find_interpreter_says_why_it_passed_over_each_candidate_when_none_serves(tmp_path, monkeypatch):
+    static = fake_python(tmp_path / "static", "3.95.1", shared=False)
+    pypy = fake_python(tmp_path / "pyenv" / "versions" / "3.95.2", "3.95.2", implementation="pypy")
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    monkeypatch.setenv("PATH", str(static.parent))
+
+    with pytest.raises(InterpreterError, match=re.escape(
+            f"--python 3.95: no usable Python 3.95 interpreter found (looked at: {static} (no shared "
+            f"libpython3.95.so.1.0), {pypy} (not CPython)). Install one")):
+        find_interpreter("3.95")
+
+
 def test_find_interpreter_takes_the_running_python_when_its_version_is_asked_for():
     interpreter = find_interpreter(RUNNING)
 
@@ -83,7 +107,7 @@ def test_find_interpreter_takes_a_path_when_given_one(tmp_path):
 
 def test_find_interpreter_names_where_it_looked_when_no_interpreter_has_the_version(pyenv_root, tmp_path):
     with pytest.raises(InterpreterError, match=re.escape(
-            f"--python 3.97: no Python 3.97 interpreter found (looked at: nothing). Install one (pyenv: "
+            f"--python 3.97: no usable Python 3.97 interpreter found (looked at: nothing). Install one (pyenv: "
             "PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install 3.97;")):
         find_interpreter("3.97")
 
@@ -154,6 +178,23 @@ def test_bundled_pairs_the_stub_with_the_interpreter_when_python_is_given(tmp_pa
     assert f"(Python {RUNNING} stub; serving environments from {base})" in installation.describe()
 
 
+def test_bundled_removes_backend_assemblies_left_for_hours_by_killed_processes_when_chosen(tmp_path):
+    import os
+    import time
+
+    cache = tmp_path / "cache" / "triton-2.51.0"
+    stale, running = cache / ".backends-py3.12-abcd1234", cache / ".backends-py3.12-efgh5678"
+    for build in (stale, running):
+        (build / "python").mkdir(parents=True)
+    hours_ago = time.time() - 7 * 3600
+    os.utime(stale, (hours_ago, hours_ago))
+
+    installation = TritonInstallation.bundled(tmp_path / "cache", python_version="3.12", progress=None)
+
+    assert sorted(p.name for p in cache.iterdir()) == [".backends-py3.12-efgh5678", "backends-py3.12"]
+    assert installation.backend_directory == cache / "backends-py3.12"
+
+
 def test_bundled_copies_the_stub_into_a_private_backend_directory_when_another_python_is_chosen(
         tmp_path, bundled_server):
     other = fake_python(tmp_path / "py312", "3.12.99")
@@ -187,6 +228,7 @@ def custom_triton(tmp_path):
     binary = tmp_path / "triton" / "bin" / "tritonserver"
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\nexit 99\n")
+    binary.chmod(0o755)
     stub = tmp_path / "triton" / "backends" / "python" / "triton_python_backend_stub"
     stub.parent.mkdir(parents=True)
     stub.write_bytes(b"\x7fELF\x00libpython3.12.so.1.0\x00libc.so.6\x00")
@@ -224,4 +266,5 @@ def test_command_fails_with_the_interpreter_error_when_python_names_none(command
     status = command(["models:/m/1"], python="3.97", work_dir=tmp_path / "work", progress=None)
 
     assert status == 1
-    assert f"mlflow-triton {name}: error: --python 3.97: no Python 3.97 interpreter found" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert f"mlflow-triton {name}: error: --python 3.97: no usable Python 3.97 interpreter found" in error

@@ -22,6 +22,7 @@ def fake_installation(tmp_path, monkeypatch):
     binary = tmp_path / "fake-triton" / "bin" / "tritonserver"
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\nexit 99\n")
+    binary.chmod(0o755)
     (tmp_path / "fake-triton" / "backends" / "python").mkdir(parents=True)
     return TritonInstallation.custom(binary, tmp_path / "fake-triton" / "backends", serving_constraints=("numpy<2",))
 
@@ -106,3 +107,29 @@ def test_serve_rejects_the_ports_before_fetching_anything_when_two_are_equal(fak
         serve_models(["models:/never-fetched/1"], tmp_path / "work", fake_installation, progress=None,
                      http_port=18000, grpc_port=18000, metrics_port=18002)
     assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("host, reason", [("nosuch.invalid", "cannot be resolved to an IPv4 address"),
+                                          ("192.0.2.1", "not an address of this machine")])
+def test_serve_command_says_the_host_is_unusable_not_that_a_port_is_taken_when_host_is_wrong(
+        host, reason, fake_installation, free_ports, tmp_path, capsys):
+    status = serve_command(["models:/never-fetched/1"], host=host, tritonserver=fake_installation.server_binary,
+                           backend_directory=fake_installation.backend_directory, work_dir=tmp_path / "work",
+                           progress=lambda text: None, **free_ports)
+
+    error = capsys.readouterr().err
+    assert status == 1
+    assert f"mlflow-triton serve: error: --host {host}: {reason}" in error
+    assert "in use" not in error
+
+
+def test_serve_command_prints_one_error_line_when_the_work_dir_cannot_be_created(
+        fake_installation, free_ports, tmp_path, capsys):
+    occupied = tmp_path / "a-file"
+    occupied.write_text("")
+
+    status = serve_command(["models:/never-fetched/1"], tritonserver=fake_installation.server_binary,
+                           backend_directory=fake_installation.backend_directory, work_dir=occupied,
+                           progress=lambda text: None, **free_ports)
+
+    assert (status, capsys.readouterr().err) == (1, f"mlflow-triton serve: error: File exists: {occupied}\n")

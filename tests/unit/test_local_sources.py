@@ -37,6 +37,7 @@ def fake_installation(tmp_path):
     binary = tmp_path / "fake-triton" / "bin" / "tritonserver"
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\nexit 99\n")
+    binary.chmod(0o755)
     (tmp_path / "fake-triton" / "backends" / "python").mkdir(parents=True)
     return {"tritonserver": binary, "backend_directory": tmp_path / "fake-triton" / "backends"}
 

@@ -108,3 +108,42 @@ def test_input_request_names_the_column_when_the_file_lacks_one(column_model, tm
 
     with pytest.raises(InputFileError, match="Column `city` is missing"):
         input_request(value, repository, tmp_path / "requests")
+
+
+def tensor_model_of(tmp_path, dtype):
+    """(schema, repository) of a regression taking one ``dtype`` tensor of shape (-1, 3)."""
+    features = np.arange(24).reshape(8, 3).astype(dtype)
+    model = LinearRegression().fit(features, features.sum(axis=1))
+    name = f"tensor_{np.dtype(dtype).name}"
+    triton_sklearn.save_model(model, tmp_path / name, input_example=features[:2], triton_model_name=name)
+    return Model.load(str(tmp_path / name)).get_input_schema(), tmp_path / name / "model_repository" / name
+
+
+@pytest.mark.parametrize(("dtype", "csv", "message"), [
+    (np.int64, "a,b,c\n1,2,3\n1.5,2.7,3\n", "column `a` cannot be read as the model's int64 tensor unchanged: row 2 "
+                                           "holds 1.5"),
+    (np.int64, "a,b,c\n1,2,3\n4,5,x\n", "column `c` cannot be read as the model's int64 tensor unchanged: row 1 is a "
+                                       "str, not a number \\(int64 expected\\)"),
+    (np.float32, "a,b,c\n1,2,3\n4,1e300,6\n", "column `b` cannot be read as the model's float32 tensor unchanged: "
+                                             "row 2 holds 1e\\+300"),
+    (np.float32, "a,b,c\n1,2,3\n4,5,16777217\n", "column `c` cannot be read as the model's float32 tensor unchanged: "
+                                                "row 2 \\(16777217\\) does not fit"),
+], ids=["fraction-for-int", "text-for-int", "overflowing-float32", "integer-float32-cannot-hold"])
+def test_load_user_input_names_the_column_and_dtype_when_a_csv_value_would_change(tmp_path, dtype, csv, message):
+    schema, _ = tensor_model_of(tmp_path, dtype)
+
+    with pytest.raises(InputFileError, match=message):
+        load_user_input(write(tmp_path / "input.csv", csv), schema)
+
+
+@pytest.mark.parametrize(("dtype", "csv", "expected"), [
+    (np.int64, "a,b,c\n1,2,3\n4.0,5,6\n", [[1, 2, 3], [4, 5, 6]]),
+    (np.float32, "a,b,c\n0.1,2,3\n4,5,6.25\n", [[0.1, 2, 3], [4, 5, 6.25]]),
+], ids=["whole-floats-for-int", "decimals-for-float32"])
+def test_load_user_input_reads_a_csv_as_the_tensor_dtype_when_every_value_fits(tmp_path, dtype, csv, expected):
+    schema, _ = tensor_model_of(tmp_path, dtype)
+
+    value = load_user_input(write(tmp_path / "input.csv", csv), schema)
+
+    assert value.dtype == dtype
+    np.testing.assert_array_equal(value, np.array(expected, dtype=dtype))

@@ -40,6 +40,7 @@ from mlflow_triton import sklearn as triton_sklearn
 from mlflow_triton import triton
 from mlflow_triton._config import declarations, read_config
 from mlflow_triton.local import TritonInstallation, TritonServer, send_shipped_request
+from mlflow_triton.local.compare import differences
 from mlflow_triton.local.serving_env import ENV_RECORD, ensure_env_for_requirements, requirement_lines
 
 from . import client
@@ -57,7 +58,6 @@ from .cases import (
 from .expectations import (
     Answer,
     check_config,
-    differences,
     exact_arithmetic,
     expected_answer,
     expected_rejection,

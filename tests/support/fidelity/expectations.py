@@ -25,8 +25,6 @@ NUMPY_OF_TRITON = {
     "TYPE_FP16": "float16", "TYPE_FP32": "float32", "TYPE_FP64": "float64", "TYPE_STRING": "object",
 }
 CONTENT_OF_KIND = {"text": "text", "binary": "binary", "fixed-text": "text", "fixed-binary": "binary"}
-# The README's comparison tolerances: floats (rtol, atol) by the answer's dtype; all else exactly.
-FLOAT_TOLERANCES = {"float16": (1e-2, 1e-3), "float32": (1e-4, 1e-6), "float64": (1e-6, 1e-9)}
 OUTPUT_DOES_NOT_FIT = "The prediction does not fit the configured outputs: "
 PREDICTION_FAILED = "Prediction failed: "
 SCHEMA_REFUSED = "The request does not match the model's input schema: "
@@ -282,51 +280,6 @@ def _as_configured(values, datatype):
         return values.astype(target)
 
 
-def differences(expected, actual, exact=False):
-    """Human-readable differences between expected and actual ``{tensor: array}``; empty when equal.
-
-    Floats are compared within the README's tolerances, or bit for bit (NaN equal to NaN) with
-    ``exact`` -- for models whose arithmetic is the same in and out of Triton.
-    """
-    problems = []
-    for name, want in expected.items():
-        got = actual.get(name)
-        if got is None:
-            problems.append(f"{name}: missing from the answer (got {sorted(actual)})")
-            continue
-        if got.shape != want.shape:
-            problems.append(f"{name}: shape {list(got.shape)} != expected {list(want.shape)}")
-            continue
-        if want.dtype == object:
-            unequal = [i for i, (g, w) in enumerate(zip(got.ravel(), want.ravel())) if g != w]
-        elif got.dtype != want.dtype:
-            problems.append(f"{name}: dtype {got.dtype} != configured {want.dtype}")
-            continue
-        elif want.dtype.kind == "f" and exact:
-            same = (got == want) & (np.signbit(got) == np.signbit(want)) | (np.isnan(got) & np.isnan(want))
-            unequal = list(np.flatnonzero(~same.ravel()))
-        elif want.dtype.kind == "f":
-            rtol, atol = FLOAT_TOLERANCES[want.dtype.name]
-            with np.errstate(all="ignore"):
-                close = np.isclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol,
-                                   equal_nan=True)
-            unequal = list(np.flatnonzero(~close.ravel()))
-        else:
-            unequal = list(np.flatnonzero((got != want).ravel()))
-        if unequal:
-            index = int(unequal[0])
-            problems.append(f"{name}: {len(unequal)} element(s) differ, first at {index}: "
-                            f"got {_shown(got.ravel()[index])}, expected {_shown(want.ravel()[index])}")
-    extra = sorted(set(actual) - set(expected))
-    if extra:
-        problems.append(f"unexpected outputs {extra}")
-    return problems
-
-
-def _shown(item):
-    return repr(item.item()) if isinstance(item, np.generic) else repr(item)
-
-
 def exact_arithmetic(case):
     """Whether the case's model computes bit for bit the same in Triton as in this process."""
     return case.family != "sklearn-pipeline" and all(output.operation != "linear" for output in case.outputs)
@@ -343,5 +296,5 @@ def own_prediction(case, model, value):
         return model(torch.from_numpy(matrix)).numpy()
 
 
-__all__ = ["Answer", "Failure", "Rejection", "check_config", "differences", "exact_arithmetic", "expected_answer",
+__all__ = ["Answer", "Failure", "Rejection", "check_config", "exact_arithmetic", "expected_answer",
            "expected_rejection", "first_misfit", "own_prediction"]
