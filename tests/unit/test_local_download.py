@@ -1,5 +1,6 @@
 """`check` and `serve` fetch each model into an emptied directory: nothing of an older model is served with it."""
 
+import os
 import re
 
 import pytest
@@ -77,3 +78,27 @@ def test_empty_download_dir_refuses_when_the_model_lies_inside_it(tmp_path):
             f"{model}: lies inside {tmp_path / 'download'}, which is emptied before each fetch")):
         empty_download_dir(tmp_path / "download", str(model))
     assert model.is_dir()
+
+
+def test_commands_turn_mlflow_download_bars_off_when_stderr_is_not_a_terminal(monkeypatch):
+    from mlflow_triton.local import commands
+
+    monkeypatch.delenv(commands.DOWNLOAD_BAR_VARIABLE, raising=False)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
+
+    with commands._download_bars_on_terminals_only():
+        inside = os.environ.get(commands.DOWNLOAD_BAR_VARIABLE)
+
+    assert inside == "false"
+    assert commands.DOWNLOAD_BAR_VARIABLE not in os.environ
+
+
+def test_commands_keep_the_users_download_bar_setting_when_one_is_set(monkeypatch):
+    from mlflow_triton.local import commands
+
+    monkeypatch.setenv(commands.DOWNLOAD_BAR_VARIABLE, "true")
+
+    with commands._download_bars_on_terminals_only():
+        inside = os.environ.get(commands.DOWNLOAD_BAR_VARIABLE)
+
+    assert inside == "true"
