@@ -327,6 +327,24 @@ class Oracle:
                                                              default=0.0)
 
 
+def _settled_statistics(url, *, settle_s=0.5, timeout_s=15.0):
+    """The model's inference and execution counts once they stop changing.
+
+    The Python backend reports an execution's statistics after its responses have been sent, so a
+    client can hold its last answer before Triton has counted it (seen on a loaded 2-CPU machine)."""
+    deadline = time.monotonic() + timeout_s
+    previous = None
+    while True:
+        with urllib.request.urlopen(f"{url}/v2/models/{MODEL_NAME}/stats", timeout=10) as response:
+            stats = json.loads(response.read())["model_stats"][0]
+        counts = {"inference_count": int(stats.get("inference_count", 0)),
+                  "execution_count": int(stats.get("execution_count", 0))}
+        if counts == previous or time.monotonic() > deadline:
+            return counts
+        previous = counts
+        time.sleep(settle_s)
+
+
 def check_outcomes(outcomes, rebuild, oracle):
     """Count the outcomes and find every answer that breaks a rule; ``rebuild(index)`` gives the request again."""
     checked = Checked(requests=len(outcomes), hostile=sum(1 for o in outcomes if o.kind != VALID.name))
@@ -407,10 +425,7 @@ def run_soak(settings, progress=print):
         report.seconds["server_ready"] = round(time.monotonic() - clock, 1)
         report.triton_version = server.version()
         outcomes, warmup_outcomes, settle_outcomes = _load(server, layout, settings, report, progress)
-        with urllib.request.urlopen(f"{server.url}/v2/models/{MODEL_NAME}/stats", timeout=10) as response:
-            stats = json.loads(response.read())["model_stats"][0]
-        report.triton_statistics = {"inference_count": int(stats.get("inference_count", 0)),
-                                    "execution_count": int(stats.get("execution_count", 0))}
+        report.triton_statistics = _settled_statistics(server.url)
     finally:
         server.__exit__(None, None, None)
     report.log_bytes = (work_dir / "tritonserver.log").stat().st_size
