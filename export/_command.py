@@ -68,7 +68,7 @@ def summary(directory):
     lines = [
         f"exported: {directory}",
         f"  backend {handoff['backend']}, max_batch_size {handoff['max_batch_size']}, dynamic batching; "
-        f"converted with {converter['name']} {converter['version']}",
+        f"converted with {converter['name']} {converter.get('version', '')}".rstrip(),
         f"  parity with pyfunc.predict: passed on {compared} requests; largest difference: {differences}",
     ]
     lines += [f"  note: {tensor['tensor']} is computed in {tensor['computed_as']} and widened to the logged "

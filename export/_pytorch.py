@@ -55,6 +55,7 @@ def convert(source):
         raise UnsupportedModelError(_export_failure(module, error, torch.__version__)) from error
     converter = {
         "name": "torch.onnx.export",
+        "version": torch.__version__,
         "exporter": "torch.export (dynamo=True)",
         "torch_version": torch.__version__,
         "onnxscript_version": onnxscript.__version__,

@@ -138,3 +138,14 @@ def test_export_onnx_refuses_pointing_to_optimum_when_the_model_is_a_transformer
                                                     r"Hugging Face Optimum"):
         export_onnx(str(tmp_path / "logged"), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_export_command_summary_names_the_exporter_and_torch_version_when_a_network_is_exported(exported):
+    from mlflow_triton.export._command import summary
+
+    directory = exported[0]["python"]
+
+    lines = summary(directory)
+
+    assert lines[0] == f"exported: {directory}"
+    assert f"converted with torch.onnx.export {torch.__version__}" in lines[1]
