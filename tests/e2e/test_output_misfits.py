@@ -119,7 +119,7 @@ def post_rows(server, model, rows, binary_output):
 
 
 @pytest.mark.parametrize("name", MISFITS)
-def test_real_triton_answers_500_naming_the_element_when_a_prediction_does_not_fit_its_declared_output(
+def test_real_triton_answers_500_naming_the_misfit_when_a_prediction_does_not_fit_its_declared_output(
     misfit_server, name
 ):
     server, _, packages = misfit_server
