@@ -82,6 +82,11 @@ def campaign(tmp_path_factory):
     "sklearn-recipe", "tensor", (Field(None, "float32", (-1, 2)),), (Output(None, 0, "binary"),), "array", False,
     (Input(((1, 2),), ((2.5, -2.0),)), Input(((2, 2),), ((0.5, 1.0, -2.0, 3.0),))),
     (("serialization", "cloudpickle"), ("fixed_width", True))))
+@example(case=Case(  # outputs without elements: Triton 2.51 leaves "data" out of such a JSON output (F3)
+    "sklearn-recipe", "tensor", (Field(None, "int64", (-1, -1)),),
+    (Output("same", 0, "echo"), Output("words", 0, "text")), "dict", True,
+    (Input(((1, 2),), ((3, -4),)), Input(((2, 0),), ((),)), Input(((0, 2),), ((),))),
+    (("serialization", "cloudpickle"), ("fixed_width", False))))
 def test_real_triton_answers_like_pyfunc_when_a_generated_case_is_served(campaign, case):
     rejection = campaign.expected_rejection(case)
     if rejection is not None:  # drawn now and then (a prediction of the example that does not fit its output)
@@ -94,6 +99,12 @@ def test_real_triton_answers_like_pyfunc_when_a_generated_case_is_served(campaig
 @seed(SEED)
 @settings(max_examples=REJECTIONS, **CAMPAIGN_SETTINGS)
 @given(case=rejected_cases())
+@example(case=Case(  # a fixed-width str input: the message says `fixed-width str` (F4)
+    "sklearn-recipe", "tensor", (Field("s", "fixed-text"),), (Output(None, 0, "echo"),), "array", True,
+    (Input(((2,),), (("ab", "c"),)),), (("serialization", "cloudpickle"),)))
+@example(case=Case(  # a fixed-width bytes input: the message says `fixed-width bytes` (F4)
+    "sklearn-recipe", "tensor", (Field(None, "fixed-binary"),), (Output(None, 0, "echo"),), "array", False,
+    (Input(((2,),), ((b"ab", b"c"),)),), (("serialization", "cloudpickle"),)))
 def test_log_model_refuses_naming_the_field_when_a_generated_case_cannot_be_served(campaign, case):
     rejection = campaign.expected_rejection(case)
     assert rejection is not None, case.describe()

@@ -1,6 +1,6 @@
 """What a serving environment's record tells about it (size, build time), and the pip upgrade's fallback.
 
-Real builds (pip upgraded, the record written) run in ``tests/e2e/test_serving_environments.py``.
+A real build (pip upgraded, the record written) runs in ``tests/e2e/test_serving_env_build.py``.
 """
 
 import json
