@@ -90,6 +90,19 @@ def cast_output(model, name, data_type):
     value.type.tensor_type.elem_type = elem_type(data_type)
 
 
+def cast_input(model, name, data_type):
+    """Make input ``name`` take ``data_type``, cast at once to the type the graph was built for."""
+    onnx = _deps.onnx()
+    graph = model.graph
+    [value] = [v for v in graph.input if v.name == name]
+    built_for = value.type.tensor_type.elem_type
+    inside = _fresh(f"{name}_as_{onnx.TensorProto.DataType.Name(built_for).lower()}", _all_names(graph))
+    rename_values(model, {name: inside})
+    graph.node.insert(0, onnx.helper.make_node("Cast", [name], [inside], to=built_for, name=f"cast_{inside}"))
+    value.name = name
+    value.type.tensor_type.elem_type = elem_type(data_type)
+
+
 def feed_matrix_from_columns(model, matrix_input, columns):
     """Replace the ``[N, k]`` input ``matrix_input`` by k ``[N, 1]`` column inputs joined with ``Concat``.
 

@@ -23,6 +23,8 @@ from . import _deps, _graph, _trees
 from ._errors import UnsupportedModelError
 
 PREDICT_FNS = ("predict", "predict_proba")
+_INTEGER_TYPES = ("TYPE_INT8", "TYPE_INT16", "TYPE_INT32", "TYPE_INT64", "TYPE_UINT8", "TYPE_UINT16", "TYPE_UINT32",
+                  "TYPE_UINT64", "TYPE_BOOL")
 PROBABILITIES_OUTPUT = "probabilities"
 _MATRIX_INPUT = "mlflow_triton_feature_matrix"
 _SKL2ONNX_TYPES = {
@@ -186,8 +188,19 @@ def _inputs(model, layout):
         if field.content == "binary":
             raise UnsupportedModelError(f"Column `{field.name}`: binary columns cannot be converted by skl2onnx")
     if len(columns) == 1 or isinstance(_first_step(model), ColumnTransformer):
-        types = [(_column_key(field), _tensor_type(d.data_type, f"column `{field.name}`", [None, 1])) for field, d in columns]
-        return types, _rename_inputs([d.name for _, d in columns])
+        widened = _integer_columns_read_as_numbers(model, columns)
+        types = [(_column_key(field), _tensor_type("TYPE_FP64" if d.name in widened else d.data_type,
+                                                   f"column `{field.name}`", [None, 1]))
+                 for field, d in columns]
+        rename = _rename_inputs([d.name for _, d in columns])
+
+        def finish(onnx_model):
+            rename(onnx_model)
+            for field, declaration in columns:
+                if declaration.name in widened:
+                    _graph.cast_input(onnx_model, declaration.name, declaration.data_type)
+
+        return types, finish
     text = [field.name for field, d in columns if d.data_type == BYTES_TYPE]
     if text:
         raise UnsupportedModelError(
@@ -201,6 +214,50 @@ def _inputs(model, layout):
         _graph.feed_matrix_from_columns(onnx_model, _MATRIX_INPUT, [(d.name, d.data_type) for _, d in columns])
 
     return [(_MATRIX_INPUT, matrix)], finish
+
+
+def _integer_columns_read_as_numbers(model, columns):
+    """Tensor names of integer and bool columns that reach only numeric steps.
+
+    sklearn's numeric steps (scalers, imputers, passthrough next to float columns, the estimators)
+    turn integers into float64 first; skl2onnx's converters refuse integer inputs for many of them
+    or mix types in ``Concat``. Such a column is declared double to the converter and cast from its
+    logged type at the graph's input, which is the conversion sklearn does (exact below 2**53).
+    A column an encoder reads keeps its type: its values are categories.
+    """
+    from sklearn.compose import ColumnTransformer
+
+    integers = {field.name: d.name for field, d in columns if d.data_type in _INTEGER_TYPES}
+    if not integers:
+        return set()
+    first = _first_step(model)
+    if not isinstance(first, ColumnTransformer):
+        return set() if _reads_categories(first) else set(integers.values())
+    categorical = set()
+    for _, transformer, selected in first.transformers_:
+        if isinstance(transformer, str) and transformer == "drop":
+            continue
+        names = [selected] if isinstance(selected, str) else list(selected) if _is_name_list(selected) else None
+        if names is None:  # a slice, mask or callable: which columns it reads is not known here
+            return set()
+        if not isinstance(transformer, str) and _reads_categories(transformer):
+            categorical.update(names)
+    return {tensor for name, tensor in integers.items() if name not in categorical}
+
+
+def _reads_categories(step):
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, TargetEncoder
+
+    first = _first_step(step) if isinstance(step, Pipeline) else step
+    return isinstance(first, (OneHotEncoder, OrdinalEncoder, TargetEncoder))
+
+
+def _is_name_list(selected):
+    try:
+        return all(isinstance(name, str) for name in selected)
+    except TypeError:
+        return False
 
 
 def _column_key(field):

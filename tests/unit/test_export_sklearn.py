@@ -212,6 +212,27 @@ def test_export_onnx_joins_numeric_columns_when_the_model_takes_a_matrix(tmp_pat
                                rtol=1e-4, atol=1e-5)
 
 
+def test_export_onnx_casts_integer_columns_at_the_input_when_they_reach_a_numeric_step(tmp_path):
+    frame = pd.DataFrame({"tenure months": np.arange(30) % 72, "charge": np.linspace(20.0, 120.0, 30),
+                          "seats": np.arange(30) % 3})
+    model = Pipeline([
+        ("prepare", ColumnTransformer([("scale", StandardScaler(), ["tenure months", "charge"]),
+                                       ("seats", OneHotEncoder(), ["seats"])])),
+        ("classify", LogisticRegression()),
+    ]).fit(frame, frame["charge"] > 60)
+    mt_sklearn.save_model(model, tmp_path / "logged", input_example=frame.iloc[:4], pyfunc_predict_fn="predict_proba",
+                          serialization_format="cloudpickle")
+
+    directory = export_onnx(str(tmp_path / "logged"), tmp_path / "out", backend="python")
+
+    inputs = {entry.name: model_config_pb2.DataType.Name(entry.data_type) for entry in read_config(directory).input}
+    assert inputs == {"tenure_months": "TYPE_INT64", "charge": "TYPE_FP64", "seats": "TYPE_INT64"}
+    assert config_graph_mismatches(directory) == []
+    [response] = drive_exported(directory, [arrays_from_shipped_request(directory)])
+    np.testing.assert_allclose(fake_pb_utils.outputs_of(response)["output_0"], model.predict_proba(frame.iloc[:4]),
+                               rtol=1e-6, atol=1e-9)
+
+
 def test_export_onnx_refuses_naming_the_step_when_an_estimator_has_no_converter(tmp_path):
     frame, label = training_frame()
     model = Pipeline([("scale", StandardScaler()), ("regress", KernelRidge())]).fit(frame[["petal_width"]], label)
