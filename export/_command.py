@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 
+from mlflow_triton._download_bars import download_bars_on_terminals_only
 from mlflow_triton.errors import MlflowTritonError
 
 from ._deps import MissingExtraError
@@ -28,7 +29,7 @@ class _Terminated(KeyboardInterrupt):
 def export_command(model_uri, out_dir, *, max_batch_size=64, backend="onnxruntime", tracking_uri=None, out=print):
     """``mlflow-triton export-onnx``: export ``model_uri`` under ``out_dir``; returns the exit status."""
     try:
-        with _sigterm_as_interrupt():
+        with _sigterm_as_interrupt(), download_bars_on_terminals_only():
             if tracking_uri is not None:
                 import mlflow
 

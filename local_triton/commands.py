@@ -13,12 +13,12 @@ in place on a terminal).
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
+from mlflow_triton._download_bars import download_bars_on_terminals_only
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from .errors import InputFileError, LocalTritonError
@@ -30,7 +30,6 @@ __all__ = ["check_command", "serve_command", "workspace"]
 
 #: What a temporary work directory holds besides logs and the report: copies of the models.
 MODEL_COPIES = ("download", "repository", "requests")
-DOWNLOAD_BAR_VARIABLE = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 
 def check_command(model_uris, *, device="cpu", tritonserver=None, backend_directory=None, serving_constraints=None,
@@ -78,7 +77,7 @@ def serve_command(model_uris, *, host="127.0.0.1", http_port=8000, grpc_port=800
 def _run(command, work_dir, progress, body):
     say = as_progress(progress) if progress is not None else Progress()
     try:
-        with stop_on_sigterm(), _download_bars_on_terminals_only(), workspace(work_dir, command) as directory:
+        with stop_on_sigterm(), download_bars_on_terminals_only(), workspace(work_dir, command) as directory:
             say.say(f"work directory: {directory}")
             return body(directory, say)
     except StopRequested as stop:
@@ -116,20 +115,6 @@ def workspace(work_dir, command):
         for name in MODEL_COPIES:
             for copy in list(directory.glob(f"**/{name}")):
                 shutil.rmtree(copy, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _download_bars_on_terminals_only():
-    """MLflow draws a progress bar per artifact download; written to a log or a pipe, each bar is a
-    long line of carriage returns. Off there unless the user set ``MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR``."""
-    if sys.stderr.isatty() or DOWNLOAD_BAR_VARIABLE in os.environ:
-        yield
-        return
-    os.environ[DOWNLOAD_BAR_VARIABLE] = "false"
-    try:
-        yield
-    finally:
-        os.environ.pop(DOWNLOAD_BAR_VARIABLE, None)
 
 
 def _use_tracking_uri(tracking_uri):

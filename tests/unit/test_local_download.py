@@ -80,25 +80,25 @@ def test_empty_download_dir_refuses_when_the_model_lies_inside_it(tmp_path):
     assert model.is_dir()
 
 
-def test_commands_turn_mlflow_download_bars_off_when_stderr_is_not_a_terminal(monkeypatch):
-    from mlflow_triton.local import commands
+def test_download_bars_turn_off_when_stderr_is_not_a_terminal(monkeypatch):
+    from mlflow_triton import _download_bars as bars
 
-    monkeypatch.delenv(commands.DOWNLOAD_BAR_VARIABLE, raising=False)
+    monkeypatch.delenv(bars.DOWNLOAD_BAR_VARIABLE, raising=False)
     monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
 
-    with commands._download_bars_on_terminals_only():
-        inside = os.environ.get(commands.DOWNLOAD_BAR_VARIABLE)
+    with bars.download_bars_on_terminals_only():
+        inside = os.environ.get(bars.DOWNLOAD_BAR_VARIABLE)
 
     assert inside == "false"
-    assert commands.DOWNLOAD_BAR_VARIABLE not in os.environ
+    assert bars.DOWNLOAD_BAR_VARIABLE not in os.environ
 
 
-def test_commands_keep_the_users_download_bar_setting_when_one_is_set(monkeypatch):
-    from mlflow_triton.local import commands
+def test_download_bars_keep_the_users_setting_when_one_is_set(monkeypatch):
+    from mlflow_triton import _download_bars as bars
 
-    monkeypatch.setenv(commands.DOWNLOAD_BAR_VARIABLE, "true")
+    monkeypatch.setenv(bars.DOWNLOAD_BAR_VARIABLE, "true")
 
-    with commands._download_bars_on_terminals_only():
-        inside = os.environ.get(commands.DOWNLOAD_BAR_VARIABLE)
+    with bars.download_bars_on_terminals_only():
+        inside = os.environ.get(bars.DOWNLOAD_BAR_VARIABLE)
 
     assert inside == "true"
