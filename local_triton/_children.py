@@ -15,10 +15,12 @@ the whole process does: start servers and pip from a thread that lives as long a
 """
 
 import ctypes
+import os
 import signal
+import subprocess
 import sys
 
-__all__ = ["die_with_parent"]
+__all__ = ["die_with_parent", "kill_group", "wait_or_kill_group"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -42,3 +44,23 @@ def _set_parent_death_signal():
 
 #: ``preexec_fn`` for ``subprocess.Popen``: SIGTERM to the child when this process dies (Linux only).
 die_with_parent = _set_parent_death_signal if _prctl is not None else None
+
+
+def wait_or_kill_group(proc, timeout):
+    """Wait ``timeout`` seconds for ``proc``; then, or on a second Ctrl-C while waiting, SIGKILL its
+    process group and wait for it. The interrupt propagates once the process is gone."""
+    try:
+        proc.wait(timeout)
+    except BaseException as exc:
+        kill_group(proc)
+        proc.wait()
+        if not isinstance(exc, subprocess.TimeoutExpired):
+            raise
+
+
+def kill_group(proc):
+    """SIGKILL ``proc``'s process group (its children too); nothing if it is gone already."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

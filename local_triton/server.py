@@ -41,7 +41,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from ._children import die_with_parent
+from ._children import die_with_parent, kill_group, wait_or_kill_group
 from .errors import HostAddressError, PortInUseError, TritonStartError
 from .installation import TritonInstallation
 from .serving_env import read_pyvenv_cfg
@@ -275,23 +275,10 @@ class TritonServer:
         try:
             if proc is not None and proc.poll() is None:
                 proc.terminate()
-                try:
-                    proc.wait(self.stop_timeout)
-                except BaseException as exc:  # timeout, or a second Ctrl+C while waiting
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    proc.wait()
-                    if not isinstance(exc, subprocess.TimeoutExpired):
-                        raise
+                wait_or_kill_group(proc, self.stop_timeout)
         finally:
             if proc is not None:
-                # Stubs are in the same group; make sure none outlives a server that exited early.
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                kill_group(proc)  # stubs are in the same group: none outlives a server that exited early
             if self._log_file is not None:
                 self._log_file.close()
                 self._log_file = None

@@ -40,7 +40,7 @@ from typing import Iterable
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from ._children import die_with_parent
+from ._children import die_with_parent, kill_group, wait_or_kill_group
 from ._stale import STALE_BUILD_SECONDS, remove_stale_builds
 from .errors import ServingEnvError
 from .installation import default_cache_dir
@@ -376,21 +376,10 @@ def _stop_process_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(grace)
         except ProcessLookupError:
-            proc.wait()
-        except BaseException as exc:  # the grace period ran out, or a second Ctrl-C while waiting
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            if not isinstance(exc, subprocess.TimeoutExpired):
-                raise
-    try:  # pip's own children (build backends) are in the same group
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+            pass
+        wait_or_kill_group(proc, grace)
+    kill_group(proc)  # pip's own children (build backends) are in the same group
 
 
 def _satisfying_env(envs: Path, lines, constraints, python_id) -> Path | None:

@@ -18,6 +18,7 @@ from mlflow_triton.local import (
     serve_command,
 )
 from mlflow_triton.local import installation as installation_module
+from tests.support.fake_triton import fake_triton
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("mlflow-triton")
 
@@ -216,12 +217,8 @@ def test_custom_installation_names_the_option_when_the_binary_is_not_executable(
 
 @pytest.fixture
 def fake_triton_options(tmp_path):
-    binary = tmp_path / "fake-triton" / "bin" / "tritonserver"
-    binary.parent.mkdir(parents=True)
-    binary.write_text("#!/bin/sh\nexit 99\n")
-    binary.chmod(0o755)
-    (tmp_path / "fake-triton" / "backends" / "python").mkdir(parents=True)
-    return {"tritonserver": binary, "backend_directory": tmp_path / "fake-triton" / "backends"}
+    binary, backends = fake_triton(tmp_path)
+    return {"tritonserver": binary, "backend_directory": backends}
 
 
 def test_check_command_refuses_before_checking_when_the_report_path_is_a_directory(

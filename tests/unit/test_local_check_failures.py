@@ -9,6 +9,7 @@ from tritonclient.utils import InferenceServerException
 from mlflow_triton import sklearn as triton_sklearn
 from mlflow_triton.local import check as check_module
 from mlflow_triton.local import check_command
+from tests.support.fake_triton import fake_triton
 
 
 @pytest.fixture
@@ -22,13 +23,9 @@ def saved_model(fitted_pipeline, example_frame, tmp_path):
 
 
 @pytest.fixture
-def fake_triton(tmp_path):
-    binary = tmp_path / "fake-triton" / "bin" / "tritonserver"
-    binary.parent.mkdir(parents=True)
-    binary.write_text("#!/bin/sh\nexit 99\n")
-    binary.chmod(0o755)
-    (tmp_path / "fake-triton" / "backends" / "python").mkdir(parents=True)
-    return {"tritonserver": binary, "backend_directory": tmp_path / "fake-triton" / "backends"}
+def triton_options(tmp_path):
+    binary, backends = fake_triton(tmp_path)
+    return {"tritonserver": binary, "backend_directory": backends}
 
 
 class FakeServer:
@@ -68,19 +65,19 @@ def served_by_a_fake_server(monkeypatch, tmp_path):
     return answers
 
 
-def run_check(uris, fake_triton, tmp_path):
+def run_check(uris, triton_options, tmp_path):
     lines = []
     status = check_command(uris, work_dir=tmp_path / "work", report=tmp_path / "report.json", out=lines.append,
-                           progress=lambda text: None, **fake_triton)
+                           progress=lambda text: None, **triton_options)
     return status, [line for line in lines if line.startswith(("PASS", "FAIL"))]
 
 
 def test_check_fails_each_model_with_the_error_type_and_writes_the_report_when_answers_raise_unexpected_errors(
-        saved_model, fake_triton, served_by_a_fake_server, tmp_path):
+        saved_model, triton_options, served_by_a_fake_server, tmp_path):
     first, second = saved_model("first"), saved_model("second")
     served_by_a_fake_server.extend([KeyError("outputs"), InferenceServerException("unexpected output 'x'")])
 
-    status, verdicts = run_check([first, second], fake_triton, tmp_path)
+    status, verdicts = run_check([first, second], triton_options, tmp_path)
 
     assert status == 1
     assert verdicts == [f"FAIL {first}: KeyError: 'outputs'",
@@ -90,7 +87,7 @@ def test_check_fails_each_model_with_the_error_type_and_writes_the_report_when_a
 
 
 def test_check_fails_the_model_and_goes_on_when_mlflow_cannot_load_its_input_example(
-        saved_model, fake_triton, served_by_a_fake_server, tmp_path, monkeypatch):
+        saved_model, triton_options, served_by_a_fake_server, tmp_path, monkeypatch):
     broken, fine = saved_model("broken"), saved_model("fine")
     real_loader = check_module.load_input_example
 
@@ -102,7 +99,7 @@ def test_check_fails_the_model_and_goes_on_when_mlflow_cannot_load_its_input_exa
     monkeypatch.setattr(check_module, "load_input_example", load_input_example)
     served_by_a_fake_server.append(KeyError("outputs"))
 
-    status, verdicts = run_check([broken, fine], fake_triton, tmp_path)
+    status, verdicts = run_check([broken, fine], triton_options, tmp_path)
 
     assert (status, verdicts) == (1, [f"FAIL {broken}: MlflowException: input example file is corrupt",
                                       f"FAIL {fine}: KeyError: 'outputs'"])
@@ -110,9 +107,9 @@ def test_check_fails_the_model_and_goes_on_when_mlflow_cannot_load_its_input_exa
 
 
 def test_check_stops_with_status_130_when_ctrl_c_arrives_during_a_models_check(
-        saved_model, fake_triton, served_by_a_fake_server, tmp_path):
+        saved_model, triton_options, served_by_a_fake_server, tmp_path):
     served_by_a_fake_server.append(KeyboardInterrupt())
 
-    status, verdicts = run_check([saved_model("first"), saved_model("second")], fake_triton, tmp_path)
+    status, verdicts = run_check([saved_model("first"), saved_model("second")], triton_options, tmp_path)
 
     assert (status, verdicts) == (130, [])

@@ -10,6 +10,7 @@ from mlflow_triton.local import ModelSourceError, OraclePredictionError, Reposit
 from mlflow_triton.local import check as check_module
 from mlflow_triton.local._download import empty_download_dir
 from mlflow_triton.local.installation import TritonInstallation
+from tests.support.fake_triton import fake_triton
 from tests.support import ports
 
 
@@ -26,12 +27,7 @@ def saved_model(fitted_pipeline, example_frame, tmp_path):
 @pytest.fixture
 def unused_installation(tmp_path):
     """A Triton installation on disk that these tests must never start."""
-    binary = tmp_path / "fake-triton" / "bin" / "tritonserver"
-    binary.parent.mkdir(parents=True)
-    binary.write_text("#!/bin/sh\nexit 99\n")
-    binary.chmod(0o755)
-    (tmp_path / "fake-triton" / "backends" / "python").mkdir(parents=True)
-    return TritonInstallation.custom(binary, tmp_path / "fake-triton" / "backends")
+    return TritonInstallation.custom(*fake_triton(tmp_path))
 
 
 def stale_files(download):

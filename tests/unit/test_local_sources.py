@@ -9,6 +9,7 @@ import pytest
 
 from mlflow_triton import sklearn as triton_sklearn
 from mlflow_triton.local import ModelSourceError, check_command, resolve_model
+from tests.support.fake_triton import fake_triton
 from tests.support.processes import triton_processes_under
 
 
@@ -34,12 +35,8 @@ def logged(tracking_store, fitted_pipeline, example_frame, tmp_path):
 @pytest.fixture
 def fake_installation(tmp_path):
     """Options naming a Triton installation that exists on disk but is never started by these tests."""
-    binary = tmp_path / "fake-triton" / "bin" / "tritonserver"
-    binary.parent.mkdir(parents=True)
-    binary.write_text("#!/bin/sh\nexit 99\n")
-    binary.chmod(0o755)
-    (tmp_path / "fake-triton" / "backends" / "python").mkdir(parents=True)
-    return {"tritonserver": binary, "backend_directory": tmp_path / "fake-triton" / "backends"}
+    binary, backends = fake_triton(tmp_path)
+    return {"tritonserver": binary, "backend_directory": backends}
 
 
 @pytest.mark.parametrize("form", ["logged-model", "run", "registry-version", "registry-alias", "mlflow-directory",

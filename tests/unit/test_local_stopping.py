@@ -7,6 +7,7 @@ import pytest
 
 from mlflow_triton.local import TritonInstallation, TritonServer, TritonStartError
 from mlflow_triton.local.serving_env import _stop_process_group
+from tests.support.fake_triton import fake_triton
 
 IGNORES_SIGTERM = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                    "print('ready', flush=True); time.sleep(120)"]
@@ -36,19 +37,14 @@ def test_stop_process_group_kills_the_group_before_propagating_when_ctrl_c_inter
 
 
 @pytest.fixture
-def fake_triton(tmp_path):
+def failing_triton(tmp_path):
     """A "tritonserver" that prints one line and exits 3 at once."""
-    binary = tmp_path / "fake-triton" / "bin" / "tritonserver"
-    binary.parent.mkdir(parents=True)
-    binary.write_text("#!/bin/sh\necho 'this run: fake tritonserver failed'\nexit 3\n")
-    binary.chmod(0o755)
-    (tmp_path / "fake-triton" / "backends" / "python").mkdir(parents=True)
-    return TritonInstallation.custom(binary, tmp_path / "fake-triton" / "backends")
+    return TritonInstallation.custom(*fake_triton(tmp_path, "echo 'this run: fake tritonserver failed'\nexit 3"))
 
 
 def test_server_stop_kills_the_server_and_closes_its_log_when_ctrl_c_interrupts_the_grace_period(
-        fake_triton, tmp_path):
-    server = TritonServer(tmp_path, "m", installation=fake_triton, log_path=tmp_path / "server.log")
+        failing_triton, tmp_path):
+    server = TritonServer(tmp_path, "m", installation=failing_triton, log_path=tmp_path / "server.log")
     server._log_file = log = open(tmp_path / "server.log", "ab")
     server._proc = proc = start_ignoring_sigterm()
 
@@ -58,10 +54,10 @@ def test_server_stop_kills_the_server_and_closes_its_log_when_ctrl_c_interrupts_
 
 
 def test_server_start_reports_only_this_runs_log_and_does_not_retry_when_an_old_log_says_address_in_use(
-        fake_triton, tmp_path):
+        failing_triton, tmp_path):
     log_path = tmp_path / "tritonserver-m.log"
     log_path.write_text("E0101 old run: Address already in use\n" * 50)
-    server = TritonServer(tmp_path, "m", installation=fake_triton, log_path=log_path)
+    server = TritonServer(tmp_path, "m", installation=failing_triton, log_path=log_path)
 
     with pytest.raises(TritonStartError, match="tritonserver exited with status 3 during startup") as raised:
         server.start()
