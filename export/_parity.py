@@ -178,7 +178,7 @@ class _Comparison:
             if want.size and excess.max() > 0:
                 at = np.unravel_index(int(np.argmax(excess)), want.shape)
                 raise ParityError(
-                    f"{label}, element {list(map(int, at))}, is {got[at]!r} from onnxruntime but {want[at]!r} from "
+                    f"{label}, element {list(map(int, at))}, is {_scalar(got[at])!r} from onnxruntime but {_scalar(want[at])!r} from "
                     f"pyfunc.predict: difference {difference[at]:.3g} exceeds the tolerance "
                     f"{atol:g} + {rtol:g} * |pyfunc|. Input: {_render(requests, self.source)}. Nothing was written"
                 )
@@ -187,7 +187,7 @@ class _Comparison:
         if unequal.any():
             at = tuple(int(i) for i in np.argwhere(unequal)[0])
             raise ParityError(
-                f"{label}, element {list(at)}, is {got[at]!r} from onnxruntime but {want[at]!r} from pyfunc.predict "
+                f"{label}, element {list(at)}, is {_scalar(got[at])!r} from onnxruntime but {_scalar(want[at])!r} from pyfunc.predict "
                 f"(compared exactly). Input: {_render(requests, self.source)}. Nothing was written"
             )
 
@@ -316,6 +316,11 @@ def _render(requests, source, limit=8):
             for name, array in request.items()
         })
     return json.dumps(rendered if len(rendered) > 1 else rendered[0], ensure_ascii=False, default=repr)
+
+
+def _scalar(value):
+    """A numpy scalar as the Python value it holds (numpy 2 would show ``np.float64(1.0)``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _plain(value):
