@@ -28,7 +28,8 @@ from mlflow_triton.local import check_command
 from mlflow_triton.local.compare import compare, expected_outputs
 from mlflow_triton.local.send import decode_response
 from tests.support.ports import free_ports
-from tests.support.processes import LineReader, listening_sockets, processes_mentioning, triton_processes_under
+from tests.support.processes import (LineReader, listening_sockets, processes_mentioning, stop_politely,
+                                     triton_processes_under)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONSOLE_SCRIPT = Path(sys.executable).with_name("mlflow-triton")
@@ -107,17 +108,6 @@ def test_check_compares_a_user_input_file_when_its_values_differ_from_the_exampl
     sent = json.loads(Path(checked["request"]).read_text())
     assert {item["name"]: item["data"] for item in sent["inputs"]} == {
         "length": rows["length"].tolist(), "width": rows["width"].tolist(), "count": rows["count"].tolist()}
-
-
-def stop_politely(process):
-    """After a failed assertion: Ctrl-C first, so the command stops its server; SIGKILL only as a last resort."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

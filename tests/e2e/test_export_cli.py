@@ -24,7 +24,7 @@ from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving
 from mlflow_triton.local.send import decode_response
 from tests.support import tiny_models
 from tests.support.ports import free_ports
-from tests.support.processes import LineReader, triton_processes_under
+from tests.support.processes import LineReader, stop_politely, triton_processes_under
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("mlflow-triton")
 REGISTERED = "cli-export"
@@ -144,13 +144,7 @@ def test_serve_answers_the_export_directory_like_pyfunc_when_given_a_python_back
         server.send_signal(signal.SIGTERM)
         assert server.wait(60) == 0, stderr.text()
     finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGINT)
-            try:
-                server.wait(60)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+        stop_politely(server)
     assert "tritonserver stopped" in stderr.text()
     assert triton_processes_under(work) == []
 

@@ -1,5 +1,7 @@
 """Which Triton processes are alive: tests assert that none outlives the command that started it."""
 
+import signal
+import subprocess
 from pathlib import Path
 
 TRITON_PROGRAMS = ("tritonserver", "triton_python_backend_stub")
@@ -113,3 +115,14 @@ def _address(hex_address, width):
     words = [int(hex_address[i:i + 8], 16) for i in range(0, 32, 8)]
     address = ipaddress.IPv6Address(struct.pack("<4I", *words))
     return str(address.ipv4_mapped or address)  # gRPC listens on an IPv6 socket bound to ::ffff:127.0.0.1
+
+
+def stop_politely(process):
+    """After a failed assertion: Ctrl-C first, so the command stops its server; SIGKILL only as a last resort."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
