@@ -14,6 +14,7 @@ PUBLIC_MODULES = [
     "mlflow_triton.shared_contract",
     "mlflow_triton.export",
     "mlflow_triton.local",
+    "mlflow_triton.deploy",
     "mlflow_triton.cli",
 ]
 

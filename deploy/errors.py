@@ -1,0 +1,12 @@
+"""Errors of the deployment tools; all derive from ``MlflowTritonError``.
+
+Each message says what went wrong and what to do, so the command line prints it as it is.
+"""
+
+from mlflow_triton.errors import MlflowTritonError
+
+__all__ = ["DeployError"]
+
+
+class DeployError(MlflowTritonError, RuntimeError):
+    """Root of the errors raised while packing, locating or describing a repository for deployment."""
