@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import re
 import textwrap
 from pathlib import Path
@@ -102,9 +103,13 @@ def test_references(page: Path) -> list[str]:
 def test_exists(reference: str) -> bool:
     """Whether ``tests/…/<file>.py::<test name>`` names a file of this checkout that defines that test."""
     match = TEST_REFERENCE.fullmatch(reference)
-    path = ROOT / match.group("file")
+    return match is not None and match.group("name") in _function_names(ROOT / match.group("file"))
+
+
+@functools.lru_cache(maxsize=None)
+def _function_names(path: Path) -> frozenset[str]:
+    """The names of the functions ``path`` defines (module level, in classes, anywhere); none when it is missing."""
     if not path.is_file():
-        return False
+        return frozenset()
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == match.group("name")
-               for node in ast.walk(tree))
+    return frozenset(node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
