@@ -67,7 +67,7 @@ def serve_models(model_uris, work_dir, installation, *, host=LOOPBACK, http_port
     work_dir = Path(work_dir)
     if not is_loopback(host):
         say.say(f"WARNING: listening on {host}, not loopback: anyone who can reach this machine can call these "
-                "models. Triton 2.51 is not hardened against untrusted clients (see the README's limits).")
+                "models. Triton 2.51 is not hardened against untrusted clients (see docs/limits.md).")
     ports = (("--http-port", http_port), ("--grpc-port", grpc_port), ("--metrics-port", metrics_port))
     if len({port for _, port in ports}) != len(ports):
         raise PortInUseError(f"HTTP, gRPC and metrics need three different ports, got {[port for _, port in ports]}")

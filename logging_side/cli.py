@@ -17,6 +17,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from mlflow_triton import __version__
+from mlflow_triton.runtime import RUNTIME_VERSION
+
 __all__ = ["SUBCOMMANDS", "Subcommand", "build_parser", "main"]
 
 MODEL_URIS_HELP = (
@@ -197,6 +200,9 @@ def build_parser(prog="mlflow-triton"):
                     "Triton server, and export them to ONNX with dynamic batching. For demos and proofs of concept, "
                     "not production serving.",
     )
+    parser.add_argument("--version", action="version", version=_version(),
+                        help="print the package version and the version of the runtime it writes into generated "
+                             "repositories (recorded in config.pbtxt as mlflow_triton_runtime_version)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for subcommand in SUBCOMMANDS:
         sub = commands.add_parser(subcommand.name, help=subcommand.summary, description=subcommand.description,
@@ -204,6 +210,10 @@ def build_parser(prog="mlflow-triton"):
         subcommand.add_arguments(sub)
         sub.set_defaults(subcommand=subcommand)
     return parser
+
+
+def _version():
+    return f"mlflow-triton {__version__} (runtime {RUNTIME_VERSION})"
 
 
 def _check_tritonserver_pair(parser, args):
