@@ -34,8 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -44,7 +44,7 @@ from ._children import die_with_parent, kill_group, wait_or_kill_group
 from ._stale import STALE_BUILD_SECONDS, remove_stale_builds
 from .errors import ServingEnvError
 from .installation import default_cache_dir
-from .progress import as_progress
+from .progress import ProgressLike, as_progress
 
 __all__ = [
     "ENV_RECORD",
@@ -178,7 +178,7 @@ def ensure_serving_env(
     requirements_file: str | os.PathLike[str],
     constraints: Iterable[str] = (),
     cache_dir: str | os.PathLike[str] | None = None,
-    progress=print,
+    progress: ProgressLike = print,
     *,
     python: str = sys.executable,
 ) -> Path:
@@ -201,7 +201,7 @@ def ensure_env_for_requirements(
     lines: list[str],
     constraints: Iterable[str] = (),
     cache_dir: str | os.PathLike[str] | None = None,
-    progress=print,
+    progress: ProgressLike = print,
     *,
     python: str = sys.executable,
     source: str = "the requirements",
