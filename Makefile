@@ -3,6 +3,7 @@
 #   make test   run the whole test suite (numpy 1.26 venv), then unit + property tests again under numpy 2,
 #               the sklearn example served from Python 3.10 and 3.12 environments (each with its stub), and
 #               the oldest supported MLflow (3.14, pandas 2): unit + property tests and one real-server check
+#   make lint   ruff (lint + format check) and mypy over the package: seconds; `make test` runs it first
 # and one long campaign:
 #   make fidelity [N=1000] [FIDELITY_SEED=...]   N generated cases on one real Triton, report in .work/fidelity/
 PYTHON ?= python3
@@ -26,12 +27,13 @@ PIP_FLAGS ?= --disable-pip-version-check -q
 N ?= 1000
 FIDELITY_WORKERS ?= 2
 
-.PHONY: demo test test-fast test-mlflow-floor bench soak fidelity venv venv-numpy2 venv-py310 venv-mlflow-floor clean
+.PHONY: demo test test-fast test-mlflow-floor lint bench soak fidelity venv venv-numpy2 venv-py310 venv-mlflow-floor clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
 
 test: venv venv-numpy2 venv-py310 venv-mlflow-floor
+	$(MAKE) lint
 	$(VENV)/bin/python -m pytest -p no:cacheprovider
 	$(VENV_NUMPY2)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property
 	$(MAKE) test-mlflow-floor
@@ -41,6 +43,13 @@ test: venv venv-numpy2 venv-py310 venv-mlflow-floor
 test-mlflow-floor: venv-mlflow-floor
 	$(VENV_MLFLOW_FLOOR)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property \
 		"tests/e2e/test_runner.py::test_runner_passes_when_example_is_logged_and_served_by_real_triton[sklearn]"
+
+# ruff's rules and mypy's strictness (strict on the public modules) live in pyproject.toml; .ci/typecheck lays the
+# folders out as the import package mlflow_triton for mypy (see docs/contributing.md).
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/python .ci/typecheck
 
 bench: venv
 	$(VENV)/bin/python -m benchmarks.run
@@ -64,7 +73,7 @@ venv-mlflow-floor: $(VENV_MLFLOW_FLOOR)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
-	$(VENV)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy<2" -e ".[tests,torch,transformers,onnx,local]"
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy<2" -e ".[tests,torch,transformers,onnx,local,lint]"
 	touch $@
 
 $(VENV_NUMPY2)/.installed: pyproject.toml
