@@ -170,9 +170,9 @@ def _check_pins(per_model):
 def _compatible(first, second):
     for pinned, other in ((first, second), (second, first)):
         for specifier in pinned.specifier:
-            if specifier.operator in ("==", "===") and "*" not in specifier.version:
-                if not other.specifier.contains(specifier.version, prereleases=True):
-                    return False
+            if (specifier.operator in ("==", "===") and "*" not in specifier.version
+                    and not other.specifier.contains(specifier.version, prereleases=True)):
+                return False
     return True
 
 

@@ -349,7 +349,7 @@ class TritonServer:
         else:
             self.http_port, self.grpc_port, self.metrics_port = _free_ports(3, self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log_file = open(self.log_path, "wb" if fresh_log else "ab")
+        self._log_file = open(self.log_path, "wb" if fresh_log else "ab")  # noqa: SIM115 (open while the server runs)
         self._log_file.write(f"$ {' '.join(self.command())}\n".encode())
         self._log_file.flush()
         self._proc = subprocess.Popen(
@@ -398,8 +398,8 @@ class TritonServer:
 
     def _reason_from_log(self) -> str | None:
         """Triton's ``E...`` log lines (errors), e.g. a failed ``load`` with its cause."""
-        errors = [l.strip() for l in self.log_text().splitlines()
-                  if l.startswith("E") and ("failed" in l or "error" in l.lower())]
+        errors = [line.strip() for line in self.log_text().splitlines()
+                  if line.startswith("E") and ("failed" in line or "error" in line.lower())]
         return "\n".join(errors[-5:]) or None
 
     # --- HTTP helpers (stdlib only; no proxies for loopback) ---

@@ -108,7 +108,7 @@ def test_find_interpreter_takes_a_path_when_given_one(tmp_path):
 
 def test_find_interpreter_names_where_it_looked_when_no_interpreter_has_the_version(pyenv_root, tmp_path):
     with pytest.raises(InterpreterError, match=re.escape(
-            f"--python 3.97: no usable Python 3.97 interpreter found (looked at: nothing). Install one (pyenv: "
+            "--python 3.97: no usable Python 3.97 interpreter found (looked at: nothing). Install one (pyenv: "
             "PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install 3.97;")):
         find_interpreter("3.97")
 
