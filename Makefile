@@ -1,9 +1,9 @@
 # Two entry points do all set-up on a fresh machine:
 #   make demo   log the sklearn example and validate its repository on a real local Triton server
-#   make test   build the documentation site (mkdocs build --strict), run the whole test suite (numpy 1.26 venv),
-#               then unit + property tests again under numpy 2, the sklearn example served from Python 3.10 and
-#               3.12 environments (each with its stub), and the oldest supported MLflow (3.14, pandas 2): unit +
-#               property tests and one real-server check
+#   make test   lint and type-check (make lint), build the documentation site (make docs: mkdocs build --strict),
+#               run the whole test suite (numpy 1.26 venv), then unit + property tests again under numpy 2, the
+#               sklearn example served from Python 3.10 and 3.12 environments (each with its stub), and the oldest
+#               supported MLflow (3.14, pandas 2): unit + property tests and one real-server check
 # and one long campaign:
 #   make fidelity [N=1000] [FIDELITY_SEED=...]   N generated cases on one real Triton, report in .work/fidelity/
 PYTHON ?= python3
@@ -27,12 +27,14 @@ PIP_FLAGS ?= --disable-pip-version-check -q
 N ?= 1000
 FIDELITY_WORKERS ?= 2
 
-.PHONY: demo docs test test-fast test-mlflow-floor bench soak fidelity venv venv-numpy2 venv-py310 venv-mlflow-floor clean
+.PHONY: demo docs test test-fast test-mlflow-floor lint bench soak fidelity venv venv-numpy2 venv-py310 venv-mlflow-floor \
+	clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
 
 test: venv venv-numpy2 venv-py310 venv-mlflow-floor
+	$(MAKE) lint
 	$(MAKE) docs
 	$(VENV)/bin/python -m pytest -p no:cacheprovider
 	$(VENV_NUMPY2)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property
@@ -48,6 +50,13 @@ test-mlflow-floor: venv-mlflow-floor
 # navigation, fails the build (not with --quiet: mkdocs then stops counting warnings). The `docs` extra is in .venv.
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/python -m mkdocs build --strict
+
+# ruff's rules and mypy's strictness (strict on the public modules) live in pyproject.toml; .ci/typecheck lays the
+# folders out as the import package mlflow_triton for mypy (see docs/contributing.md).
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/python .ci/typecheck
 
 bench: venv
 	$(VENV)/bin/python -m benchmarks.run
@@ -71,7 +80,8 @@ venv-mlflow-floor: $(VENV_MLFLOW_FLOOR)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
-	$(VENV)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy<2" -e ".[tests,torch,transformers,onnx,local,docs]"
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy<2" \
+		-e ".[tests,torch,transformers,onnx,local,docs,lint]"
 	touch $@
 
 $(VENV_NUMPY2)/.installed: pyproject.toml

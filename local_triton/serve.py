@@ -9,9 +9,11 @@ until Ctrl-C or SIGTERM, or until it exits by itself, and is then stopped with e
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -19,8 +21,9 @@ from packaging.utils import canonicalize_name
 
 from ._download import empty_download_dir
 from .errors import PortInUseError, RepositoryAssemblyError, ServingEnvError
-from .progress import as_progress
-from .send import curl_command, shipped_request
+from .installation import TritonInstallation
+from .progress import ProgressLike, as_progress
+from .send import RequestFiles, curl_command, shipped_request
 from .server import LOOPBACK, TritonServer, check_port_free, is_loopback
 from .serving_env import ensure_env_for_requirements, requirement_lines
 from .sources import ModelSource, resolve_model
@@ -46,7 +49,7 @@ class ServedModel:
     def name(self) -> str:
         return self.directory.name
 
-    def request(self):
+    def request(self) -> RequestFiles | None:
         """The shipped request (``None`` for a directory that ships none)."""
         try:
             return shipped_request(self.directory)
@@ -54,9 +57,11 @@ class ServedModel:
             return None
 
 
-def serve_models(model_uris, work_dir, installation, *, host=LOOPBACK, http_port=DEFAULT_PORTS["http"],
-                 grpc_port=DEFAULT_PORTS["grpc"], metrics_port=DEFAULT_PORTS["metrics"], progress=print, out=print,
-                 wait=None, startup_timeout=600.0):
+def serve_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], installation: TritonInstallation, *,
+                 host: str = LOOPBACK, http_port: int = DEFAULT_PORTS["http"], grpc_port: int = DEFAULT_PORTS["grpc"],
+                 metrics_port: int = DEFAULT_PORTS["metrics"], progress: ProgressLike = print,
+                 out: Callable[[str], object] = print, wait: Callable[[TritonServer], object] | None = None,
+                 startup_timeout: float = 600.0) -> int:
     """Serve the models until a stop is requested; returns 0 then, 1 if the server exits by itself.
 
     ``wait(server)`` blocks while serving (default: until Ctrl-C / SIGTERM or the server's exit).
@@ -113,9 +118,9 @@ def serve_models(model_uris, work_dir, installation, *, host=LOOPBACK, http_port
     return return_code
 
 
-def check_unique_names(sources):
+def check_unique_names(sources: Iterable[ModelSource]) -> None:
     """Raise naming both URIs when two models have the same Triton name."""
-    seen = {}
+    seen: dict[str, ModelSource] = {}
     for source in sources:
         if source.name in seen:
             first = seen[source.name]
@@ -128,9 +133,9 @@ def check_unique_names(sources):
         seen[source.name] = source
 
 
-def shared_requirements(sources):
+def shared_requirements(sources: Iterable[ModelSource]) -> list[str]:
     """The union of the models' requirement lines; raise when two of them pin a package differently."""
-    per_model = {}
+    per_model: dict[ModelSource, list[str]] = {}
     for source in sources:
         if not source.requirements_file.is_file():
             raise RepositoryAssemblyError(
@@ -165,9 +170,9 @@ def _check_pins(per_model):
 def _compatible(first, second):
     for pinned, other in ((first, second), (second, first)):
         for specifier in pinned.specifier:
-            if specifier.operator in ("==", "===") and "*" not in specifier.version:
-                if not other.specifier.contains(specifier.version, prereleases=True):
-                    return False
+            if (specifier.operator in ("==", "===") and "*" not in specifier.version
+                    and not other.specifier.contains(specifier.version, prereleases=True)):
+                return False
     return True
 
 
@@ -196,7 +201,7 @@ def _conflict_text(lines, why):
     )
 
 
-def assemble_repository(sources, repository):
+def assemble_repository(sources: Iterable[ModelSource], repository: str | os.PathLike[str]) -> list[ServedModel]:
     """Copy each model directory into ``repository`` (fresh); never serve an artifact store in place."""
     repository = Path(repository)
     shutil.rmtree(repository, ignore_errors=True)

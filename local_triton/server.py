@@ -39,7 +39,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, BinaryIO, cast
 
 from ._children import die_with_parent, kill_group, wait_or_kill_group
 from .errors import HostAddressError, PortInUseError, TritonStartError
@@ -151,7 +153,7 @@ class TritonServer:
     def __init__(
         self,
         model_repository: str | os.PathLike[str],
-        model_name,
+        model_name: str | Iterable[str],
         *,
         installation: TritonInstallation,
         serving_env: str | os.PathLike[str] | None = None,
@@ -163,7 +165,7 @@ class TritonServer:
         http_port: int | None = None,
         grpc_port: int | None = None,
         metrics_port: int | None = None,
-    ):
+    ) -> None:
         self.model_repository = Path(model_repository).resolve()
         self.model_names = (model_name,) if isinstance(model_name, str) else tuple(model_name)
         if not self.model_names:
@@ -187,8 +189,8 @@ class TritonServer:
         self.http_port = self.grpc_port = self.metrics_port = 0
         self.ready_seconds: float | None = None
         self._proc: subprocess.Popen | None = None
-        self._log_file = None
-        self._previous_sigterm = None
+        self._log_file: BinaryIO | None = None
+        self._previous_sigterm: Any = None  # a signal handler: a callable, SIG_IGN or SIG_DFL
 
     # ------------------------------------------------------------------ public API
     @property
@@ -239,11 +241,11 @@ class TritonServer:
         except FileNotFoundError:
             return ""
 
-    def start(self) -> "TritonServer":
+    def start(self) -> TritonServer:
         """Start and wait for readiness; with free ports, retries if one was taken meanwhile."""
         fixed = self._fixed_ports[0] is not None
         if fixed:
-            for option, port in zip(_PORT_OPTIONS, self._fixed_ports):
+            for option, port in zip(_PORT_OPTIONS, cast("tuple[int, int, int]", self._fixed_ports)):
                 check_port_free(self.host, port, option)
         started = time.monotonic()
         for attempt in range(3):
@@ -283,7 +285,7 @@ class TritonServer:
                 self._log_file.close()
                 self._log_file = None
 
-    def __enter__(self) -> "TritonServer":
+    def __enter__(self) -> TritonServer:
         self._install_sigterm_handler()
         try:
             return self.start()
@@ -292,7 +294,7 @@ class TritonServer:
             self._restore_sigterm_handler()
             raise
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             self.stop()
         finally:
@@ -343,11 +345,11 @@ class TritonServer:
     def _start_once(self, fresh_log: bool = True) -> None:
         """One start; ``fresh_log`` truncates the log (a retry appends, so that the log shows every attempt)."""
         if self._fixed_ports[0] is not None:
-            self.http_port, self.grpc_port, self.metrics_port = self._fixed_ports
+            self.http_port, self.grpc_port, self.metrics_port = cast("tuple[int, int, int]", self._fixed_ports)
         else:
             self.http_port, self.grpc_port, self.metrics_port = _free_ports(3, self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log_file = open(self.log_path, "wb" if fresh_log else "ab")
+        self._log_file = open(self.log_path, "wb" if fresh_log else "ab")  # noqa: SIM115 (open while the server runs)
         self._log_file.write(f"$ {' '.join(self.command())}\n".encode())
         self._log_file.flush()
         self._proc = subprocess.Popen(
@@ -396,8 +398,8 @@ class TritonServer:
 
     def _reason_from_log(self) -> str | None:
         """Triton's ``E...`` log lines (errors), e.g. a failed ``load`` with its cause."""
-        errors = [l.strip() for l in self.log_text().splitlines()
-                  if l.startswith("E") and ("failed" in l or "error" in l.lower())]
+        errors = [line.strip() for line in self.log_text().splitlines()
+                  if line.startswith("E") and ("failed" in line or "error" in line.lower())]
         return "\n".join(errors[-5:]) or None
 
     # --- HTTP helpers (stdlib only; no proxies for loopback) ---
@@ -431,7 +433,7 @@ class TritonServer:
     def _index_ok(self) -> bool:
         return self._repository_index() is not None
 
-    def _model_states(self) -> dict[str, tuple[str | None, str | None]]:
+    def _model_states(self) -> dict[str | None, tuple[str | None, str | None]]:
         """``{name: (state, reason)}`` from the repository index ({} while it does not answer)."""
         return {entry.get("name"): (entry.get("state"), entry.get("reason") or None)
                 for entry in self._repository_index() or []}

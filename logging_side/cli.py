@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable
 
 from mlflow_triton import __version__
 from mlflow_triton.runtime import RUNTIME_VERSION
@@ -63,11 +63,11 @@ class Subcommand:
     run: Callable[[argparse.Namespace], int]
 
 
-def _add_model_uris(parser):
+def _add_model_uris(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model_uris", nargs="+", metavar="MODEL_URI", help=MODEL_URIS_HELP)
 
 
-def _add_triton_options(parser):
+def _add_triton_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Triton installation (default: the bundled Triton 2.51 of mlflow-triton[local])")
     group.add_argument("--tritonserver", type=Path, metavar="PATH",
                        help="another tritonserver binary, e.g. /opt/tritonserver/bin/tritonserver")
@@ -84,7 +84,7 @@ def _add_triton_options(parser):
                             "bundled 2.51 has 3.8-3.13); default: the Python running mlflow-triton")
 
 
-def _add_common_options(parser, holds):
+def _add_common_options(parser: argparse.ArgumentParser, holds: str) -> None:
     parser.add_argument("--work-dir", type=Path, metavar="DIR",
                         help=f"where {holds} go (default: a new temporary directory, whose model copies are "
                              "removed at the end)")
@@ -93,7 +93,7 @@ def _add_common_options(parser, holds):
                              "or MLflow's default)")
 
 
-def _check_arguments(parser):
+def _check_arguments(parser: argparse.ArgumentParser) -> None:
     _add_model_uris(parser)
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                         help="the instance kind the repositories must have (KIND_CPU / KIND_GPU); default cpu")
@@ -106,7 +106,7 @@ def _check_arguments(parser):
     _add_triton_options(parser)
 
 
-def _run_check(args):
+def _run_check(args: argparse.Namespace) -> int:
     from mlflow_triton.local import check_command
 
     return check_command(
@@ -116,7 +116,7 @@ def _run_check(args):
     )
 
 
-def _serve_arguments(parser):
+def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     _add_model_uris(parser)
     parser.add_argument("--host", default="127.0.0.1",
                         help="address HTTP, gRPC and metrics listen on (default 127.0.0.1, this machine only; "
@@ -128,7 +128,7 @@ def _serve_arguments(parser):
     _add_triton_options(parser)
 
 
-def _run_serve(args):
+def _run_serve(args: argparse.Namespace) -> int:
     from mlflow_triton.local import serve_command
 
     return serve_command(
@@ -139,7 +139,7 @@ def _run_serve(args):
     )
 
 
-def _port(text):
+def _port(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -149,7 +149,7 @@ def _port(text):
     return value
 
 
-def _positive_int(text):
+def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -159,7 +159,7 @@ def _positive_int(text):
     return value
 
 
-def _export_onnx_arguments(parser):
+def _export_onnx_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model_uri", metavar="MODEL_URI",
                         help="runs:/<run id>/<name>, models:/<name>/<version>, models:/<name>@<alias>, models:/m-<id> "
                              "or a local MLflow model directory, logged by mlflow-triton")
@@ -176,7 +176,7 @@ def _export_onnx_arguments(parser):
                              "or MLflow's default)")
 
 
-def _run_export_onnx(args):
+def _run_export_onnx(args: argparse.Namespace) -> int:
     from mlflow_triton.export import export_command
 
     return export_command(args.model_uri, args.out, max_batch_size=args.max_batch_size, backend=args.backend,
@@ -193,7 +193,7 @@ SUBCOMMANDS = (
 )
 
 
-def build_parser(prog="mlflow-triton"):
+def build_parser(prog: str = "mlflow-triton") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Check and serve the Triton repositories of models logged with mlflow_triton, on a real local "
@@ -212,16 +212,16 @@ def build_parser(prog="mlflow-triton"):
     return parser
 
 
-def _version():
+def _version() -> str:
     return f"mlflow-triton {__version__} (runtime {RUNTIME_VERSION})"
 
 
-def _check_tritonserver_pair(parser, args):
+def _check_tritonserver_pair(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if (getattr(args, "tritonserver", None) is None) != (getattr(args, "backend_directory", None) is None):
         parser.error("--tritonserver and --backend-directory go together")
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the subcommand, return its exit status."""
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
