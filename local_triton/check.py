@@ -76,17 +76,23 @@ class ExtraRequest:
     rows: int
 
 
-def check_models(model_uris, work_dir, installation, *, device="cpu", input_file=None, progress=print, out=print):
+def check_models(model_uris, work_dir, installation, *, device="cpu", input_file=None, progress=print, out=print,
+                 repository_addresses=None, server_environment=None):
     """Check each model in turn; ``out`` receives one PASS/FAIL line per model. Returns the reports.
 
     Each model gets ``work_dir/<n>-<name>/`` (downloaded model, served copy, Triton log).
+    ``repository_addresses`` (``{model URI: address}``): Triton loads those models from that model
+    repository address (for example ``s3://…``) instead of a local copy; ``server_environment`` adds
+    variables to the server's environment. The downloaded copy still gives the oracle and the requests.
     """
     say = as_progress(progress)
     reports = []
     for number, uri in enumerate(model_uris, start=1):
         model_work = Path(work_dir) / f"{number}-{_slug(uri)}"
         report = validate_model(uri, model_work, installation, device=device, progress=say.with_prefix(f"[{uri}] "),
-                                name=uri, input_file=input_file)
+                                name=uri, input_file=input_file,
+                                repository_address=(repository_addresses or {}).get(uri),
+                                server_environment=server_environment)
         if report.triton_log_tail and not report.passed:
             out(f"--- last lines of the Triton log ({report.logs.get('tritonserver')}) ---\n"
                 f"{report.triton_log_tail.rstrip()}")
@@ -95,7 +101,8 @@ def check_models(model_uris, work_dir, installation, *, device="cpu", input_file
     return reports
 
 
-def validate_model(model_uri, work_dir, installation, *, device="cpu", progress=print, name=None, input_file=None):
+def validate_model(model_uri, work_dir, installation, *, device="cpu", progress=print, name=None, input_file=None,
+                   repository_address=None, server_environment=None):
     """Fetch the logged model's repository and validate it; returns a ``ValidationReport``."""
     say = as_progress(progress)
     work_dir = Path(work_dir)
@@ -120,7 +127,8 @@ def validate_model(model_uri, work_dir, installation, *, device="cpu", progress=
         report.reason = _failure_text(error)
         return report
     return validate_repository(source.repository, expected, work_dir, installation, device=device, progress=say,
-                               name=report.model, report=report, extra_requests=extra)
+                               name=report.model, report=report, extra_requests=extra,
+                               repository_address=repository_address, server_environment=server_environment)
 
 
 def _expected_answers(source, input_file, work_dir):
@@ -158,8 +166,13 @@ def _predicted(pyfunc_model, value, model_dir, what):
 
 
 def validate_repository(model_dir, expected, work_dir, installation, *, device="cpu", progress=print, name=None,
-                        report=None, extra_requests=()):
-    """Serve a copy of ``model_dir`` from a fresh repository under ``work_dir``, send its shipped request, compare."""
+                        report=None, extra_requests=(), repository_address=None, server_environment=None):
+    """Serve a copy of ``model_dir`` from a fresh repository under ``work_dir``, send its shipped request, compare.
+
+    With ``repository_address`` (a model repository Triton reads itself, such as ``s3://…``, holding the
+    same model directory), Triton loads the model from there and ``model_dir`` only gives the requests and
+    ``requirements.txt``.
+    """
     say = as_progress(progress)
     model_dir = Path(model_dir)
     work_dir = Path(work_dir)
@@ -169,9 +182,13 @@ def validate_repository(model_dir, expected, work_dir, installation, *, device="
     served = repository / model_dir.name
     log_path = work_dir / f"tritonserver-{served.name}.log"
     try:
-        shutil.rmtree(repository, ignore_errors=True)
-        shutil.copytree(model_dir, served)
-        report.repository = str(served)
+        if repository_address is None:
+            shutil.rmtree(repository, ignore_errors=True)
+            shutil.copytree(model_dir, served)
+            report.repository = str(served)
+        else:
+            served, repository = model_dir, repository_address
+            report.repository = repository_address
         _check_device(served, device)
         started = time.monotonic()
         say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
@@ -182,7 +199,7 @@ def validate_repository(model_dir, expected, work_dir, installation, *, device="
         say.say(f"starting tritonserver and loading the model (log: {log_path}) ...")
         report.logs["tritonserver"] = str(log_path)
         with TritonServer(repository, served.name, installation=installation, serving_env=env,
-                          log_path=log_path) as server:
+                          log_path=log_path, environment=server_environment) as server:
             report.seconds["server_ready"] = round(server.ready_seconds, 1)
             say.say(f"tritonserver ready in {server.ready_seconds:.1f}s on {server.url}")
             report.triton_version = server.version()

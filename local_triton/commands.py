@@ -34,8 +34,11 @@ MODEL_COPIES = ("download", "repository", "requests")
 
 def check_command(model_uris, *, device="cpu", tritonserver=None, backend_directory=None, serving_constraints=None,
                   python=None, report=None, work_dir=None, input_file=None, tracking_uri=None, out=print,
-                  progress=None):
-    """``mlflow-triton check``: one PASS/FAIL line per model, a JSON report; 0 only if all passed."""
+                  progress=None, repository_addresses=None, server_environment=None):
+    """``mlflow-triton check``: one PASS/FAIL line per model, a JSON report; 0 only if all passed.
+
+    ``repository_addresses`` and ``server_environment``: see :func:`~mlflow_triton.local.check.check_models`.
+    """
     from .check import check_models, write_report
 
     def run(directory, say):
@@ -49,7 +52,8 @@ def check_command(model_uris, *, device="cpu", tritonserver=None, backend_direct
                                            progress=say)
         say.say(f"using {installation.describe()}")
         reports = check_models(model_uris, directory, installation, device=device, input_file=input_file,
-                               progress=say, out=out)
+                               progress=say, out=out, repository_addresses=repository_addresses,
+                               server_environment=server_environment)
         write_report(reports, report_path)
         out(f"report: {report_path}")
         return 0 if reports and all(r.passed for r in reports) else 1
@@ -59,8 +63,13 @@ def check_command(model_uris, *, device="cpu", tritonserver=None, backend_direct
 
 def serve_command(model_uris, *, host="127.0.0.1", http_port=8000, grpc_port=8001, metrics_port=8002,
                   tritonserver=None, backend_directory=None, serving_constraints=None, python=None, work_dir=None,
-                  tracking_uri=None, out=print, progress=None, wait=None):
-    """``mlflow-triton serve``: Triton in the foreground with every model loaded, until Ctrl-C or SIGTERM."""
+                  tracking_uri=None, out=print, progress=None, wait=None, fetch=None, repository_addresses=None,
+                  server_environment=None):
+    """``mlflow-triton serve``: Triton in the foreground with every model loaded, until Ctrl-C or SIGTERM.
+
+    ``fetch``, ``repository_addresses`` and ``server_environment``: see
+    :func:`~mlflow_triton.local.serve.serve_models`.
+    """
     from .serve import serve_models
 
     def run(directory, say):
@@ -69,7 +78,9 @@ def serve_command(model_uris, *, host="127.0.0.1", http_port=8000, grpc_port=800
                                            progress=say)
         say.say(f"using {installation.describe()}")
         return serve_models(model_uris, directory, installation, host=host, http_port=http_port,
-                            grpc_port=grpc_port, metrics_port=metrics_port, progress=say, out=out, wait=wait)
+                            grpc_port=grpc_port, metrics_port=metrics_port, progress=say, out=out, wait=wait,
+                            fetch=fetch, repository_addresses=repository_addresses,
+                            server_environment=server_environment)
 
     return _run("serve", work_dir, progress, run)
 
