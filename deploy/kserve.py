@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from mlflow_triton._download_bars import download_bars_on_terminals_only
 from mlflow_triton.errors import MlflowTritonError
 
 from .errors import DeployError
@@ -81,7 +82,8 @@ def kserve_command(model_uri: str, *, name: str | None = None, triton_version: s
             import mlflow
 
             mlflow.set_tracking_uri(tracking_uri)
-        location = locate_repository(model_uri, artifacts_destination=artifacts_destination)
+        with download_bars_on_terminals_only():
+            location = locate_repository(model_uri, artifacts_destination=artifacts_destination)
         if not location.is_object_store:
             raise KServeManifestError(
                 f"{model_uri}: stored on this machine's disk ({location.address}); a cluster cannot read it: log the "

@@ -266,12 +266,16 @@ def _check_rules(model_uri: str, bucket: str, key: str, what: str) -> None:
 
 def _check_s3_readable(location: StoreLocation) -> None:
     """HEAD ``<model>/config.pbtxt`` with the credentials and endpoint Triton will get."""
-    import boto3
-    from botocore.config import Config
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError:
+        raise StoreAccessError("reading an S3 artifact store needs boto3: pip install 'mlflow-triton[s3]'") from None
 
     bucket, _, key = location.storage_uri[len("s3://"):].partition("/")
-    client = boto3.client("s3", endpoint_url=s3_endpoint_url(),
-                          config=Config(retries={"max_attempts": 1}, connect_timeout=10, read_timeout=30))
+    session = boto3.session.Session()  # a new one: the credentials of the environment now, never cached ones
+    client = session.client("s3", endpoint_url=s3_endpoint_url(),
+                            config=Config(retries={"max_attempts": 1}, connect_timeout=10, read_timeout=30))
     try:
         client.head_object(Bucket=bucket, Key=f"{key}/{location.model_name}/config.pbtxt")
     except Exception as error:  # botocore's errors: no credentials, unreachable endpoint, denied, missing

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from mlflow_triton._download_bars import download_bars_on_terminals_only
 from mlflow_triton.errors import MlflowTritonError
 
 from .store import StoreLocation, StoreLocationError, locate_repository
@@ -34,8 +35,9 @@ def locate_command(model_uri: str, *, artifacts_destination: str | None = None, 
     """``mlflow-triton locate``: print the address, then the model name Triton sees; 0, or 1 after an error."""
     try:
         _use_tracking_uri(tracking_uri)
-        location = locate_repository(model_uri, artifacts_destination=artifacts_destination,
-                                     check_access=check_access)
+        with download_bars_on_terminals_only():
+            location = locate_repository(model_uri, artifacts_destination=artifacts_destination,
+                                         check_access=check_access)
     except MlflowTritonError as error:
         _error(f"mlflow-triton locate: error: {error}")
         return 1
@@ -92,7 +94,8 @@ def _locate_all(command: str, model_uris: list[str], artifacts_destination: str 
     try:
         _use_tracking_uri(tracking_uri)
         for uri in model_uris:
-            location = locate_repository(uri, artifacts_destination=artifacts_destination)
+            with download_bars_on_terminals_only():
+                location = locate_repository(uri, artifacts_destination=artifacts_destination)
             if not location.is_object_store:
                 raise StoreLocationError(
                     f"{uri}: stored on this machine's disk ({location.address}), not in an object store: run "

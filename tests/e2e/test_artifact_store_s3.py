@@ -42,6 +42,7 @@ pytestmark = [pytest.mark.triton, pytest.mark.mlflow_server]
 
 LOG_THROUGH_THE_SERVER = """
 import sys
+import tempfile
 
 import mlflow
 
@@ -51,13 +52,15 @@ from mlflow_triton import sklearn
 mlflow.set_tracking_uri(sys.argv[1])
 pipeline, frame = user_script.fitted_pipeline()
 mlflow.set_experiment("user")
-sklearn.log_model(pipeline, input_example=frame.iloc[:4], name="classifier", pyfunc_predict_fn="predict_proba",
-                  registered_model_name="user-classifier")
-mlflow.sklearn.log_model(pipeline, name="plain", registered_model_name="plain-sklearn")
-mlflow.create_experiment("rules", artifact_location="mlflow-artifacts:/team~models")
-mlflow.set_experiment("rules")
-sklearn.log_model(pipeline, input_example=frame.iloc[:4], name="classifier", pyfunc_predict_fn="predict_proba",
-                  registered_model_name="rule-breaker")
+info = sklearn.log_model(pipeline, input_example=frame.iloc[:4], name="classifier", pyfunc_predict_fn="predict_proba",
+                         registered_model_name="user-classifier")
+mlflow.sklearn.log_model(pipeline, name="plain", pip_requirements=["scikit-learn"],
+                         registered_model_name="plain-sklearn")
+# The same files again, under an artifact location with a segment Triton's S3 rules refuse ('~').
+mlflow.set_experiment(experiment_id=mlflow.create_experiment("rules", artifact_location="mlflow-artifacts:/team~models"))
+with tempfile.TemporaryDirectory() as copy, mlflow.start_run() as run:
+    mlflow.log_artifacts(mlflow.artifacts.download_artifacts(info.model_uri, dst_path=copy), "classifier")
+mlflow.register_model(f"runs:/{run.info.run_id}/classifier", "rule-breaker")
 """
 
 
