@@ -69,7 +69,7 @@ class StoreLocation:
     """A logged model's Triton repository where MLflow stored it."""
 
     model_uri: str
-    artifact_uri: str  # the repository folder as MLflow reads it (mlflow-artifacts:/…/model_repository through a proxy)
+    artifact_uri: str  # the repository folder as MLflow reads it (mlflow-artifacts:/… through a proxy)
     address: str  # the model repository, as tritonserver --model-repository reads it
     storage_uri: str  # the same folder as s3://bucket/…, gs://…, or a local path (KServe's storageUri)
     model_name: str  # the model Triton sees in that repository
@@ -251,8 +251,8 @@ def _check_rules(model_uri: str, bucket: str, key: str, what: str) -> None:
               "mlflow.create_experiment(\"name\", artifact_location=\"s3://my-bucket/mlartifacts\")")
     if not _BUCKET.match(bucket):
         raise StorePathError(
-            f"{model_uri}: Triton cannot read the {what} name {bucket!r}: Triton allows only lowercase letters, digits, "
-            f"'.' and '-' there; {advice}"
+            f"{model_uri}: Triton cannot read the {what} name {bucket!r}: Triton allows only lowercase letters, "
+            f"digits, '.' and '-' there; {advice}"
         )
     for segment in key.split("/"):
         if not _SEGMENT.match(segment):

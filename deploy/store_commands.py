@@ -32,7 +32,8 @@ SERVE_FILES = ("config.pbtxt", "requirements.txt", "request.json", "request.bin"
 
 def locate_command(model_uri: str, *, artifacts_destination: str | None = None, tracking_uri: str | None = None,
                    check_access: bool = True, out: Callable[[str], object] = print) -> int:
-    """``mlflow-triton locate``: print the address, then the model name Triton sees; 0, or 1 after an error."""
+    """``mlflow-triton locate``: print the address (alone on stdout, for ``$(…)``) and, on stderr, the model name
+    Triton sees with a ``tritonserver`` command line; 0, or 1 after an error."""
     try:
         _use_tracking_uri(tracking_uri)
         with download_bars_on_terminals_only():
@@ -42,8 +43,8 @@ def locate_command(model_uri: str, *, artifacts_destination: str | None = None, 
         _error(f"mlflow-triton locate: error: {error}")
         return 1
     out(location.address)
-    out(f"# Triton model {location.model_name!r}; tritonserver --model-repository {location.address} "
-        f"--model-control-mode=explicit --load-model {location.model_name}")
+    _error(f"Triton model {location.model_name!r}: tritonserver --model-repository {location.address} "
+           f"--model-control-mode=explicit --load-model={location.model_name}")
     return 0
 
 

@@ -101,8 +101,8 @@ def _add_store_options(parser, command):
 
 def _add_artifacts_destination(parser):
     parser.add_argument("--artifacts-destination", metavar="URI",
-                        help="the tracking server's --artifacts-destination (e.g. s3://bucket/mlartifacts), needed when "
-                             "it proxies artifacts (mlflow-artifacts:/ locations); default "
+                        help="the tracking server's --artifacts-destination (e.g. s3://bucket/mlartifacts), needed "
+                             "when it proxies artifacts (mlflow-artifacts:/ locations); default "
                              "$MLFLOW_TRITON_ARTIFACTS_DESTINATION")
 
 

@@ -57,7 +57,8 @@ info = sklearn.log_model(pipeline, input_example=frame.iloc[:4], name="classifie
 mlflow.sklearn.log_model(pipeline, name="plain", pip_requirements=["scikit-learn"],
                          registered_model_name="plain-sklearn")
 # The same files again, under an artifact location with a segment Triton's S3 rules refuse ('~').
-mlflow.set_experiment(experiment_id=mlflow.create_experiment("rules", artifact_location="mlflow-artifacts:/team~models"))
+rules = mlflow.create_experiment("rules", artifact_location="mlflow-artifacts:/team~models")
+mlflow.set_experiment(experiment_id=rules)
 with tempfile.TemporaryDirectory() as copy, mlflow.start_run() as run:
     mlflow.log_artifacts(mlflow.artifacts.download_artifacts(info.model_uri, dst_path=copy), "classifier")
 mlflow.register_model(f"runs:/{run.info.run_id}/classifier", "rule-breaker")
@@ -109,6 +110,17 @@ def test_locate_prints_the_address_triton_reads_when_the_server_proxies_an_s3_de
     assert location.storage_uri == location.address.replace(f"127.0.0.1:{user_env.port}/", "")
     assert location.model_name == "classifier"
     assert f"{location.storage_uri[len(f's3://{BUCKET}/'):]}/classifier/config.pbtxt" in user_env.objects(BUCKET)
+
+
+def test_locate_command_prints_only_the_address_on_stdout_and_the_model_name_on_stderr_when_located(user_env,
+                                                                                                    capsys):
+    status = locate_command("models:/user-classifier/1", artifacts_destination=DESTINATION)
+
+    out, err = capsys.readouterr()
+    assert status == 0
+    assert re.fullmatch(rf"s3://127\.0\.0\.1:{user_env.port}/{BUCKET}/\S+/model_repository\n", out), out
+    assert "Triton model 'classifier'" in err and "--load-model=classifier" in err
+    assert _secret_free(out, err)
 
 
 def test_check_from_store_answers_like_pyfunc_and_adds_no_object_to_the_store_when_triton_reads_s3(
@@ -214,7 +226,8 @@ def test_locate_command_prints_one_line_error_and_no_secret_when_credentials_are
 def test_kserve_writes_an_inference_service_valid_for_kserve_with_the_store_address_and_no_secret(user_env, tmp_path):
     path = tmp_path / "isvc.yaml"
 
-    status = kserve_command("models:/user-classifier/1", artifacts_destination=DESTINATION, gpus=1, out_file=path, out=lambda line: None)
+    status = kserve_command("models:/user-classifier/1", artifacts_destination=DESTINATION, gpus=1, out_file=path,
+                            out=lambda line: None)
 
     assert status == 0
     text = path.read_text()

@@ -52,7 +52,8 @@ def test_main_calls_kserve_command_with_the_parsed_arguments_when_kserve_runs(mo
     import mlflow_triton.deploy
 
     calls = []
-    monkeypatch.setattr(mlflow_triton.deploy, "kserve_command", lambda *args, **kwargs: calls.append((args, kwargs)) or 0)
+    monkeypatch.setattr(mlflow_triton.deploy, "kserve_command",
+                        lambda *args, **kwargs: calls.append((args, kwargs)) or 0)
 
     status = cli.main(["kserve", "models:/a/1", "--name", "churn", "--gpus", "2", "--out", str(tmp_path / "i.yaml")])
 

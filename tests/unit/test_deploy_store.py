@@ -1,5 +1,8 @@
 """Addresses Triton reads a repository from, made from where MLflow stored it (``mlflow_triton.deploy.store``)."""
 
+import re
+from pathlib import Path
+
 import pytest
 
 from mlflow_triton.deploy import StoreAccessError, StoreLocationError, StorePathError
@@ -87,3 +90,79 @@ def test_store_uri_maps_a_proxied_location_onto_the_servers_destination():
 def test_store_uri_is_refused_naming_the_option_when_a_proxied_location_has_no_destination():
     with pytest.raises(StoreLocationError, match=r"artifact proxy .*--artifacts-destination"):
         _store_uri("models:/m/1", "mlflow-artifacts:/1/models/m-01/artifacts", None)
+
+
+# --- a local sqlite store: the address is a path; --from-store refuses it -------------------------------------
+
+@pytest.fixture(scope="module")
+def local_store(tmp_path_factory, tracking_template, fitted_pipeline, training_frame):
+    """One sqlite store for the module: the tiny Pipeline logged with mlflow_triton (``reg``) and with MLflow's
+    own flavor (``plain``); ``(store, ModelInfo)``."""
+    import mlflow
+
+    from mlflow_triton import sklearn as triton_sklearn
+    from tests.unit.conftest import TrackingStore
+
+    store = TrackingStore.create(tmp_path_factory.mktemp("deploy-store"), tracking_template)
+    with store.active(), mlflow.start_run():
+        info = triton_sklearn.log_model(fitted_pipeline, input_example=training_frame.iloc[:3].copy(), name="clf",
+                                        pyfunc_predict_fn="predict_proba", registered_model_name="reg")
+        mlflow.sklearn.log_model(fitted_pipeline, name="plain", pip_requirements=["scikit-learn"],
+                                 registered_model_name="plain")
+    return store, info
+
+
+@pytest.fixture
+def logged_locally(local_store):
+    store, info = local_store
+    with store.active():
+        yield info
+
+
+@pytest.mark.parametrize("uri", ["models:/reg/1", "runs:/{run_id}/clf", "{model_uri}"])
+def test_locate_returns_the_stored_repository_folder_when_the_store_is_local(logged_locally, uri):
+    from mlflow_triton.deploy import locate_repository
+
+    location = locate_repository(uri.format(run_id=logged_locally.run_id, model_uri=logged_locally.model_uri))
+
+    assert (location.scheme, location.model_name, location.is_object_store) == ("local", "clf", False)
+    assert location.address.endswith(f"/models/{logged_locally.model_id}/artifacts/model_repository")
+    assert (Path(location.address) / "clf" / "config.pbtxt").is_file()
+
+
+def test_locate_refuses_with_how_to_relog_when_the_model_has_no_triton_flavor(logged_locally):
+    from mlflow_triton.deploy import NotATritonModelError, locate_repository
+
+    with pytest.raises(NotATritonModelError, match=r"models:/plain/1 has no triton flavor \(flavors: .*sklearn"):
+        locate_repository("models:/plain/1")
+
+
+def test_locate_refuses_naming_the_uri_when_the_model_does_not_exist(logged_locally):
+    from mlflow_triton.deploy import locate_repository
+
+    with pytest.raises(StoreLocationError, match=r"models:/reg/7: model not found"):
+        locate_repository("models:/reg/7")
+
+
+@pytest.mark.parametrize("command", ["check", "serve"])
+def test_from_store_commands_refuse_pointing_to_the_plain_command_when_the_store_is_local(logged_locally, command,
+                                                                                         capsys):
+    from mlflow_triton.deploy import check_from_store_command, serve_from_store_command
+
+    run = check_from_store_command if command == "check" else serve_from_store_command
+
+    status = run(["models:/reg/1"])
+
+    assert status == 1
+    assert re.search(rf"mlflow-triton {command}: error: models:/reg/1: stored on this machine's disk .* without "
+                     "--from-store", capsys.readouterr().err)
+
+
+def test_locate_command_prints_the_local_path_when_the_store_is_local(logged_locally, capsys):
+    from mlflow_triton.deploy import locate_command
+
+    status = locate_command("models:/reg/1")
+
+    out, err = capsys.readouterr()
+    assert status == 0
+    assert Path(out.strip()).is_dir() and "Triton model 'clf'" in err
