@@ -11,12 +11,13 @@ are passed to nothing else and never printed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from mlflow_triton._download_bars import download_bars_on_terminals_only
 from mlflow_triton.errors import MlflowTritonError
@@ -27,7 +28,8 @@ __all__ = ["check_from_store_command", "locate_command", "serve_from_store_comma
 
 #: Files of a model directory that ``serve --from-store`` fetches: what builds the serving environment and
 #: the shipped request listed with a curl command. The model itself is read by Triton from the store.
-SERVE_FILES = ("config.pbtxt", "requirements.txt", "request.json", "request.bin", "request.headers")
+SERVE_FILES = ("config.pbtxt", "requirements.txt")
+OPTIONAL_SERVE_FILES = ("request.json", "request.bin", "request.headers")
 
 
 def locate_command(model_uri: str, *, artifacts_destination: str | None = None, tracking_uri: str | None = None,
@@ -111,7 +113,8 @@ def _locate_all(command: str, model_uris: list[str], artifacts_destination: str 
 
 
 def _fetch_serving_files(location: StoreLocation, download_dir: Path):
-    """A local folder named after the model holding only :data:`SERVE_FILES`, as a ``ModelSource``."""
+    """A local folder named after the model holding only :data:`SERVE_FILES` (and the shipped request, if any),
+    as a ``ModelSource``."""
     import mlflow.artifacts
 
     from mlflow_triton.local import ModelSource
@@ -119,23 +122,25 @@ def _fetch_serving_files(location: StoreLocation, download_dir: Path):
     target = download_dir / location.model_name
     target.mkdir(parents=True, exist_ok=True)
     model_folder = f"{location.artifact_uri}/{location.model_name}"
-    for name in SERVE_FILES:
+    for name in (*SERVE_FILES, *OPTIONAL_SERVE_FILES):
         try:
             mlflow.artifacts.download_artifacts(artifact_uri=f"{model_folder}/{name}", dst_path=str(target))
-        except Exception:  # an optional file the model does not ship (request.bin beside request.json)
-            continue
+        except Exception as error:  # MLflow's and boto3's errors; the request files are optional
+            if name in SERVE_FILES:
+                text = (str(error).strip() or type(error).__name__).splitlines()[0]
+                raise StoreLocationError(f"{location.model_uri}: cannot fetch {name} from {model_folder}: {text}") \
+                    from None
     return ModelSource(uri=location.model_uri, repository=target, pyfunc_uri=None, generated=True)
 
 
-class _mount_directory:
+@contextlib.contextmanager
+def _mount_directory() -> Iterator[str]:
     """A fresh directory for Triton's downloads from object storage, removed afterwards."""
-
-    def __enter__(self) -> str:
-        self.path = tempfile.mkdtemp(prefix="mlflow-triton-store-mount-")
-        return self.path
-
-    def __exit__(self, *exc: object) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+    path = tempfile.mkdtemp(prefix="mlflow-triton-store-mount-")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _use_tracking_uri(tracking_uri: str | None) -> None:
