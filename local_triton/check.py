@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -82,17 +82,23 @@ class ExtraRequest:
 
 def check_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], installation: TritonInstallation, *,
                  device: str = "cpu", input_file: str | os.PathLike[str] | None = None, progress: ProgressLike = print,
-                 out: Callable[[str], object] = print) -> list[ValidationReport]:
+                 out: Callable[[str], object] = print, repository_addresses: Mapping[str, str] | None = None,
+                 server_environment: dict[str, str] | None = None) -> list[ValidationReport]:
     """Check each model in turn; ``out`` receives one PASS/FAIL line per model. Returns the reports.
 
     Each model gets ``work_dir/<n>-<name>/`` (downloaded model, served copy, Triton log).
+    ``repository_addresses`` (``{model URI: address}``): Triton loads those models from that model
+    repository address (for example ``s3://…``) instead of a local copy; ``server_environment`` adds
+    variables to the server's environment. The downloaded copy still gives the oracle and the requests.
     """
     say = as_progress(progress)
     reports = []
     for number, uri in enumerate(model_uris, start=1):
         model_work = Path(work_dir) / f"{number}-{_slug(uri)}"
         report = validate_model(uri, model_work, installation, device=device, progress=say.with_prefix(f"[{uri}] "),
-                                name=uri, input_file=input_file)
+                                name=uri, input_file=input_file,
+                                repository_address=(repository_addresses or {}).get(uri),
+                                server_environment=server_environment)
         if report.triton_log_tail and not report.passed:
             out(f"--- last lines of the Triton log ({report.logs.get('tritonserver')}) ---\n"
                 f"{report.triton_log_tail.rstrip()}")
@@ -103,7 +109,8 @@ def check_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], in
 
 def validate_model(model_uri: str, work_dir: str | os.PathLike[str], installation: TritonInstallation, *,
                    device: str = "cpu", progress: ProgressLike = print, name: str | None = None,
-                   input_file: str | os.PathLike[str] | None = None) -> ValidationReport:
+                   input_file: str | os.PathLike[str] | None = None, repository_address: str | None = None,
+                   server_environment: dict[str, str] | None = None) -> ValidationReport:
     """Fetch the logged model's repository and validate it; returns a ``ValidationReport``."""
     say = as_progress(progress)
     work_dir = Path(work_dir)
@@ -128,7 +135,8 @@ def validate_model(model_uri: str, work_dir: str | os.PathLike[str], installatio
         report.reason = _failure_text(error)
         return report
     return validate_repository(source.repository, expected, work_dir, installation, device=device, progress=say,
-                               name=report.model, report=report, extra_requests=extra)
+                               name=report.model, report=report, extra_requests=extra,
+                               repository_address=repository_address, server_environment=server_environment)
 
 
 def _expected_answers(source, input_file, work_dir):
@@ -168,20 +176,30 @@ def _predicted(pyfunc_model, value, model_dir, what):
 def validate_repository(model_dir: str | os.PathLike[str], expected: dict[str, Any], work_dir: str | os.PathLike[str],
                         installation: TritonInstallation, *, device: str = "cpu", progress: ProgressLike = print,
                         name: str | None = None, report: ValidationReport | None = None,
-                        extra_requests: Sequence[ExtraRequest] = ()) -> ValidationReport:
-    """Serve a copy of ``model_dir`` from a fresh repository under ``work_dir``, send its shipped request, compare."""
+                        extra_requests: Sequence[ExtraRequest] = (), repository_address: str | None = None,
+                        server_environment: dict[str, str] | None = None) -> ValidationReport:
+    """Serve a copy of ``model_dir`` from a fresh repository under ``work_dir``, send its shipped request, compare.
+
+    With ``repository_address`` (a model repository Triton reads itself, such as ``s3://…``, holding the
+    same model directory), Triton loads the model from there and ``model_dir`` only gives the requests and
+    ``requirements.txt``.
+    """
     say = as_progress(progress)
     model_dir = Path(model_dir)
     work_dir = Path(work_dir)
     report = report or ValidationReport(model=name or model_dir.name, device=device)
     report.triton_model = model_dir.name
-    repository = work_dir / "repository"
-    served = repository / model_dir.name
+    repository: Path | str = work_dir / "repository"
+    served = Path(repository) / model_dir.name
     log_path = work_dir / f"tritonserver-{served.name}.log"
     try:
-        shutil.rmtree(repository, ignore_errors=True)
-        shutil.copytree(model_dir, served)
-        report.repository = str(served)
+        if repository_address is None:
+            shutil.rmtree(repository, ignore_errors=True)
+            shutil.copytree(model_dir, served)
+            report.repository = str(served)
+        else:
+            served, repository = model_dir, repository_address
+            report.repository = repository_address
         _check_device(served, device)
         started = time.monotonic()
         say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
@@ -192,7 +210,7 @@ def validate_repository(model_dir: str | os.PathLike[str], expected: dict[str, A
         say.say(f"starting tritonserver and loading the model (log: {log_path}) ...")
         report.logs["tritonserver"] = str(log_path)
         with TritonServer(repository, served.name, installation=installation, serving_env=env,
-                          log_path=log_path) as server:
+                          log_path=log_path, environment=server_environment) as server:
             report.seconds["server_ready"] = round(cast(float, server.ready_seconds), 1)  # set once ready
             say.say(f"tritonserver ready in {server.ready_seconds:.1f}s on {server.url}")
             report.triton_version = server.version()

@@ -17,9 +17,9 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mlflow_triton._download_bars import download_bars_on_terminals_only
 from mlflow_triton.shared_contract import MlflowTritonError
@@ -43,8 +43,13 @@ def check_command(model_uris: Sequence[str], *, device: str = "cpu", tritonserve
                   serving_constraints: Iterable[str] | None = None, python: str | os.PathLike[str] | None = None,
                   report: str | os.PathLike[str] | None = None, work_dir: str | os.PathLike[str] | None = None,
                   input_file: str | os.PathLike[str] | None = None, tracking_uri: str | None = None,
-                  out: Callable[[str], object] = print, progress: ProgressLike = None) -> int:
-    """``mlflow-triton check``: one PASS/FAIL line per model, a JSON report; 0 only if all passed."""
+                  out: Callable[[str], object] = print, progress: ProgressLike = None,
+                  repository_addresses: Mapping[str, str] | None = None,
+                  server_environment: dict[str, str] | None = None) -> int:
+    """``mlflow-triton check``: one PASS/FAIL line per model, a JSON report; 0 only if all passed.
+
+    ``repository_addresses`` and ``server_environment``: see :func:`~mlflow_triton.local.check.check_models`.
+    """
     from .check import check_models, write_report
 
     def run(directory: Path, say: Progress) -> int:
@@ -58,7 +63,8 @@ def check_command(model_uris: Sequence[str], *, device: str = "cpu", tritonserve
                                            progress=say)
         say.say(f"using {installation.describe()}")
         reports = check_models(model_uris, directory, installation, device=device, input_file=input_file,
-                               progress=say, out=out)
+                               progress=say, out=out, repository_addresses=repository_addresses,
+                               server_environment=server_environment)
         write_report(reports, report_path)
         out(f"report: {report_path}")
         return 0 if reports and all(r.passed for r in reports) else 1
@@ -72,8 +78,14 @@ def serve_command(model_uris: Sequence[str], *, host: str = "127.0.0.1", http_po
                   serving_constraints: Iterable[str] | None = None, python: str | os.PathLike[str] | None = None,
                   work_dir: str | os.PathLike[str] | None = None, tracking_uri: str | None = None,
                   out: Callable[[str], object] = print, progress: ProgressLike = None,
-                  wait: Callable[[TritonServer], object] | None = None) -> int:
-    """``mlflow-triton serve``: Triton in the foreground with every model loaded, until Ctrl-C or SIGTERM."""
+                  wait: Callable[[TritonServer], object] | None = None, fetch: Callable[..., Any] | None = None,
+                  repository_addresses: Mapping[str, str] | None = None,
+                  server_environment: dict[str, str] | None = None) -> int:
+    """``mlflow-triton serve``: Triton in the foreground with every model loaded, until Ctrl-C or SIGTERM.
+
+    ``fetch``, ``repository_addresses`` and ``server_environment``: see
+    :func:`~mlflow_triton.local.serve.serve_models`.
+    """
     from .serve import serve_models
 
     def run(directory: Path, say: Progress) -> int:
@@ -82,7 +94,9 @@ def serve_command(model_uris: Sequence[str], *, host: str = "127.0.0.1", http_po
                                            progress=say)
         say.say(f"using {installation.describe()}")
         return serve_models(model_uris, directory, installation, host=host, http_port=http_port,
-                            grpc_port=grpc_port, metrics_port=metrics_port, progress=say, out=out, wait=wait)
+                            grpc_port=grpc_port, metrics_port=metrics_port, progress=say, out=out, wait=wait,
+                            fetch=fetch, repository_addresses=repository_addresses,
+                            server_environment=server_environment)
 
     return _run("serve", work_dir, progress, run)
 

@@ -13,7 +13,8 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -61,8 +62,16 @@ def serve_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], in
                  host: str = LOOPBACK, http_port: int = DEFAULT_PORTS["http"], grpc_port: int = DEFAULT_PORTS["grpc"],
                  metrics_port: int = DEFAULT_PORTS["metrics"], progress: ProgressLike = print,
                  out: Callable[[str], object] = print, wait: Callable[[TritonServer], object] | None = None,
-                 startup_timeout: float = 600.0) -> int:
+                 startup_timeout: float = 600.0, fetch: Callable[..., Any] | None = None,
+                 repository_addresses: Mapping[str, str] | None = None,
+                 server_environment: dict[str, str] | None = None) -> int:
     """Serve the models until a stop is requested; returns 0 then, 1 if the server exits by itself.
+
+    ``fetch(uri, download_dir)`` returns a model's :class:`ModelSource` (default :func:`resolve_model`: the
+    whole model). ``repository_addresses`` (``{model URI: address}``): Triton reads those models from that
+    model repository address (``s3://…``) instead of a local copy; then the fetched directory needs only
+    ``requirements.txt`` and the shipped request. ``server_environment`` adds variables to the server's
+    environment.
 
     ``wait(server)`` blocks while serving (default: until Ctrl-C / SIGTERM or the server's exit).
     Errors before the server is up raise (``ModelSourceError``, ``RepositoryAssemblyError``,
@@ -83,10 +92,15 @@ def serve_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], in
     for number, uri in enumerate(model_uris, start=1):
         say.say(f"[{uri}] fetching the model's Triton repository ...")
         empty_download_dir(work_dir / "download" / str(number), uri)
-        sources.append(resolve_model(uri, work_dir / "download" / str(number)))
+        sources.append((fetch or resolve_model)(uri, work_dir / "download" / str(number)))
     check_unique_names(sources)
     lines = shared_requirements(sources)
-    served = assemble_repository(sources, work_dir / "repository")
+    if repository_addresses:
+        served = [ServedModel(source, source.repository) for source in sources]
+        repositories: list[str] | Path = list(dict.fromkeys(repository_addresses[source.uri] for source in sources))
+    else:
+        served = assemble_repository(sources, work_dir / "repository")
+        repositories = work_dir / "repository"
     say.say(f"serving environment for {len(served)} model(s) + {list(installation.serving_constraints)}")
     try:
         env = ensure_env_for_requirements(
@@ -101,9 +115,10 @@ def serve_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], in
 
     log_path = work_dir / "tritonserver.log"
     say.say(f"starting tritonserver with {', '.join(m.name for m in served)} (log: {log_path}) ...")
-    with TritonServer(work_dir / "repository", [m.name for m in served], installation=installation,
+    with TritonServer(repositories, [m.name for m in served], installation=installation,
                       serving_env=env, log_path=log_path, host=host, http_port=http_port, grpc_port=grpc_port,
-                      metrics_port=metrics_port, startup_timeout=startup_timeout) as server:
+                      metrics_port=metrics_port, startup_timeout=startup_timeout,
+                      environment=server_environment) as server:
         out(_listing(server, served, log_path))
         try:
             status = (wait or _wait_for_stop)(server)
