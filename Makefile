@@ -23,6 +23,9 @@ VENV_MLFLOW_FLOOR ?= .venv-mlflow314
 # unit tests include the message `mlflow-triton check|serve` print when the extra is missing.
 TORCH ?= torch==2.13.0
 PIP_FLAGS ?= --disable-pip-version-check -q
+# Unit and property tests are CPU-bound and independent: pytest-xdist spreads them over the cores (`make XDIST=` runs
+# them in one process). The e2e tests share servers within a module and run in one process.
+XDIST ?= -n 2
 # make fidelity: served cases (rejections: N / 10), and how many are in flight at once
 N ?= 1000
 FIDELITY_WORKERS ?= 2
@@ -36,14 +39,16 @@ demo: venv
 test: venv venv-numpy2 venv-py310 venv-mlflow-floor
 	$(MAKE) lint
 	$(MAKE) docs
-	$(VENV)/bin/python -m pytest -p no:cacheprovider
-	$(VENV_NUMPY2)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property
+	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
+	$(VENV)/bin/python -m pytest -p no:cacheprovider tests/e2e
+	$(VENV_NUMPY2)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
 	$(MAKE) test-mlflow-floor
 
 # The oldest supported MLflow with pandas 2: unit + property tests, and the sklearn example logged under it and
 # proven on the real server (its requirements.txt names mlflow-skinny==3.14.x).
 test-mlflow-floor: venv-mlflow-floor
-	$(VENV_MLFLOW_FLOOR)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property \
+	$(VENV_MLFLOW_FLOOR)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
+	$(VENV_MLFLOW_FLOOR)/bin/python -m pytest -p no:cacheprovider \
 		"tests/e2e/test_runner.py::test_runner_passes_when_example_is_logged_and_served_by_real_triton[sklearn]"
 
 # The documentation site (mkdocs.yml, docs/) into site/: a broken link or anchor, or a page missing from the
@@ -70,7 +75,7 @@ fidelity: venv
 	$(VENV)/bin/python -m tests.support.fidelity.run --cases $(N) --workers $(FIDELITY_WORKERS)
 
 test-fast: venv
-	$(VENV)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property
+	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
 
 venv: $(VENV)/.installed
 venv-numpy2: $(VENV_NUMPY2)/.installed
