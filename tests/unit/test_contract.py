@@ -201,9 +201,9 @@ def test_structure_mapping_raises_when_structure_is_malformed(structure, fields,
         StructureMapping(structure, fields)
 
 
-@pytest.mark.parametrize("version", [0, 3, "1", 1.0, True, None])
+@pytest.mark.parametrize("version", [0, 4, "1", 1.0, True, None])
 def test_contract_raises_when_mapping_version_is_unsupported(version):
-    with pytest.raises(ContractError, match=re.escape(f"Mapping version {version!r} is not supported; supported: 1, 2")):
+    with pytest.raises(ContractError, match=re.escape(f"Mapping version {version!r} is not supported; supported: 1, 2, 3")):
         _contract(version=version)
 
 
@@ -232,7 +232,7 @@ def _edited(edit):
     [
         ([], "Contract must be a JSON object, got list"),
         ({}, "Contract has no 'version'"),
-        ({"version": 3}, "Mapping version 3 is not supported; supported: 1, 2"),
+        ({"version": 4}, "Mapping version 4 is not supported; supported: 1, 2, 3"),
         ({"version": True}, "Mapping version True is not supported"),
         ({"version": 1.0}, "Mapping version 1.0 is not supported"),
         (_edited(lambda d: d.pop("flavor")), "A contract entry lacks flavor"),
@@ -306,10 +306,10 @@ def test_contract_from_model_config_raises_when_parameter_is_missing(parameters)
 
 def test_contract_from_model_config_raises_when_mapping_version_is_unsupported():
     data = _contract().to_dict()
-    data["version"] = 3
+    data["version"] = 4
     config = _model_config(json.dumps(data))
 
-    with pytest.raises(ContractError, match=re.escape("Mapping version 3 is not supported; supported: 1, 2")):
+    with pytest.raises(ContractError, match=re.escape("Mapping version 4 is not supported; supported: 1, 2, 3")):
         contract_from_model_config(config)
 
 
