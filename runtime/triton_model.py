@@ -95,9 +95,10 @@ class TritonPythonModel:
 
     def _answer_decoded(self, model_input, empty_tensor):
         try:
+            rows = _rows(model_input) if self.batching else None
             outputs = self._encode(self._predict(model_input, empty_tensor))
-            if self.batching:
-                _check_rows(outputs, _rows(model_input))
+            if rows is not None:
+                _check_rows(outputs, rows)
             output_tensors = [pb_utils.Tensor(name, array) for name, array in outputs.items()]
         except Exception as error:
             return _failure_response(error)
