@@ -94,13 +94,6 @@ def check_example_rows(tensors: dict, batching: Batching) -> None:
         )
 
 
-def wire_tensors(tensors: dict, batching: Batching) -> dict:
-    """Tensors as a client sends them: with batching, a rank-one tensor is ``[rows, 1]``."""
-    if not batching.enabled:
-        return tensors
-    return {name: array.reshape(-1, 1) if array.ndim == 1 else array for name, array in tensors.items()}
-
-
 def prove_row_independence(predict_tensors, tensors: dict) -> dict:
     """Predict the example as batches and row by row; refuse batching where they disagree.
 

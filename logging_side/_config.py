@@ -94,6 +94,13 @@ def read_config(path):
     return parse_config(path.read_text(encoding="utf-8"))
 
 
+def wire_arrays(config, side, arrays):
+    """Logged-form arrays (``side``: ``"input"`` or ``"output"``) in the shapes a client sends and Triton answers:
+    with ``reshape { shape: [] }`` (a batched rank-one tensor) ``[rows]`` becomes ``[rows, 1]``; others as they are."""
+    reshaped = {entry.name for entry in getattr(config, side) if entry.HasField("reshape")}
+    return {name: array.reshape(-1, 1) if name in reshaped else array for name, array in arrays.items()}
+
+
 def declarations(config):
     """The config's tensor entries as ``TensorDeclaration`` (inputs, outputs), in the logged shapes:
     with ``max_batch_size > 0`` the batch axis ``-1`` first, then the ``reshape`` or the dims."""

@@ -416,7 +416,7 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
     datatypes = {d.name: d.data_type for d in layout.inputs}
     contents = {f.tensor: f.content for f in layout.contract.inputs.fields}
     request_files = _requests.write_request(
-        repository, _batching.wire_tensors(tensors, batching), datatypes, contents, {d.name: d.data_type for d in layout.outputs},
+        repository, _config.wire_arrays(config, "input", tensors), datatypes, contents, {d.name: d.data_type for d in layout.outputs},
         {f.tensor: f.content for f in layout.contract.outputs.fields},
     )
     report = {
