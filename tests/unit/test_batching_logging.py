@@ -11,6 +11,8 @@ from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton import sklearn
 from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS
+from mlflow_triton.local.compare import predict_outputs
+from mlflow_triton.local.user_input import input_request
 from tests.support import fake_pb_utils
 
 
@@ -138,3 +140,22 @@ def test_save_model_writes_the_same_repository_when_max_batch_size_is_zero_or_ab
     assert '\\"version\\":2' in config
     report = json.loads((tmp_path / "plain" / "model_repository" / "plain" / "validation.json").read_text())
     assert "batching" not in report
+
+
+def test_check_expects_and_sends_rank_one_tensors_as_rows_by_one_when_the_repository_is_batched(
+    tmp_path, fitted_pipeline, training_frame
+):
+    path = tmp_path / "labels"
+    sklearn.save_model(fitted_pipeline, path, input_example=training_frame.iloc[:3], serialization_format="cloudpickle",
+                       max_batch_size=4)
+    repository = path / "model_repository" / "labels"
+    frame = training_frame.iloc[2:6]
+
+    expected = predict_outputs(mlflow.pyfunc.load_model(str(path)), frame, repository)
+    request = input_request(frame, repository, tmp_path / "requests")
+
+    np.testing.assert_array_equal(expected["output_0"], fitted_pipeline.predict(frame).reshape(4, 1))
+    body = json.loads(request.body_path.read_text(encoding="utf-8"))
+    assert [(entry["name"], entry["shape"]) for entry in body["inputs"]] == [
+        ("age", [4, 1]), ("city", [4, 1]), ("visits", [4, 1])
+    ]
