@@ -1,5 +1,6 @@
 """``prove_row_independence``: batches against rows predicted alone, floats within the stated ulps."""
 
+import pathlib
 import re
 
 import numpy as np
@@ -79,3 +80,9 @@ def test_prove_row_independence_uses_both_halves_when_the_example_has_one_row():
     proof = prove_row_independence(model(), {name: array[:1] for name, array in EXAMPLE.items()})
 
     assert [case["rows"] for case in proof["cases"]] == [1, 1, 2, 1, 1]
+
+
+def test_docs_state_the_float_tolerance_the_proof_uses():
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "batching.md").read_text(encoding="utf-8")
+
+    assert f"`ROW_INDEPENDENCE_ULPS` = {ROW_INDEPENDENCE_ULPS} units in\nthe last place" in text
