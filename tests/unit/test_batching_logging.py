@@ -159,3 +159,26 @@ def test_check_expects_and_sends_rank_one_tensors_as_rows_by_one_when_the_reposi
     assert [(entry["name"], entry["shape"]) for entry in body["inputs"]] == [
         ("age", [4, 1]), ("city", [4, 1]), ("visits", [4, 1])
     ]
+
+
+def test_pytorch_save_model_batches_a_tensor_model_and_joins_its_requests_when_max_batch_size_is_given(tmp_path):
+    from mlflow_triton import pytorch as mt_pytorch
+    from tests.support import tiny_models
+
+    path = tmp_path / "mlp"
+    mt_pytorch.save_model(tiny_models.shared_tiny_mlp(), path, input_example=tiny_models.mlp_example(3),
+                          code_paths=[str(tiny_models.CUSTOM_NET_DIR)], max_batch_size=16)
+    repository = path / "model_repository" / "mlp"
+    config = _config(repository)
+    model = _model_py(repository)
+    model.predictor = counting = _CountingPredictor(model.predictor)
+    pyfunc = mlflow.pyfunc.load_model(str(path))
+    first, second = tiny_models.mlp_example(1), tiny_models.mlp_example(4)
+
+    answers = model.execute([fake_pb_utils.request_from_arrays({config.input[0].name: x}) for x in (first, second)])
+
+    assert (config.max_batch_size, list(config.input[0].dims), list(config.output[0].dims)) == (16, [4], [3])
+    assert counting.rows == [5]
+    for answer, alone in zip(answers, (first, second)):
+        np.testing.assert_array_max_ulp(fake_pb_utils.outputs_of(answer)[config.output[0].name], pyfunc.predict(alone),
+                                        maxulp=ROW_INDEPENDENCE_ULPS)
