@@ -169,9 +169,10 @@ def _difference_in_ulps(name, what, expected, batch):
     worst = float(ulps.max()) if ulps.size else 0.0
     if worst > ROW_INDEPENDENCE_ULPS:
         index = int(np.argmax(ulps))
+        alone, joined = expected.ravel()[index].item(), batch.ravel()[index].item()
         raise BatchingRefusedError(
             f"Batching refused: output `{name}` differs for {what} from the same rows predicted alone by "
-            f"{worst:.3g} ulps (largest difference {expected.ravel()[index].item()!r} vs {batch.ravel()[index].item()!r}; "
+            f"{worst:.3g} ulps (largest difference {alone!r} vs {joined!r}; "
             f"allowed: {ROW_INDEPENDENCE_ULPS} ulps); the model does not predict each row on its own (for example "
             "it normalises over the batch); log it with max_batch_size=0"
         )

@@ -195,10 +195,10 @@ def _plan(framework, model, *, input_example, signature, device, triton_model_na
         validation = _validate_in_memory(layout, tensors, adapter, framework.current_device(model))
     proof = None
     if batching.enabled:
-        proof = _batching.prove_row_independence(
-            _batching.predictor_of_tensors(lambda value: _predict(adapter, value, "batching proof"), *codecs_for(layout)),
-            tensors,
+        predict = _batching.predictor_of_tensors(
+            lambda value: _predict(adapter, value, "batching proof"), *codecs_for(layout)
         )
+        proof = _batching.prove_row_independence(predict, tensors)
     return _Plan(framework, model, input_example, options, declared_init_kwargs, signature, layout, tensors,
                  validation, device, triton_model_name, found, batching, proof)
 
@@ -416,7 +416,8 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
     datatypes = {d.name: d.data_type for d in layout.inputs}
     contents = {f.tensor: f.content for f in layout.contract.inputs.fields}
     request_files = _requests.write_request(
-        repository, _config.wire_arrays(config, "input", tensors), datatypes, contents, {d.name: d.data_type for d in layout.outputs},
+        repository, _config.wire_arrays(config, "input", tensors), datatypes, contents,
+        {d.name: d.data_type for d in layout.outputs},
         {f.tensor: f.content for f in layout.contract.outputs.fields},
     )
     report = {

@@ -9,7 +9,10 @@ import pytest
 from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS, prove_row_independence
 from mlflow_triton.errors import BatchingRefusedError
 
-EXAMPLE = {"x": np.array([0.1, 2.5, -3.75, 1e-300, 7.0]), "name": np.array([b"a", b"b", b"c", b"d", b"e"], dtype=object)}
+EXAMPLE = {
+    "x": np.array([0.1, 2.5, -3.75, 1e-300, 7.0]),
+    "name": np.array([b"a", b"b", b"c", b"d", b"e"], dtype=object),
+}
 
 
 def model(noise_ulps=0, rows_out=None, nan_at=None):

@@ -203,7 +203,8 @@ def test_structure_mapping_raises_when_structure_is_malformed(structure, fields,
 
 @pytest.mark.parametrize("version", [0, 4, "1", 1.0, True, None])
 def test_contract_raises_when_mapping_version_is_unsupported(version):
-    with pytest.raises(ContractError, match=re.escape(f"Mapping version {version!r} is not supported; supported: 1, 2, 3")):
+    message = f"Mapping version {version!r} is not supported; supported: 1, 2, 3"
+    with pytest.raises(ContractError, match=re.escape(message)):
         _contract(version=version)
 
 
