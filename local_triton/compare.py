@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mlflow_triton._config import declarations, read_config
+from mlflow_triton._config import declarations, read_config, wire_arrays
 from mlflow_triton.runtime.codecs import StructureCodec
 
 __all__ = ["FLOAT_TOLERANCES", "compare", "differences", "expected_outputs", "load_input_example", "output_codec",
@@ -39,8 +39,10 @@ def load_input_example(model_dir):
 
 
 def predict_outputs(pyfunc_model, value, model_dir):
-    """``pyfunc_model.predict(value)`` encoded into the configured output tensors."""
-    return output_codec(model_dir).to_tensors(pyfunc_model.predict(value))
+    """``pyfunc_model.predict(value)`` encoded into the configured output tensors, in the shapes Triton answers
+    (a batched repository answers a rank-one output as ``[rows, 1]``)."""
+    config, _ = read_config(Path(model_dir) / "config.pbtxt")
+    return wire_arrays(config, "output", output_codec(model_dir).to_tensors(pyfunc_model.predict(value)))
 
 
 def expected_outputs(model_uri, model_dir):

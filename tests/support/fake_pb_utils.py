@@ -86,12 +86,17 @@ class Tensor:
 
 
 class InferenceRequest:
-    def __init__(self, inputs, requested_output_names=()):
+    def __init__(self, inputs, requested_output_names=(), parameters="{}"):
         self._inputs = list(inputs)
         self._requested = list(requested_output_names)
+        self._parameters = parameters
 
     def inputs(self):
         return self._inputs
+
+    def parameters(self):
+        """The request's parameters as the real backend gives them: a JSON string (``"{}"`` when none)."""
+        return self._parameters
 
     def requested_output_names(self):
         return self._requested
@@ -144,8 +149,8 @@ def load_model_py(path, name="generated_model_py"):
     return module
 
 
-def request_from_arrays(arrays):
-    return InferenceRequest([Tensor(name, array) for name, array in arrays.items()])
+def request_from_arrays(arrays, parameters="{}"):
+    return InferenceRequest([Tensor(name, array) for name, array in arrays.items()], parameters=parameters)
 
 
 def outputs_of(response):
