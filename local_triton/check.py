@@ -27,13 +27,17 @@ from .compare import compare, expected_outputs, load_input_example, predict_outp
 from .errors import InferenceError, ModelSourceError, OraclePredictionError, TritonStartError
 from .progress import as_progress
 from .send import send_request, shipped_request
-from .server import TritonServer
+from .server import BARE_PATH, TritonServer
 from .serving_env import ensure_serving_env, env_summary
 from .sources import resolve_model
 from .user_input import input_request, load_user_input, rows_of
 
-__all__ = ["ValidationReport", "check_models", "expected_outputs", "validate_model", "validate_repository",
-           "write_report"]
+__all__ = ["ENV_PATH_PARAMETER", "ValidationReport", "check_models", "expected_outputs", "packed_environment",
+           "validate_model", "validate_repository", "write_report"]
+
+#: The Python backend's parameter naming an environment the model directory carries (``mlflow-triton pack``).
+ENV_PATH_PARAMETER = "EXECUTION_ENV_PATH"
+_MODEL_DIRECTORY = "$$TRITON_MODEL_DIRECTORY"
 
 
 @dataclasses.dataclass
@@ -173,18 +177,28 @@ def validate_repository(model_dir, expected, work_dir, installation, *, device="
         shutil.copytree(model_dir, served)
         report.repository = str(served)
         _check_device(served, device)
-        started = time.monotonic()
-        say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
-        env = ensure_serving_env(served / "requirements.txt", installation.serving_constraints, progress=say,
-                                 python=installation.python_executable)
-        report.seconds["serving_env"] = round(time.monotonic() - started, 1)
-        report.serving_env = env_summary(env)
+        carried = packed_environment(served)
+        env = None
+        if carried is None:
+            started = time.monotonic()
+            say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
+            env = ensure_serving_env(served / "requirements.txt", installation.serving_constraints, progress=say,
+                                     python=installation.python_executable)
+            report.seconds["serving_env"] = round(time.monotonic() - started, 1)
+            report.serving_env = env_summary(env)
+        else:
+            archive = Path(carried.replace(_MODEL_DIRECTORY, str(served)))
+            report.serving_env = {"carried": carried, "bare_start": True,
+                                  "archive_mib": round(archive.stat().st_size / 2**20) if archive.is_file() else None}
+            say.say(f"the model carries its environment ({ENV_PATH_PARAMETER} {carried}): bare start, as env -i "
+                    f"would (PATH={BARE_PATH}, only the server's own libraries, no serving environment)")
         say.say(f"starting tritonserver and loading the model (log: {log_path}) ...")
         report.logs["tritonserver"] = str(log_path)
         with TritonServer(repository, served.name, installation=installation, serving_env=env,
-                          log_path=log_path) as server:
+                          log_path=log_path, bare=carried is not None) as server:
             report.seconds["server_ready"] = round(server.ready_seconds, 1)
-            say.say(f"tritonserver ready in {server.ready_seconds:.1f}s on {server.url}")
+            unpacked = " (unpacking its environment included)" if carried is not None else ""
+            say.say(f"tritonserver ready in {server.ready_seconds:.1f}s{unpacked} on {server.url}")
             report.triton_version = server.version()
             started = time.monotonic()
             what = "the shipped request"
@@ -241,6 +255,14 @@ def _verdict(report):
     for entry in report.inputs:
         reason += f"; and the {entry['label']} ({entry['rows']} rows, {entry['form']}) like pyfunc.predict of it"
     return True, reason
+
+
+def packed_environment(model_dir):
+    """The ``EXECUTION_ENV_PATH`` of the model's ``config.pbtxt`` (an environment it carries), or ``None``."""
+    config, _ = read_config(Path(model_dir) / "config.pbtxt")
+    if ENV_PATH_PARAMETER not in config.parameters:
+        return None
+    return config.parameters[ENV_PATH_PARAMETER].string_value
 
 
 def _check_device(model_dir, device):

@@ -38,6 +38,10 @@ def check_command(model_uris, *, device="cpu", tritonserver=None, backend_direct
     """``mlflow-triton check``: one PASS/FAIL line per model, a JSON report; 0 only if all passed."""
     from .check import check_models, write_report
 
+    from .sources import expand_repositories
+
+    model_uris = expand_repositories(model_uris)
+
     def run(directory, say):
         if input_file is not None and len(model_uris) != 1:
             raise InputFileError(f"--input {input_file} holds one model's input: give exactly one MODEL_URI with it")
