@@ -187,6 +187,7 @@ def validate_repository(model_dir, expected, work_dir, installation, *, device="
             report.seconds["serving_env"] = round(time.monotonic() - started, 1)
             report.serving_env = env_summary(env)
         else:
+            _check_carried_interpreter(served)
             archive = Path(carried.replace(_MODEL_DIRECTORY, str(served)))
             report.serving_env = {"carried": carried, "bare_start": True,
                                   "archive_mib": round(archive.stat().st_size / 2**20) if archive.is_file() else None}
@@ -263,6 +264,25 @@ def packed_environment(model_dir):
     if ENV_PATH_PARAMETER not in config.parameters:
         return None
     return config.parameters[ENV_PATH_PARAMETER].string_value
+
+
+def _check_carried_interpreter(model_dir):
+    """A directory packed for a container links that container's interpreter: say so instead of a failed load.
+
+    ``mlflow-triton pack`` records the interpreter the archive's ``bin/python3.X`` links to in ``pack.json``.
+    """
+    manifest = Path(model_dir) / "pack.json"
+    if not manifest.is_file():
+        return
+    facts = json.loads(manifest.read_text(encoding="utf-8"))
+    interpreter = facts.get("interpreter")
+    if interpreter and not Path(interpreter).is_file():
+        raise ModelSourceError(
+            f"{Path(model_dir).name} was packed for {facts.get('target')} ({facts.get('server')}): its environment "
+            f"runs {interpreter}, which this machine does not have, so a bare start here cannot load it. Prove it on "
+            "that server (copy the model directory into its model repository), or pack with --target bundled to "
+            "prove it here"
+        )
 
 
 def _check_device(model_dir, device):

@@ -7,7 +7,8 @@ Accepted: ``runs:/<run id>/<name>``, ``models:/<name>/<version>``, ``models:/<na
 only, a directory written by ``mlflow-triton export-onnx --backend python`` (``handoff.json``,
 ``1/model.onnx``, ``1/model.py``, ``requirements.txt``; it carries no MLflow model, so
 ``check`` refuses it). An ``--backend onnxruntime`` export is refused: the bundled Triton has
-no ONNX Runtime backend.
+no ONNX Runtime backend. For ``check``, a local folder of such model directories (a repository,
+as ``mlflow-triton pack --out`` writes) stands for each of them (:func:`expand_repositories`).
 """
 
 from __future__ import annotations

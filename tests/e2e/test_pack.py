@@ -160,8 +160,10 @@ def test_pack_stops_and_leaves_nothing_when_interrupted_while_packing(user_store
     tracking_uri, directory = user_store
     command = [str(CONSOLE_SCRIPT), "pack", "models:/user-classifier/1", "--out", str(tmp_path / "out"),
                "--tracking-uri", tracking_uri]
+    # a terminal's Ctrl-C; SIGINT restored in case this test runs in a background job (which ignores it)
     process = subprocess.Popen(command, cwd=directory, env=user_environment(), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     stderr = LineReader(process.stderr)
     try:
         stderr.wait_for("into env.tar.gz (venv-pack2)", timeout=600)
