@@ -166,7 +166,7 @@ def test_pack_stops_and_leaves_nothing_when_interrupted_while_packing(user_store
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     stderr = LineReader(process.stderr)
     try:
-        stderr.wait_for("into env.tar.gz (venv-pack2)", timeout=600)
+        stderr.wait_for("into env.tar.gz (venv-pack2)", timeout=600)  # the packer is being started
         process.send_signal(signal.SIGINT)
         status = process.wait(60)
     finally:
