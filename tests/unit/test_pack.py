@@ -6,7 +6,6 @@ found as `--python` finds it (pyenv 3.10 for triton-24.10), pip's real dry run w
 
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -147,6 +146,15 @@ def test_pack_refuses_naming_where_it_looked_when_the_target_interpreter_cannot_
         pack_models([str(model)], tmp_path / "out", target="triton-25.xx", progress=None)
 
     assert left_in(tmp_path, "logged") == []
+
+
+def test_pack_removes_the_folders_it_created_when_a_model_cannot_be_fetched(tmp_path):
+    from mlflow_triton.local.errors import ModelSourceError
+
+    with pytest.raises(ModelSourceError, match="no such model directory"):
+        pack_models([str(tmp_path / "missing")], tmp_path / "new" / "deeper" / "out", progress=None)
+
+    assert left_in(tmp_path) == []
 
 
 def test_pack_command_prints_one_error_line_and_exits_1_when_a_refusal_stops_it(tmp_path, capsys):
@@ -329,16 +337,15 @@ def test_expand_repositories_lists_the_model_directories_when_given_a_packed_rep
         str(tmp_path / "repo" / "a_model"), str(tmp_path / "repo" / "b_model"), "models:/m/1"]
 
 
-def test_bare_server_environment_holds_only_path_and_the_server_libraries_when_bare(tmp_path):
+def test_bare_server_environment_holds_only_path_and_the_server_libraries_when_bare(tmp_path, monkeypatch):
     from mlflow_triton.local import TritonInstallation, TritonServer
 
     installation = TritonInstallation(server_binary=Path("/x/tritonserver"), backend_directory=Path("/x/backends"),
                                       library_dirs=(Path("/x/libs"),))
-    os.environ["VIRTUAL_ENV_PROBE"] = "leak"
-    try:
-        environment = TritonServer(tmp_path, "m", installation=installation, bare=True).environment()
-    finally:
-        del os.environ["VIRTUAL_ENV_PROBE"]
+    monkeypatch.setenv("VIRTUAL_ENV", "/some/venv")
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/some/lib")
+
+    environment = TritonServer(tmp_path, "m", installation=installation, bare=True).environment()
 
     assert environment == {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": "/x/libs", "PYTHONUNBUFFERED": "1"}
 
