@@ -187,7 +187,7 @@ environment of its requirements.txt (built once and cached, the one check builds
 serve it) fixes the Python, glibc and numpy bound the archive must match; a model that cannot install there is
 refused before anything is built. The logged model is only read; DIR must be new or empty. Prove the result from a
 bare start with `mlflow-triton check DIR`; deploy by copying DIR's model directories into the server's model
-repository (the pack extra: pip install 'mlflow-triton[deploy]'). Exit status: 0 packed, 1 an error, 130 after
+repository (the deploy extra: pip install 'mlflow-triton[deploy]'). Exit status: 0 packed, 1 an error, 130 after
 Ctrl-C, 143 after SIGTERM (nothing written to DIR on an error or an interruption).
 """
 
