@@ -22,6 +22,7 @@ from mlflow_triton.deploy.archive import audit_archive, pack_environment
 from mlflow_triton.deploy.pack_errors import PackError
 from mlflow_triton.deploy.wheels import environment_needs, glibc_of_platform, report_needs, too_new
 from mlflow_triton.local.interpreters import running_interpreter
+from mlflow_triton.local import check_command
 from mlflow_triton.local.sources import expand_repositories
 from mlflow_triton.shared_contract import CONTRACT_PARAMETER
 from tests.support.processes import processes_mentioning
@@ -357,3 +358,31 @@ def test_triton_server_refuses_a_serving_environment_when_started_bare(tmp_path)
 
     with pytest.raises(ValueError, match="a bare start has no serving environment"):
         TritonServer(tmp_path, "m", installation=installation, serving_env=tmp_path, bare=True)
+
+
+def test_check_fails_naming_the_container_when_a_directory_packed_for_it_is_checked_here(
+        fitted_pipeline, example_frame, tmp_path, capsys):
+    from mlflow_triton import sklearn as triton_sklearn
+    from tests.support.fake_triton import fake_triton
+
+    triton_sklearn.save_model(fitted_pipeline, tmp_path / "saved", input_example=example_frame,
+                              triton_model_name="classifier")
+    model_dir = tmp_path / "saved" / "model_repository" / "classifier"
+    with (model_dir / "config.pbtxt").open("a") as config:
+        config.write('parameters {\n  key: "EXECUTION_ENV_PATH"\n  value {\n    string_value: '
+                     '"$$TRITON_MODEL_DIRECTORY/env.tar.gz"\n  }\n}\n')
+    (model_dir / "pack.json").write_text(json.dumps({
+        "target": "triton-25.xx", "server": "nvcr.io/nvidia/tritonserver:25.xx-py3 (Ubuntu 24.04)",
+        "interpreter": str(tmp_path / "no" / "python3.12")}))
+    binary, backends = fake_triton(tmp_path)
+    printed = []
+
+    status = check_command([str(model_dir)], tritonserver=binary, backend_directory=backends,
+                           work_dir=tmp_path / "work", out=printed.append, progress=None)
+
+    assert status == 1
+    assert printed[0] == (
+        f"FAIL {model_dir}: ModelSourceError: classifier was packed for triton-25.xx (nvcr.io/nvidia/tritonserver:"
+        f"25.xx-py3 (Ubuntu 24.04)): its environment runs {tmp_path / 'no' / 'python3.12'}, which this machine does "
+        "not have, so a bare start here cannot load it. Prove it on that server (copy the model directory into its "
+        "model repository), or pack with --target bundled to prove it here")
