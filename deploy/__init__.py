@@ -5,6 +5,9 @@
   address Triton reads (``s3://…``), checked against Triton's path rules and the credentials it will use;
   :mod:`~mlflow_triton.deploy.store_commands` -- ``locate`` and ``check|serve --from-store``.
 * :mod:`~mlflow_triton.deploy.kserve` -- a KServe ``InferenceService`` for that address.
+* :mod:`~mlflow_triton.deploy.pack` -- ``mlflow-triton pack``: model directories that carry their environment
+  (``env.tar.gz`` + ``EXECUTION_ENV_PATH``) for a named target (:mod:`~mlflow_triton.deploy.targets`), packed by
+  venv-pack2 (:mod:`~mlflow_triton.deploy.archive`, the ``deploy`` extra).
 
 Boundary: this part may use ``mlflow_triton.local`` (its serving-environment builder and server),
 the logging side (``triton.load_model``), the runtime's codecs and the contract; none of those
@@ -13,6 +16,8 @@ import it. Heavy or optional dependencies are imported lazily with an error nami
 
 from .errors import DeployError
 from .kserve import KServeManifestError, inference_service, kserve_command
+from .pack import PackedModel, pack_command, pack_models
+from .pack_errors import PackError, PackOutputError, PackRequirementsError, PackTargetError, PackToolMissingError
 from .store import (
     NotATritonModelError,
     StoreAccessError,
@@ -22,19 +27,32 @@ from .store import (
     locate_repository,
 )
 from .store_commands import check_from_store_command, locate_command, serve_from_store_command
+from .targets import TARGETS, PackPlan, Target, resolve_target
 
 __all__ = [
+    "TARGETS",
     "DeployError",
     "KServeManifestError",
     "NotATritonModelError",
+    "PackError",
+    "PackOutputError",
+    "PackPlan",
+    "PackRequirementsError",
+    "PackTargetError",
+    "PackToolMissingError",
+    "PackedModel",
     "StoreAccessError",
     "StoreLocation",
     "StoreLocationError",
     "StorePathError",
+    "Target",
     "check_from_store_command",
     "inference_service",
     "kserve_command",
     "locate_command",
     "locate_repository",
+    "pack_command",
+    "pack_models",
+    "resolve_target",
     "serve_from_store_command",
 ]

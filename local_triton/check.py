@@ -31,13 +31,17 @@ from .errors import InferenceError, ModelSourceError, OraclePredictionError, Tri
 from .installation import TritonInstallation
 from .progress import ProgressLike, as_progress
 from .send import RequestFiles, send_request, shipped_request
-from .server import TritonServer
+from .server import BARE_PATH, TritonServer
 from .serving_env import ensure_serving_env, env_summary
 from .sources import resolve_model
 from .user_input import input_request, load_user_input, rows_of
 
-__all__ = ["ValidationReport", "check_models", "expected_outputs", "validate_model", "validate_repository",
-           "write_report"]
+__all__ = ["ENV_PATH_PARAMETER", "ValidationReport", "check_models", "expected_outputs", "packed_environment",
+           "validate_model", "validate_repository", "write_report"]
+
+#: The Python backend's parameter naming an environment the model directory carries (``mlflow-triton pack``).
+ENV_PATH_PARAMETER = "EXECUTION_ENV_PATH"
+_MODEL_DIRECTORY = "$$TRITON_MODEL_DIRECTORY"
 
 
 @dataclasses.dataclass
@@ -201,18 +205,29 @@ def validate_repository(model_dir: str | os.PathLike[str], expected: dict[str, A
             served, repository = model_dir, repository_address
             report.repository = repository_address
         _check_device(served, device)
-        started = time.monotonic()
-        say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
-        env = ensure_serving_env(served / "requirements.txt", installation.serving_constraints, progress=say,
-                                 python=installation.python_executable)
-        report.seconds["serving_env"] = round(time.monotonic() - started, 1)
-        report.serving_env = env_summary(env)
+        carried = packed_environment(served)
+        env = None
+        if carried is None:
+            started = time.monotonic()
+            say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
+            env = ensure_serving_env(served / "requirements.txt", installation.serving_constraints, progress=say,
+                                     python=installation.python_executable)
+            report.seconds["serving_env"] = round(time.monotonic() - started, 1)
+            report.serving_env = env_summary(env)
+        else:
+            _check_carried_interpreter(served)
+            archive = Path(carried.replace(_MODEL_DIRECTORY, str(served)))
+            report.serving_env = {"carried": carried, "bare_start": True,
+                                  "archive_mib": round(archive.stat().st_size / 2**20) if archive.is_file() else None}
+            say.say(f"the model carries its environment ({ENV_PATH_PARAMETER} {carried}): bare start, as env -i "
+                    f"would (PATH={BARE_PATH}, only the server's own libraries, no serving environment)")
         say.say(f"starting tritonserver and loading the model (log: {log_path}) ...")
         report.logs["tritonserver"] = str(log_path)
         with TritonServer(repository, served.name, installation=installation, serving_env=env,
-                          log_path=log_path, environment=server_environment) as server:
+                          log_path=log_path, environment=server_environment, bare=carried is not None) as server:
             report.seconds["server_ready"] = round(cast(float, server.ready_seconds), 1)  # set once ready
-            say.say(f"tritonserver ready in {server.ready_seconds:.1f}s on {server.url}")
+            unpacked = " (unpacking its environment included)" if carried is not None else ""
+            say.say(f"tritonserver ready in {server.ready_seconds:.1f}s{unpacked} on {server.url}")
             report.triton_version = server.version()
             started = time.monotonic()
             what = "the shipped request"
@@ -269,6 +284,33 @@ def _verdict(report):
     for entry in report.inputs:
         reason += f"; and the {entry['label']} ({entry['rows']} rows, {entry['form']}) like pyfunc.predict of it"
     return True, reason
+
+
+def packed_environment(model_dir):
+    """The ``EXECUTION_ENV_PATH`` of the model's ``config.pbtxt`` (an environment it carries), or ``None``."""
+    config, _ = read_config(Path(model_dir) / "config.pbtxt")
+    if ENV_PATH_PARAMETER not in config.parameters:
+        return None
+    return config.parameters[ENV_PATH_PARAMETER].string_value
+
+
+def _check_carried_interpreter(model_dir):
+    """A directory packed for a container links that container's interpreter: say so instead of a failed load.
+
+    ``mlflow-triton pack`` records the interpreter the archive's ``bin/python3.X`` links to in ``pack.json``.
+    """
+    manifest = Path(model_dir) / "pack.json"
+    if not manifest.is_file():
+        return
+    facts = json.loads(manifest.read_text(encoding="utf-8"))
+    interpreter = facts.get("interpreter")
+    if interpreter and not Path(interpreter).is_file():
+        raise ModelSourceError(
+            f"{Path(model_dir).name} was packed for {facts.get('target')} ({facts.get('server')}): its environment "
+            f"runs {interpreter}, which this machine does not have, so a bare start here cannot load it. Prove it on "
+            "that server (copy the model directory into its model repository), or pack with --target bundled to "
+            "prove it here"
+        )
 
 
 def _check_device(model_dir, device):

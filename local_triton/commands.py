@@ -52,6 +52,10 @@ def check_command(model_uris: Sequence[str], *, device: str = "cpu", tritonserve
     """
     from .check import check_models, write_report
 
+    from .sources import expand_repositories
+
+    model_uris = expand_repositories(model_uris)
+
     def run(directory: Path, say: Progress) -> int:
         if input_file is not None and len(model_uris) != 1:
             raise InputFileError(f"--input {input_file} holds one model's input: give exactly one MODEL_URI with it")

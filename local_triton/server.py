@@ -35,6 +35,7 @@ import collections
 import errno
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -52,12 +53,14 @@ from .errors import HostAddressError, PortInUseError, TritonStartError
 from .installation import TritonInstallation
 from .serving_env import read_pyvenv_cfg
 
-__all__ = ["CLOUD_REPOSITORY_SCHEMES", "LOOPBACK", "TritonServer", "TritonStartError", "check_host", "check_port_free",
-           "connect_host", "is_cloud_repository", "is_loopback"]
+__all__ = ["BARE_PATH", "CLOUD_REPOSITORY_SCHEMES", "LOOPBACK", "TritonServer", "TritonStartError", "check_host",
+           "check_port_free", "connect_host", "is_cloud_repository", "is_loopback"]
 
 LOOPBACK = "127.0.0.1"
 #: Model repository addresses Triton reads itself (S3, Google Cloud Storage, Azure Storage).
 CLOUD_REPOSITORY_SCHEMES = ("s3://", "gs://", "as://")
+#: ``PATH`` of a bare start: the system's own programs only (``bash`` for the Python backend's activation).
+BARE_PATH = "/usr/bin:/bin"
 _PORT_OPTIONS = ("--http-port", "--grpc-port", "--metrics-port")
 
 
@@ -98,6 +101,29 @@ def _interpreter_library_dirs(serving_env: Path | None) -> list[Path]:
         return []
     library_dir = Path(home).parent / "lib"
     return [library_dir] if any(library_dir.glob("libpython3*.so.1.0")) else []
+
+
+def _unpacked_environments(server_pid: int) -> list[Path]:
+    """The ``python_env_*`` folders the server's Python-backend stubs run from (an unpacked ``EXECUTION_ENV_PATH``).
+
+    The backend unpacks an archive into ``<temp>/python_env_XXXXXX/`` and activates it, so each stub of the
+    server's session has ``VIRTUAL_ENV`` inside that folder; stubs of serving environments have another one.
+    """
+    folders = set()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if os.getsid(int(entry.name)) != server_pid:
+                continue
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        for item in environ:
+            if item.startswith(b"VIRTUAL_ENV="):
+                env = Path(os.fsdecode(item[len(b"VIRTUAL_ENV="):]))
+                base = next((p for p in (env, *env.parents) if p.name.startswith("python_env_")), None)
+                if base is not None and base.parent == Path("/tmp"):  # the backend's own choice, not $TMPDIR
+                    folders.add(base)
+    return sorted(folders)
 
 
 def _free_port(host: str) -> int:
@@ -164,6 +190,10 @@ class TritonServer:
     :param startup_timeout: seconds to wait for server and model readiness.
     :param extra_args: more ``tritonserver`` arguments.
     :param host: the address HTTP, gRPC and metrics listen on (default loopback only).
+    :param bare: start the server from a bare environment, as ``env -i`` would: ``PATH`` is only
+        :data:`BARE_PATH`, ``LD_LIBRARY_PATH`` only the installation's own libraries, nothing else of
+        this process's environment (no serving venv, no ``VIRTUAL_ENV``); for repositories whose models
+        carry their environment (``EXECUTION_ENV_PATH``). Not with ``serving_env``.
     :param http_port, grpc_port, metrics_port: fixed ports; ``None`` picks free ones.
     :param environment: variables added to the server's environment (credentials stay in the caller's own).
     """
@@ -184,7 +214,11 @@ class TritonServer:
         grpc_port: int | None = None,
         metrics_port: int | None = None,
         environment: dict[str, str] | None = None,
+        bare: bool = False,
     ) -> None:
+        if bare and serving_env is not None:
+            raise ValueError("a bare start has no serving environment: pass bare=True or serving_env, not both")
+        self.bare = bare
         given: list[Any] = list(model_repository) if isinstance(model_repository, (list, tuple)) else [model_repository]
         self.model_repositories = tuple(_repository(r) for r in given)
         if not self.model_repositories:
@@ -296,8 +330,11 @@ class TritonServer:
 
     def stop(self) -> None:
         """SIGTERM the server (it unloads models and stops its stubs), SIGKILL its whole
-        process group after ``stop_timeout`` seconds; then SIGKILL any stub left behind."""
+        process group after ``stop_timeout`` seconds; then SIGKILL any stub left behind, and remove the
+        folders Triton unpacked the models' own environments into (``EXECUTION_ENV_PATH``): Triton 2.51
+        leaves each ``/tmp/python_env_*`` behind, several hundred MiB apiece."""
         proc, self._proc = self._proc, None
+        unpacked = _unpacked_environments(proc.pid) if proc is not None and proc.poll() is None else []
         try:
             if proc is not None and proc.poll() is None:
                 proc.terminate()
@@ -305,6 +342,8 @@ class TritonServer:
         finally:
             if proc is not None:
                 kill_group(proc)  # stubs are in the same group: none outlives a server that exited early
+            for folder in unpacked:
+                shutil.rmtree(folder, ignore_errors=True)
             if self._log_file is not None:
                 self._log_file.close()
                 self._log_file = None
@@ -350,6 +389,12 @@ class TritonServer:
         ]
 
     def environment(self) -> dict[str, str]:
+        if self.bare:
+            env = {"PATH": BARE_PATH, "PYTHONUNBUFFERED": "1"}
+            if self.installation.library_dirs:
+                env["LD_LIBRARY_PATH"] = os.pathsep.join(str(d) for d in self.installation.library_dirs)
+            env.update(self.extra_environment)  # e.g. the object store's credentials
+            return env
         env = dict(os.environ)
         # Don't let the caller's virtualenv / Python settings leak into the stub's interpreter.
         for name in ("VIRTUAL_ENV", "PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP"):

@@ -156,23 +156,45 @@ def check_requirements(
     constraints: Iterable[str],
     *,
     python: str = sys.executable,
+    report: str | os.PathLike[str] | None = None,
 ) -> None:
     """Resolve (``pip install --dry-run --ignore-installed``) without building anything.
 
     Raises :class:`ServingEnvError` when pip cannot resolve ``requirements_file`` under
     ``constraints`` for ``python``. Cheap when the conflict is between pins (no downloads);
-    may download wheels to read their metadata otherwise.
+    may download wheels to read their metadata otherwise. With ``report``, pip writes there what
+    it would install (``--report``: each distribution's metadata and the file it would fetch).
     """
     req = Path(requirements_file)
     cons = list(constraints)
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-check-") as tmp:
         cmd = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed",
                "--progress-bar", "off", "-r", str(req)]
+        if report is not None:
+            cmd += ["--report", str(report)]
         if cons:
             cmd += ["-c", str(_write_constraints(Path(tmp), cons))]
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise _pip_error("resolving the serving environment", str(req), cons, proc.stdout + proc.stderr)
+
+
+def cached_serving_env(
+    requirements_file: str | os.PathLike[str],
+    constraints: Iterable[str] = (),
+    cache_dir: str | os.PathLike[str] | None = None,
+    *,
+    python: str = sys.executable,
+) -> Path | None:
+    """The finished environment :func:`ensure_serving_env` would reuse for these arguments, or ``None``.
+
+    Builds nothing: for callers that must refuse what cannot install before a build starts.
+    """
+    lines = requirement_lines(Path(requirements_file).read_text())
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    python_id, _ = _python_facts(python)
+    env = cache / "envs" / _env_key(lines, list(constraints), python_id)
+    return env if (env / ENV_RECORD).is_file() else None
 
 
 def ensure_serving_env(

@@ -7,20 +7,22 @@ Accepted: ``runs:/<run id>/<name>``, ``models:/<name>/<version>``, ``models:/<na
 only, a directory written by ``mlflow-triton export-onnx --backend python`` (``handoff.json``,
 ``1/model.onnx``, ``1/model.py``, ``requirements.txt``; it carries no MLflow model, so
 ``check`` refuses it). An ``--backend onnxruntime`` export is refused: the bundled Triton has
-no ONNX Runtime backend.
+no ONNX Runtime backend. For ``check``, a local folder of such model directories (a repository,
+as ``mlflow-triton pack --out`` writes) stands for each of them (:func:`expand_repositories`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from .errors import ModelSourceError
 
-__all__ = ["ModelSource", "resolve_model"]
+__all__ = ["ModelSource", "expand_repositories", "resolve_model"]
 
 NATIVE_FLAVORS = {"sklearn": "sk_model", "pytorch": "pytorch_model", "transformers": "transformers_model"}
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -79,6 +81,21 @@ def resolve_model(uri: str, download_dir: str | Path) -> ModelSource:
             "models:/<name>/<version>, models:/<name>@<alias> or models:/m-<id>)"
         )
     return _from_mlflow_model(uri, uri, download_dir)
+
+
+def expand_repositories(uris: Sequence[str]) -> list[str]:
+    """Each local Triton model *repository* in ``uris`` (a folder of model directories, as ``mlflow-triton pack
+    --out`` writes) replaced by its model directories, in name order; everything else kept as it is."""
+    expanded: list[str] = []
+    for uri in uris:
+        path = Path(uri).expanduser()
+        if path.is_dir() and not (path / "MLmodel").is_file() and not (path / "config.pbtxt").is_file():
+            models = sorted(child for child in path.iterdir() if (child / "config.pbtxt").is_file())
+            if models:
+                expanded.extend(str(model) for model in models)
+                continue
+        expanded.append(uri)
+    return expanded
 
 
 def _from_mlflow_model(uri, location, download_dir):

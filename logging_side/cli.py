@@ -211,6 +211,41 @@ def _run_export_onnx(args: argparse.Namespace) -> int:
                           tracking_uri=args.tracking_uri)
 
 
+PACK_DESCRIPTION = """\
+Write a Triton model repository DIR in which each model directory carries its environment: the serving
+environment of its requirements.txt (built once and cached, the one check builds), packed by venv-pack2 into
+<model>/env.tar.gz and named by the EXECUTION_ENV_PATH parameter of config.pbtxt. The target (the Triton that will
+serve it) fixes the Python, glibc and numpy bound the archive must match; a model that cannot install there is
+refused before anything is built. The logged model is only read; DIR must be new or empty. Prove the result from a
+bare start with `mlflow-triton check DIR`; deploy by copying DIR's model directories into the server's model
+repository (the deploy extra: pip install 'mlflow-triton[deploy]'). Exit status: 0 packed, 1 an error, 130 after
+Ctrl-C, 143 after SIGTERM (nothing written to DIR on an error or an interruption).
+"""
+
+
+def _pack_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_model_uris(parser)
+    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
+                        help="the repository to write (must not exist, or be empty)")
+    parser.add_argument("--target", default="bundled", metavar="NAME",
+                        help="the Triton that will serve it: bundled (default: the Triton 2.51 of mlflow-triton[local] "
+                             "on this machine, the Python of --python), triton-24.10 (NGC 24.10 container: Python "
+                             "3.10, glibc 2.35), triton-25.xx (NGC 25.x containers: Python 3.12, glibc 2.39); see "
+                             "docs/deploy-containers.md")
+    parser.add_argument("--python", metavar="X.Y|PATH",
+                        help="the interpreter the environment is built with (X.Y is looked up on PATH and under "
+                             "pyenv); for bundled it also picks the stub; a container target's X.Y is fixed")
+    parser.add_argument("--tracking-uri", metavar="URI",
+                        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI "
+                             "or MLflow's default)")
+
+
+def _run_pack(args: argparse.Namespace) -> int:
+    from mlflow_triton.deploy import pack_command
+
+    return pack_command(args.model_uris, args.out, target=args.target, python=args.python,
+                        tracking_uri=args.tracking_uri)
+
 LOCATE_DESCRIPTION = """\
 Print the address Triton can read a logged model's repository from, where MLflow stored it
 (s3://host:port/bucket/.../model_repository for an S3-compatible store with MLFLOW_S3_ENDPOINT_URL,
@@ -286,6 +321,8 @@ SUBCOMMANDS = (
                _serve_arguments, _run_serve),
     Subcommand("export-onnx", "export a model logged by mlflow-triton to <name>_onnx/ (ONNX, dynamic batching, "
                "parity-checked)", EXPORT_ONNX_DESCRIPTION, _export_onnx_arguments, _run_export_onnx),
+    Subcommand("pack", "write a repository whose model directories carry their environment (env.tar.gz) for a "
+               "Triton container", PACK_DESCRIPTION, _pack_arguments, _run_pack),
     Subcommand("locate", "print the address Triton reads a model's repository from in MLflow's artifact store",
                LOCATE_DESCRIPTION, _locate_arguments, _run_locate),
     Subcommand("kserve", "write a KServe InferenceService serving a model from MLflow's artifact store",

@@ -1,10 +1,11 @@
 """A user's own logging script -- not one of the examples -- as the CLI end-to-end tests run it.
 
-    python tests/support/user_script.py sqlite:////tmp/store/mlflow.db /tmp/store/artifacts
+    python tests/support/user_script.py sqlite:////tmp/store/mlflow.db /tmp/store/artifacts [user-classifier,...]
 
 Logs, each with ``registered_model_name``: a scikit-learn Pipeline (``user-classifier``), a
 PyTorch module whose architecture travels with ``code_paths`` (``user-network``, alias
-``champion``) and a Transformers text-classification pipeline (``user-text``). Prints one
+``champion``) and a Transformers text-classification pipeline (``user-text``); a third argument
+(comma-separated registered names) logs only those. Prints one
 ``<registered name> <version> <model uri>`` line per model. Nothing is downloaded.
 """
 
@@ -62,27 +63,38 @@ def text_classifier():
     return pipeline("text-classification", model=BertForSequenceClassification(config).eval(), tokenizer=tokenizer)
 
 
-def main(tracking_uri, artifact_location):
+def main(tracking_uri, artifact_location, only=None):
     mlflow.set_tracking_uri(tracking_uri)
     if mlflow.get_experiment_by_name("user") is None:
         mlflow.create_experiment("user", artifact_location=artifact_location)
     mlflow.set_experiment("user")
 
-    pipeline, frame = fitted_pipeline()
-    logged = [sklearn.log_model(pipeline, input_example=frame.iloc[:4], name="classifier",
-                                pyfunc_predict_fn="predict_proba", registered_model_name="user-classifier")]
-    logged.append(pytorch.log_model(
-        network(), input_example=np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4), name="network",
-        code_paths=[str(ARCHITECTURE)], registered_model_name="user-network",
-    ))
-    mlflow.MlflowClient().set_registered_model_alias("user-network", "champion", logged[-1].registered_model_version)
-    logged.append(transformers.log_model(
-        text_classifier(), input_example=["good film", "boring plot bad actors"], name="text",
-        triton_model_name="text_classifier", task="text-classification", registered_model_name="user-text",
-    ))
-    for name, info in zip(("user-classifier", "user-network", "user-text"), logged):
+    wanted = set(only.split(",")) if only else {"user-classifier", "user-network", "user-text"}
+    logged = []
+    if "user-classifier" in wanted:
+        pipeline, frame = fitted_pipeline()
+        logged.append(("user-classifier", sklearn.log_model(
+            pipeline, input_example=frame.iloc[:4], name="classifier", pyfunc_predict_fn="predict_proba",
+            registered_model_name="user-classifier")))
+    if "user-network" in wanted:
+        logged.append(("user-network", _log_network()))
+    if "user-text" in wanted:
+        logged.append(("user-text", transformers.log_model(
+            text_classifier(), input_example=["good film", "boring plot bad actors"], name="text",
+            triton_model_name="text_classifier", task="text-classification", registered_model_name="user-text",
+        )))
+    for name, info in logged:
         print(name, info.registered_model_version, info.model_uri, flush=True)
 
 
+def _log_network():
+    info = pytorch.log_model(
+        network(), input_example=np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4), name="network",
+        code_paths=[str(ARCHITECTURE)], registered_model_name="user-network",
+    )
+    mlflow.MlflowClient().set_registered_model_alias("user-network", "champion", info.registered_model_version)
+    return info
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:4])

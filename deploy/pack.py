@@ -1,0 +1,297 @@
+"""``mlflow-triton pack``: a Triton model repository whose model directories carry their own environment.
+
+For each model URI: fetch its generated Triton model directory (the logged model is only read), refuse what
+cannot work on the target before anything is built (pins without a release for the target's Python, in pip's
+words; wheels that need a newer glibc than the target's), build or reuse the cached serving environment that
+``check`` builds for the same requirements, constraints and Python (never changed), pack it into
+``<model>/env.tar.gz`` with venv-pack2 and name it in ``config.pbtxt``::
+
+    parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env.tar.gz" } }
+
+The repository is assembled in a staging folder beside ``--out`` and moved there at the end: an error, Ctrl-C or
+SIGTERM leaves no process and nothing in ``--out``. Copy ``--out``'s model directories into the server's model
+repository; nothing else is needed there (see ``docs/deploy-containers.md``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from mlflow_triton.local.errors import ModelSourceError, ServingEnvError
+from mlflow_triton.local.installation import locate_bundled_server
+from mlflow_triton.local.progress import as_progress
+from mlflow_triton.local.serving_env import check_requirements, cached_serving_env, ensure_serving_env, env_summary
+from mlflow_triton.local.sources import ModelSource, resolve_model
+
+from .archive import ARCHIVE_NAME, audit_archive, pack_environment, require_packer
+from .pack_errors import PackError, PackOutputError, PackRequirementsError
+from .targets import DEFAULT_TARGET, PackPlan, resolve_target
+from .wheels import environment_needs, report_needs, too_new
+
+__all__ = ["ENV_PATH_PARAMETER", "MANIFEST_NAME", "PackedModel", "pack_command", "pack_models"]
+
+ENV_PATH_PARAMETER = "EXECUTION_ENV_PATH"
+ENV_PATH_VALUE = f"$$TRITON_MODEL_DIRECTORY/{ARCHIVE_NAME}"
+MANIFEST_NAME = "pack.json"
+STUB_NAME = "triton_python_backend_stub"
+
+
+@dataclasses.dataclass(frozen=True)
+class PackedModel:
+    """One packed model directory and what it cost."""
+
+    model_uri: str
+    name: str
+    directory: Path
+    archive_bytes: int
+    environment_mib: int
+    environment_seconds: float
+    pack_seconds: float
+    environment_reused: bool
+
+    def line(self) -> str:
+        env = "reused from the cache" if self.environment_reused else f"built in {self.environment_seconds:.0f}s"
+        return (f"PACKED {self.name} ({self.model_uri}): {ARCHIVE_NAME} {self.archive_bytes / 2**20:.0f} MiB, packed "
+                f"in {self.pack_seconds:.0f}s from a {self.environment_mib} MiB environment ({env})")
+
+
+def pack_models(model_uris: list[str], out: str | os.PathLike[str], *, target: str = DEFAULT_TARGET,
+                python: str | None = None, progress=print, cache_dir: str | os.PathLike[str] | None = None
+                ) -> list[PackedModel]:
+    """Write the packed repository ``out`` (created; must not exist or be empty); returns one entry per model.
+
+    Raises a :class:`~mlflow_triton.deploy.pack_errors.PackError` before anything is built when a model cannot
+    work on ``target``; nothing is left in ``out`` after any error or interruption.
+    """
+    say = as_progress(progress)
+    out = _checked_out(out)
+    plan = resolve_target(target, python)
+    require_packer()
+    say.say(f"packing for {plan.describe()}")
+    created = _missing_ancestors(out.parent)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-packing-", dir=out.parent))
+    try:
+        sources = _fetch(model_uris, staging / "download", say)
+        for source in sources:
+            _refuse_what_cannot_install(source, plan, staging, say, cache_dir)
+        repository = staging / "repository"
+        packed = [_pack_one(source, repository, plan, say, cache_dir) for source in sources]
+        if out.exists():
+            out.rmdir()  # checked empty above
+        repository.rename(out)
+        return [dataclasses.replace(entry, directory=out / entry.name) for entry in packed]
+    except BaseException:
+        for folder in reversed(created):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _checked_out(out) -> Path:
+    out = Path(out).expanduser().absolute()
+    if out.is_file() or (out.exists() and not out.is_dir()):
+        raise PackOutputError(f"--out {out}: a file; give a new or empty directory")
+    if out.is_dir() and any(out.iterdir()):
+        raise PackOutputError(
+            f"--out {out}: exists and is not empty ({', '.join(sorted(p.name for p in out.iterdir())[:5])}); "
+            "give a new or empty directory (pack never writes over a repository)")
+    return out
+
+
+def _missing_ancestors(folder: Path) -> list[Path]:
+    """The folders of ``folder``'s path that do not exist yet, outermost first (removed again on failure)."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    return list(reversed(missing))
+
+
+def _fetch(model_uris, download_dir: Path, say) -> list[ModelSource]:
+    sources: list[ModelSource] = []
+    names: dict[str, str] = {}
+    for number, uri in enumerate(model_uris, start=1):
+        say.say(f"[{uri}] fetching the model's Triton repository ...")
+        source = resolve_model(str(uri), download_dir / str(number))
+        if not source.generated or not source.requirements_file.is_file():
+            raise ModelSourceError(
+                f"{uri}: not a Triton directory generated by mlflow_triton's wrappers (no requirements.txt, "
+                "mlflow_contract or 1/artifact/): log the model with mlflow_triton.sklearn|pytorch|transformers")
+        if ENV_PATH_PARAMETER in (source.repository / "config.pbtxt").read_text(encoding="utf-8", errors="replace"):
+            raise PackError(f"{uri}: the model directory already carries its environment ({ENV_PATH_PARAMETER}); "
+                            "pack the logged model (its model URI), not a packed directory")
+        if source.name in names:
+            raise PackError(f"{uri} and {names[source.name]} are both Triton model {source.name!r}: one repository "
+                            "holds each name once; pack them into different --out directories")
+        names[source.name] = uri
+        sources.append(source)
+    return sources
+
+
+def _refuse_what_cannot_install(source: ModelSource, plan: PackPlan, staging: Path, say, cache_dir) -> None:
+    """Resolve the requirements for the target's Python (pip, dry run) and check the chosen wheels' glibc.
+
+    When the environment is cached already (it installed, for this Python), only its wheels' glibc is checked.
+    """
+    cached = cached_serving_env(source.requirements_file, plan.constraints, cache_dir,
+                                python=str(plan.interpreter.executable))
+    if cached is not None:
+        _refuse_newer_glibc(source.uri, environment_needs(cached), plan, f"the environment {cached} holds")
+        return
+    say.say(f"[{source.uri}] resolving requirements.txt + {list(plan.constraints)} for Python "
+            f"{plan.python_version} (pip, dry run) ...")
+    report = staging / f"pip-report-{source.name}.json"
+    try:
+        check_requirements(source.requirements_file, plan.constraints, python=str(plan.interpreter.executable),
+                           report=report)
+    except ServingEnvError as error:
+        raise PackRequirementsError(
+            f"{source.uri} cannot be packed for --target {plan.target.name} (Python {plan.python_version}): its "
+            "requirements do not install there. pip said:\n" + "\n".join(f"  {line}" for line in error.pip_lines)
+            + "\nA repository pins the versions of the environment it was logged in: log the model under Python "
+            f"{plan.python_version} for this target, or choose a target of the Python it was logged with"
+        ) from None
+    _refuse_newer_glibc(source.uri, report_needs(report), plan, "pip would install")
+
+
+def _refuse_newer_glibc(uri, needs, plan: PackPlan, where: str) -> None:
+    bad = too_new(needs, plan.glibc)
+    if bad:
+        raise PackRequirementsError(
+            f"{uri} cannot be packed for --target {plan.target.name}: {where} wheels that need a newer glibc than "
+            f"the target's {plan.glibc}: " + "; ".join(need.describe() for need in bad)
+            + ". Pin versions that publish manylinux wheels for that glibc, or choose a target with a newer one"
+        )
+
+
+def _pack_one(source: ModelSource, repository: Path, plan: PackPlan, say, cache_dir) -> PackedModel:
+    model_dir = repository / source.name
+    shutil.copytree(source.repository, model_dir, symlinks=True)
+    started = time.monotonic()
+    said = []
+
+    def relay(line):
+        said.append(line)
+        say.say(line)
+
+    env = ensure_serving_env(source.requirements_file, plan.constraints, cache_dir, relay,
+                             python=str(plan.interpreter.executable))
+    environment_seconds = time.monotonic() - started
+    summary = env_summary(env)
+    _refuse_newer_glibc(source.uri, environment_needs(env), plan, f"the environment {env} holds")
+    archive = model_dir / ARCHIVE_NAME
+    say.say(f"[{source.uri}] packing the {summary['size_mib']} MiB environment into {ARCHIVE_NAME} (venv-pack2) ...")
+    pack_seconds = pack_environment(env, archive, plan, progress=say)
+    links = {f"bin/python{plan.python_version}": plan.target_interpreter}
+    facts = audit_archive(archive, links)
+    say.say(f"[{source.uri}] {ARCHIVE_NAME}: {archive.stat().st_size / 2**20:.0f} MiB ({facts.members} members, "
+            f"{facts.unpacked_bytes / 2**20:.0f} MiB unpacked) in {pack_seconds:.0f}s; follows Triton's archive rules")
+    if plan.target.ships_stub:
+        _ship_stub(model_dir, plan)
+    _name_archive_in_config(model_dir / "config.pbtxt")
+    _write_manifest(model_dir, source, plan, summary, facts, archive)
+    return PackedModel(model_uri=source.uri, name=source.name, directory=model_dir,
+                       archive_bytes=archive.stat().st_size, environment_mib=summary["size_mib"],
+                       environment_seconds=environment_seconds, pack_seconds=pack_seconds,
+                       environment_reused=any(line.startswith("reusing cached") for line in said))
+
+
+def _ship_stub(model_dir: Path, plan: PackPlan) -> None:
+    """The wheel's Python-backend stub of the archive's Python, in the model directory (it overrides the default)."""
+    stub = locate_bundled_server()[0] / "python_backend_stubs" / plan.python_version / STUB_NAME
+    if not stub.is_file():
+        raise PackError(f"the bundled Triton has no Python-backend stub for Python {plan.python_version} ({stub})")
+    shutil.copy2(stub, model_dir / STUB_NAME)
+    (model_dir / STUB_NAME).chmod(0o755)
+
+
+def _name_archive_in_config(config_path: Path) -> None:
+    """Append the ``EXECUTION_ENV_PATH`` parameter (the rest of the file stays byte for byte)."""
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2
+
+    text = config_path.read_text(encoding="utf-8")
+    config = text_format.Parse(text, model_config_pb2.ModelConfig())
+    if ENV_PATH_PARAMETER in config.parameters:
+        raise PackError(f"{config_path} already names an environment ({ENV_PATH_PARAMETER}); pack the logged model, "
+                        "not a packed directory")
+    addition = (f'parameters {{\n  key: "{ENV_PATH_PARAMETER}"\n  value {{\n    string_value: "{ENV_PATH_VALUE}"\n'
+                "  }\n}\n")
+    config_path.write_text(text + ("" if text.endswith("\n") else "\n") + addition, encoding="utf-8")
+
+
+def _write_manifest(model_dir: Path, source: ModelSource, plan: PackPlan, summary: dict, facts, archive: Path) -> None:
+    manifest = {
+        "model_uri": source.uri,
+        "target": plan.target.name,
+        "server": plan.target.server,
+        "python": plan.python_version,
+        "glibc": plan.glibc,
+        "constraints": list(plan.constraints),
+        "interpreter": plan.target_interpreter,
+        "ships_stub": plan.target.ships_stub,
+        "archive": {"name": ARCHIVE_NAME, "bytes": archive.stat().st_size, "members": facts.members,
+                    "unpacked_bytes": facts.unpacked_bytes},
+        "environment": {"python": summary["python"], "size_mib": summary["size_mib"],
+                        "requirements": summary["requirements"]},
+    }
+    (model_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+
+
+def pack_command(model_uris: list[str], out: str | os.PathLike[str], *, target: str = DEFAULT_TARGET,
+                 python: str | None = None, tracking_uri: str | None = None, out_lines=print, progress=None) -> int:
+    """``mlflow-triton pack``: one ``PACKED`` line per model and where the repository is; returns the exit status.
+
+    0 packed; 1 an error (printed as ``mlflow-triton pack: error: ...``, nothing written); 130 after Ctrl-C and
+    143 after SIGTERM (every process it started stopped, nothing written).
+    """
+    from mlflow_triton._download_bars import download_bars_on_terminals_only
+    from mlflow_triton.local.progress import Progress
+    from mlflow_triton.local.signals import StopRequested, stop_on_sigterm
+    from mlflow_triton.shared_contract import MlflowTritonError
+
+    say = as_progress(progress) if progress is not None else Progress()
+    started = time.monotonic()
+    try:
+        with stop_on_sigterm(), download_bars_on_terminals_only():
+            if tracking_uri is not None:
+                import mlflow
+
+                mlflow.set_tracking_uri(tracking_uri)
+            packed = pack_models(model_uris, out, target=target, python=python, progress=say)
+    except StopRequested as stop:
+        _error(f"mlflow-triton pack: stopped by {stop}; every process it started is stopped and nothing was written "
+               f"to {out}")
+        return 143
+    except KeyboardInterrupt:
+        _error(f"mlflow-triton pack: interrupted (Ctrl-C); every process it started is stopped and nothing was "
+               f"written to {out}")
+        return 130
+    except MlflowTritonError as error:
+        _error(f"mlflow-triton pack: error: {error}")
+        return 1
+    except OSError as error:
+        _error(f"mlflow-triton pack: error: {error.strerror or error}: {error.filename or ''}".rstrip(": "))
+        return 1
+    for entry in packed:
+        out_lines(entry.line())
+    root = Path(out).expanduser().absolute()
+    out_lines(f"repository: {root} ({len(packed)} model(s), {time.monotonic() - started:.0f}s in all); prove it "
+              f"with a bare start: mlflow-triton check {root}; deploy: copy its model directories into the "
+              "server's model repository")
+    return 0
+
+
+def _error(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr, flush=True)
