@@ -14,7 +14,8 @@ are answered normally. The error's code says whose fault it is:
   input tensor missing, of another dtype or shape than configured, column
   tensors of unequal lengths, invalid UTF-8 in a text tensor, a value MLflow's
   schema enforcement rejects, or an empty request (a tensor without elements)
-  that the model's ``predict`` fails on.
+  that the model's ``predict`` fails on, or request parameters the model's
+  params schema does not accept (``parameters.py``).
 * ``INTERNAL`` (HTTP 500): the model's own ``predict`` raised
   (``PredictionError``), the prediction does not fit the configured outputs
   (``OutputError``), or this runtime failed.
@@ -43,6 +44,7 @@ from ..shared_contract.contract import MlflowTritonError, contract_from_model_co
 from .codecs import StructureCodec, tensor_types_from_model_config
 from .conversions import TensorMappingError
 from .loading import device_for_instance, load_predictor
+from .parameters import ParameterError, params_schema_of, request_params
 # </mlflow-triton package imports>
 
 ARTIFACT_DIRECTORY = "artifact"
@@ -66,13 +68,15 @@ class TritonPythonModel:
         self.device = device_for_instance(args.get("model_instance_kind"), args.get("model_instance_device_id"))
         artifact = pathlib.Path(args["model_repository"]) / str(args["model_version"]) / ARTIFACT_DIRECTORY
         self.predictor = _load(artifact, contract.flavor, self.device)
+        self.params_schema = params_schema_of(self.predictor)
 
     def execute(self, requests):
         return [self._answer(request) for request in requests]
 
     def _answer(self, request):
         try:
-            prediction = self._predict(*self._decode(request))
+            params = self._params(request)
+            prediction = self._predict(*self._decode(request), params)
             try:
                 outputs = self.outputs.to_tensors(prediction)
             except TensorMappingError as error:
@@ -100,9 +104,19 @@ class TritonPythonModel:
         empty = next((spec.label for spec in self.inputs.specs if arrays[spec.tensor].size == 0), None)
         return model_input, empty
 
-    def _predict(self, model_input, empty_tensor):
+    def _params(self, request):
+        """The request's parameters, checked against the params schema: ``predict``'s ``params`` or None."""
+        read = getattr(request, "parameters", None)  # backends before request parameters have no such method
         try:
-            return self.predictor.predict(model_input)
+            return request_params(read() if read is not None else None, self.params_schema)
+        except ParameterError as error:
+            raise RequestError(str(error)) from None
+
+    def _predict(self, model_input, empty_tensor, params=None):
+        try:
+            if params is None:  # MLflow applies the params schema's defaults
+                return self.predictor.predict(model_input)
+            return self.predictor.predict(model_input, params=params)
         except Exception as error:
             reason = _schema_refusal(error)
             if reason is not None:

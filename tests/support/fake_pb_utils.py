@@ -1,7 +1,7 @@
 """A small stand-in for Triton's ``triton_python_backend_utils``.
 
 Just enough of the real module's surface for the runtime: Tensor,
-InferenceRequest, InferenceResponse, TritonError (with the backend's error
+InferenceRequest (with its ``parameters()`` JSON text), InferenceResponse, TritonError (with the backend's error
 codes), Logger and get_input_tensor_by_name. It drives the generated model.py
 in-process for fast tests; real Triton runs in tests/e2e.
 
@@ -9,6 +9,7 @@ in-process for fast tests; real Triton runs in tests/e2e.
 error codes (a message only); tests swap it in to check the runtime's fallback.
 """
 
+import json
 import sys
 
 import numpy as np
@@ -86,12 +87,19 @@ class Tensor:
 
 
 class InferenceRequest:
-    def __init__(self, inputs, requested_output_names=()):
+    """``parameters`` is the request's ``parameters`` object (a dict); ``parameters()`` returns it as JSON
+    text, ``"{}"`` when the request has none, as the real backend does."""
+
+    def __init__(self, inputs, requested_output_names=(), parameters=None):
         self._inputs = list(inputs)
         self._requested = list(requested_output_names)
+        self._parameters = dict(parameters or {})
 
     def inputs(self):
         return self._inputs
+
+    def parameters(self):
+        return json.dumps(self._parameters, separators=(",", ":"))
 
     def requested_output_names(self):
         return self._requested
@@ -144,8 +152,8 @@ def load_model_py(path, name="generated_model_py"):
     return module
 
 
-def request_from_arrays(arrays):
-    return InferenceRequest([Tensor(name, array) for name, array in arrays.items()])
+def request_from_arrays(arrays, parameters=None):
+    return InferenceRequest([Tensor(name, array) for name, array in arrays.items()], parameters=parameters)
 
 
 def outputs_of(response):

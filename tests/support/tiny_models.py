@@ -110,6 +110,32 @@ def scripted_half_output():
     return torch.jit.script(HalfOutput().eval())
 
 
+def scripted_scaled_linear():
+    """A scripted ``Linear(4, 3)`` whose ``forward(x, scale=1.0)`` multiplies its answer by ``scale``.
+
+    MLflow's PyTorch pyfunc passes ``params`` to ``forward`` as keyword arguments, so a signature with
+    a params schema (``infer_signature(x, y, params={"scale": 1.0})``) makes ``scale`` a request parameter.
+    Scripted: no class code to package.
+    """
+    import torch
+
+    class ScaledLinear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 3)
+
+        def forward(self, x, scale: float = 1.0):
+            return self.linear(x) * scale
+
+    generator_state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(0)
+        module = ScaledLinear()
+    finally:
+        torch.random.set_rng_state(generator_state)
+    return torch.jit.script(module.eval())
+
+
 def mlp_example(rows=2):
     """A float32 ``(rows, 4)`` input for the tiny MLP."""
     return np.linspace(-1.0, 1.0, rows * MLP_SIZES["input_size"], dtype=np.float32).reshape(rows, -1)
