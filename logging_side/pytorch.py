@@ -129,10 +129,22 @@ class _PyTorch(_packaging.Framework):
         return _custom_code.unimportable_code_warnings(
             [_custom_code.CodeReference.of("class", type(module)) for module in model.modules()],
             options.get("code_paths"),
-            main_stored_by_value=name == "cloudpickle",
+            main_stored_by_value=pickle_module is None or _pickles_by_value(pickle_module),
             serializer=f"pickle_module={name}",
             remedy="or leave pickle_module unset (MLflow's cloudpickle stores __main__ classes by value)",
         )
+
+
+def _pickles_by_value(pickle_module):
+    """Whether ``torch.save(..., pickle_module=...)`` stores ``__main__`` classes by value: cloudpickle's Pickler.
+
+    torch.save pickles with ``pickle_module.Pickler``; ``mlflow.pytorch.pickle_module`` is cloudpickle's
+    under another module name, so the Pickler is compared, not the name.
+    """
+    import cloudpickle  # MLflow's PyTorch flavor requires it
+
+    pickler = getattr(pickle_module, "Pickler", None)
+    return isinstance(pickler, type) and issubclass(pickler, cloudpickle.Pickler)
 
 
 _FRAMEWORK = _PyTorch()
