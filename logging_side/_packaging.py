@@ -10,6 +10,7 @@ so nothing reaches the tracking store or the Registry. A failure inside
 ``Model.log`` itself deletes the LoggedModel it created (``_undo``).
 """
 
+import copy
 import dataclasses
 import inspect
 import json
@@ -319,7 +320,8 @@ def _predict_and_map(framework, model, input_example, signature, options):
     adapter = framework.pyfunc_adapter(model, options, model_meta)
     examples = None
     if signature is None:
-        prediction = _as_plain(_predict(adapter, input_example, "example"))
+        # A copy: a model may change its input (a transformer adding a column in place), never the caller's example.
+        prediction = _as_plain(_predict(adapter, copy.deepcopy(input_example), "example"))
         signature = infer_signature(input_example, prediction)
         model_meta.signature = signature
         examples = {"input": input_example, "output": prediction}
@@ -368,7 +370,9 @@ def _example_tensors(layout, input_example):
 def _validate_in_memory(layout, tensors, adapter, device):
     """Decode the example tensors with the runtime codecs, predict in memory, encode the outputs."""
     input_codec, output_codec = codecs_for(layout)
-    prediction = _predict(adapter, input_codec.from_tensors(tensors), "decoded example")
+    # Decoded from copies: the arrays may share memory with the caller's example and the shipped request.
+    decoded = input_codec.from_tensors({name: array.copy() for name, array in tensors.items()})
+    prediction = _predict(adapter, decoded, "decoded example")
     try:
         outputs = output_codec.to_tensors(prediction)
     except MlflowTritonError as error:
