@@ -29,7 +29,7 @@ from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.shared_contract import MAPPING_VERSION
 
-from . import _config, _model_py, _requests, _saved_check, _serving_requirements, _undo
+from . import _config, _model_py, _model_requirements, _requests, _saved_check, _serving_requirements, _undo
 from ._names import check_model_name, default_model_name
 from ._schema import layout_from_signature, signature_for_pyfunc
 from .errors import CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
@@ -97,6 +97,10 @@ class Framework:
 
     def custom_code_warnings(self, model, options):
         """Messages about custom code the saved model needs and Triton certainly cannot import (``_custom_code``)."""
+        return []
+
+    def requirement_sources(self, model, options):
+        """Classes, functions, values and modules the saved model needs at load time (``_model_requirements``)."""
         return []
 
 
@@ -169,7 +173,7 @@ class _Plan:
     validation: "dict | None"  # None: validate the saved artifact once it exists
     device: str
     triton_model_name: str
-    warnings: tuple  # custom-code warnings, recorded in validation.json
+    warnings: tuple  # custom-code and missing-requirement warnings, recorded in validation.json
 
 
 def _plan(framework, model, *, input_example, signature, device, triton_model_name, validate_saved_model,
@@ -181,8 +185,14 @@ def _plan(framework, model, *, input_example, signature, device, triton_model_na
     triton_model_name = check_model_name(triton_model_name)
     framework.check_native_options(options)
     framework.check_model(model)
+    declared_by_caller = options.get("pip_requirements") is not None or options.get("conda_env") is not None
     options = framework.native_options(options)
-    found = _warn_about_custom_code(framework, model, options) if not validate_saved_model else ()
+    needed = _model_requirements.distributions_needed(framework.requirement_sources(model, options))
+    options, missing = _model_requirements.complete_requirements(options, needed, declared_by_caller)
+    # Custom code only with the in-memory validation: validate_saved_model=True reloads the package in a clean
+    # interpreter, which fails on the same code. Missing requirements always: that reload uses this environment.
+    found = (tuple(framework.custom_code_warnings(model, options)) if not validate_saved_model else ()) + tuple(missing)
+    _warn(found)
     adapter, signature, layout = _predict_and_map(framework, model, input_example, signature, options)
     tensors = _example_tensors(layout, input_example)
     validation = None
@@ -192,17 +202,11 @@ def _plan(framework, model, *, input_example, signature, device, triton_model_na
                  validation, device, triton_model_name, found)
 
 
-def _warn_about_custom_code(framework, model, options):
-    """Warn (``CustomCodeWarning``) about custom code Triton will not import; returns the messages.
-
-    Only with the default in-memory validation: ``validate_saved_model=True``
-    reloads the package in a clean interpreter, which fails on the same code.
-    """
-    found = tuple(framework.custom_code_warnings(model, options))
-    for message in found:
+def _warn(messages):
+    """Warn (``CustomCodeWarning``) about code or requirements the serving environment will lack."""
+    for message in messages:
         # stacklevel: the caller of <framework>.log_model / save_model (-> log_model / save_model -> _plan -> here)
         warnings.warn(message, CustomCodeWarning, stacklevel=5)
-    return found
 
 
 def _build(plan, path):

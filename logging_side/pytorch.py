@@ -22,6 +22,8 @@ from .errors import InvalidArgumentError
 
 FLAVOR_NAME = "pytorch"
 _DEFAULT_SERIALIZATION_FORMAT = "pickle"
+# nn.Module attributes holding tensors and submodules (torch, a default requirement, and covered by modules()).
+_TENSOR_ATTRIBUTES = frozenset({"_parameters", "_buffers", "_modules"})
 
 __all__ = ["FLAVOR_NAME", "TRITON_FLAVOR_NAME", "log_model", "save_model"]
 
@@ -133,6 +135,27 @@ class _PyTorch(_packaging.Framework):
             serializer=f"pickle_module={name}",
             remedy="or leave pickle_module unset (MLflow's cloudpickle stores __main__ classes by value)",
         )
+
+    def requirement_sources(self, model, options):
+        """The module classes and attribute values a pickled model needs at load time, and the pickle module."""
+        if options.get("export_model") or options.get("serialization_format") != _DEFAULT_SERIALIZATION_FORMAT:
+            return []
+        sources = [options["pickle_module"]] if options.get("pickle_module") is not None else []
+        for module in model.modules():
+            sources.append(type(module))
+            sources.extend(_attribute_values(module))
+        return sources
+
+
+def _attribute_values(module):
+    """The values a module's attributes hold (containers opened one level), besides parameters and submodules."""
+    values = []
+    for name, value in vars(module).items():
+        if name in _TENSOR_ATTRIBUTES:
+            continue
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple, set)) else [value]
+        values.extend(item for item in items if item is not None)
+    return values
 
 
 def _pickles_by_value(pickle_module):

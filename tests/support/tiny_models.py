@@ -136,6 +136,26 @@ def scripted_scaled_linear():
     return torch.jit.script(module.eval())
 
 
+def tiny_bert_subclass():
+    """``custom_net.bert.MyBertModel`` over a 1-layer, 16-dim ``BertConfig`` (no model hub), seeded, in eval mode."""
+    import importlib
+
+    from transformers import BertConfig
+
+    import_custom_net()
+    bert = importlib.import_module(f"{CUSTOM_NET_MODULE}.bert")
+    config = BertConfig(
+        vocab_size=len(_SPECIAL_TOKENS) + len(_WORDS), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=32,
+    )
+    return _seeded(lambda: bert.MyBertModel(config))
+
+
+def token_ids_example():
+    """An int64 ``(2, 5)`` batch of token ids for ``tiny_bert_subclass()``."""
+    return np.array([[2, 5, 6, 7, 3], [2, 8, 9, 3, 0]], dtype=np.int64)
+
+
 def mlp_example(rows=2):
     """A float32 ``(rows, 4)`` input for the tiny MLP."""
     return np.linspace(-1.0, 1.0, rows * MLP_SIZES["input_size"], dtype=np.float32).reshape(rows, -1)
