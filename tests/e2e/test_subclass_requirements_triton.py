@@ -2,8 +2,9 @@
 
 Logged with ``mlflow_triton.pytorch`` it recorded mlflow, torch and cloudpickle only, and Triton failed
 to unpickle it (``No module named 'transformers'``). The serving environment is built from the
-repository's requirements.txt alone; a cached environment whose packages already satisfy them (the
-Transformers example's) is reused.
+repository's requirements.txt alone; a cached environment whose packages already satisfy them is
+reused: in a full run the Transformers example's, built by tests/e2e/test_runner.py, which pytest
+collects before this file (hence its name).
 """
 
 import mlflow.pyfunc
