@@ -363,6 +363,11 @@ def codecs_for(layout):
 def _example_tensors(layout, input_example):
     """The example as the Triton tensors a client sends, checked by decoding them back."""
     input_codec, _ = codecs_for(layout)
+    inputs = layout.contract.inputs
+    if isinstance(input_example, (str, bytes)) and inputs.structure == "columns" and len(inputs.fields) == 1:
+        # A single text (``input_example="some text"``, as MLflow's docs log a pipeline): MLflow infers one string
+        # column from it, and a request carries it as that column's only row.
+        input_example = [input_example]
     try:
         tensors = input_codec.to_tensors(input_example)
         input_codec.from_tensors(tensors)
