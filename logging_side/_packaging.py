@@ -174,6 +174,7 @@ class _Plan:
     device: str
     triton_model_name: str
     warnings: tuple  # custom-code and missing-requirement warnings, recorded in validation.json
+    example_params: "dict | None" = None  # the params of an ``(input, params)`` example, shipped with the request
 
 
 def _plan(framework, model, *, input_example, signature, device, triton_model_name, validate_saved_model,
@@ -181,7 +182,8 @@ def _plan(framework, model, *, input_example, signature, device, triton_model_na
     """Check the arguments, predict the example in memory and derive the mapping; writes nothing."""
     options = dict(options)
     declared_init_kwargs = options.pop("architecture_init_kwargs", None)
-    _check_arguments(framework, input_example, device, validate_saved_model, signature, declared_init_kwargs)
+    data, example_params = _split_example(input_example)
+    _check_arguments(framework, data, device, validate_saved_model, signature, declared_init_kwargs)
     triton_model_name = check_model_name(triton_model_name)
     framework.check_native_options(options)
     framework.check_model(model)
@@ -193,13 +195,23 @@ def _plan(framework, model, *, input_example, signature, device, triton_model_na
     # interpreter, which fails on the same code. Missing requirements always: that reload uses this environment.
     found = (tuple(framework.custom_code_warnings(model, options)) if not validate_saved_model else ()) + tuple(missing)
     _warn(found)
-    adapter, signature, layout = _predict_and_map(framework, model, input_example, signature, options)
-    tensors = _example_tensors(layout, input_example)
+    adapter, signature, layout = _predict_and_map(framework, model, data, example_params, signature, options)
+    tensors = _example_tensors(layout, data)
     validation = None
     if not validate_saved_model:
-        validation = _validate_in_memory(layout, tensors, adapter, framework.current_device(model))
+        validation = _validate_in_memory(layout, tensors, adapter, framework.current_device(model), example_params)
     return _Plan(framework, model, input_example, options, declared_init_kwargs, signature, layout, tensors,
-                 validation, device, triton_model_name, found)
+                 validation, device, triton_model_name, found, example_params)
+
+
+def _split_example(input_example):
+    """``(input, params)`` from an example MLflow accepts: the input alone, or an ``(input, params dict)`` tuple."""
+    if isinstance(input_example, tuple) and len(input_example) == 2 and isinstance(input_example[1], dict):
+        data, params = input_example
+        if not all(isinstance(name, str) for name in params):
+            raise InvalidArgumentError("input_example: the params of an (input, params) example need string names")
+        return data, params
+    return input_example, None
 
 
 def _warn(messages):
@@ -232,7 +244,7 @@ def _build(plan, path):
         _copy_native_package(staging, artifact)
         validation = plan.validation or _validate_saved_artifact(plan.layout, plan.tensors, artifact)
         _write_repository(repository, plan.triton_model_name, plan.layout, plan.device, plan.tensors, validation,
-                          plan.warnings)
+                          plan.warnings, plan.example_params)
         _add_triton_flavor(staging, plan.triton_model_name)
         os.rename(staging, path)
     except BaseException:
@@ -312,8 +324,8 @@ def _is_empty(example):
     return False
 
 
-def _predict_and_map(framework, model, input_example, signature, options):
-    """Predict the example in memory and derive (adapter, signature, layout).
+def _predict_and_map(framework, model, input_example, example_params, signature, options):
+    """Predict the example (with the example's params, if any) in memory and derive (adapter, signature, layout).
 
     An explicit signature is kept and enforced on the example by MLflow's own
     schema enforcement (a single named input tensor is recorded unnamed where the
@@ -323,19 +335,24 @@ def _predict_and_map(framework, model, input_example, signature, options):
     model_meta = Model(signature=signature_for_pyfunc(signature, framework.flavor))
     adapter = framework.pyfunc_adapter(model, options, model_meta)
     examples = None
+    if signature is not None and example_params and signature.params is None:
+        raise InvalidArgumentError(
+            f"input_example carries params ({', '.join(sorted(example_params))}) but the signature has no params "
+            "schema, so a request could not set them; declare them: infer_signature(input, output, params={...})"
+        )
     if signature is None:
         # A copy: a model may change its input (a transformer adding a column in place), never the caller's example.
-        prediction = _as_plain(_predict(adapter, copy.deepcopy(input_example), "example"))
-        signature = infer_signature(input_example, prediction)
+        prediction = _as_plain(_predict(adapter, copy.deepcopy(input_example), "example", example_params))
+        signature = infer_signature(input_example, prediction, params=example_params)
         model_meta.signature = signature
         examples = {"input": input_example, "output": prediction}
     layout = layout_from_signature(signature, framework.flavor, examples)
     return adapter, model_meta.signature, layout
 
 
-def _predict(adapter, model_input, what):
+def _predict(adapter, model_input, what, params=None):
     try:
-        return adapter.predict(model_input)
+        return adapter.predict(model_input) if params is None else adapter.predict(model_input, params=params)
     except MlflowTritonError:
         raise
     except Exception as error:
@@ -376,12 +393,12 @@ def _example_tensors(layout, input_example):
     return tensors
 
 
-def _validate_in_memory(layout, tensors, adapter, device):
+def _validate_in_memory(layout, tensors, adapter, device, params=None):
     """Decode the example tensors with the runtime codecs, predict in memory, encode the outputs."""
     input_codec, output_codec = codecs_for(layout)
     # Decoded from copies: the arrays may share memory with the caller's example and the shipped request.
     decoded = input_codec.from_tensors({name: array.copy() for name, array in tensors.items()})
-    prediction = _predict(adapter, decoded, "decoded example")
+    prediction = _predict(adapter, decoded, "decoded example", params)
     try:
         outputs = output_codec.to_tensors(prediction)
     except MlflowTritonError as error:
@@ -408,7 +425,8 @@ def _copy_native_package(source, destination):
             shutil.copy2(entry, target)
 
 
-def _write_repository(repository, model_name, layout, device, tensors, validation, custom_code_warnings):
+def _write_repository(repository, model_name, layout, device, tensors, validation, custom_code_warnings,
+                      example_params=None):
     config = _config.build_config(model_name, layout, device)
     _config.write_config(config, repository / "config.pbtxt")
     (repository / VERSION_DIRECTORY / "model.py").write_text(_model_py.compose_model_py(), encoding="utf-8")
@@ -418,6 +436,7 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
     request_files = _requests.write_request(
         repository, tensors, datatypes, contents, {d.name: d.data_type for d in layout.outputs},
         {f.tensor: f.content for f in layout.contract.outputs.fields},
+        parameters=_requests.wire_parameters(example_params),
     )
     report = {
         "mode": validation["mode"],

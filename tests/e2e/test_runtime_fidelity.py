@@ -39,6 +39,7 @@ from tritonclient.grpc import model_config_pb2
 from tritonclient.utils import InferenceServerException
 
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
+from mlflow_triton.local.compare import expected_outputs
 from mlflow_triton import pytorch, sklearn
 from mlflow_triton._config import read_config, write_config
 from tests.support import tiny_models
@@ -144,13 +145,14 @@ def pytorch_models(tmp_path_factory):
     frame_package = save(pytorch.save_model, tiny_models.shared_tiny_mlp(), repository, "frame_labels",
                          input_example=frame_example, code_paths=code_paths)
 
-    # forward(x, scale=1.0) with a params schema: `scale` is a request parameter (#22.1).
+    # forward(x, scale=1.0) with a params schema: `scale` is a request parameter (#22.1); the example's params
+    # (scale 3) travel with the shipped request.
     scaled = tiny_models.scripted_scaled_linear()
     scaled_example = tiny_models.mlp_example()
     scaled_signature = infer_signature(scaled_example, scaled(torch.from_numpy(scaled_example)).detach().numpy(),
                                        params={"scale": 1.0})
-    scaled_package = save(pytorch.save_model, scaled, repository, "scaled", input_example=scaled_example,
-                          signature=scaled_signature)
+    scaled_package = save(pytorch.save_model, scaled, repository, "scaled",
+                          input_example=(scaled_example, {"scale": 3.0}), signature=scaled_signature)
 
     print(f"[timing] logging 4 PyTorch models: {time.monotonic() - started:.1f}s")
 
@@ -417,6 +419,18 @@ def test_real_triton_answers_like_pyfunc_predict_with_the_request_params_when_th
     [output] = body["outputs"]
     expected = mlflow.pyfunc.load_model(str(package)).predict(example, params={"scale": scale})
     np.testing.assert_array_equal(np.array(output["data"], dtype=np.float32).reshape(output["shape"]), expected)
+
+
+def test_real_triton_answers_the_shipped_request_with_the_example_params_like_the_check_oracle(pytorch_models):
+    server, repository, examples = pytorch_models
+    package, example = examples["scaled"]
+
+    outputs, form = send_shipped_request(server.url, repository / "scaled")
+
+    assert form == "json"
+    expected = mlflow.pyfunc.load_model(str(package)).predict(example, params={"scale": 3.0})
+    np.testing.assert_array_equal(outputs["output_0"], expected)
+    np.testing.assert_array_equal(outputs["output_0"], expected_outputs(package, repository / "scaled")["output_0"])
 
 
 def test_real_triton_answers_400_naming_the_parameter_when_a_request_parameter_is_unknown(pytorch_models):

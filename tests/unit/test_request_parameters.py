@@ -15,6 +15,7 @@ from mlflow.models import Model, infer_signature
 from mlflow.types.schema import ParamSchema, ParamSpec
 
 import mlflow_triton.pytorch as mt_pytorch
+from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.runtime.parameters import ParameterError, request_params
 from tests.support import fake_pb_utils, tiny_models
 
@@ -181,3 +182,49 @@ def test_execute_refuses_parameters_with_invalid_arg_when_the_model_has_no_param
     assert response.error().message().startswith(
         "Request parameter(s) `scale`: this model takes no parameters (its MLflow signature has no params schema)"
     )
+
+
+# -- an (input, params) example: its params are predicted with and shipped with the request ------------------
+
+
+def test_save_model_ships_the_example_params_as_request_parameters_when_the_example_is_an_input_params_tuple(
+    tmp_path,
+):
+    from mlflow_triton.local.compare import expected_outputs
+
+    model = tiny_models.scripted_scaled_linear()
+    example = tiny_models.mlp_example()
+    signature = infer_signature(example, model(torch_tensor(example)).detach().numpy(), params={"scale": 1.0})
+    package = tmp_path / "package"
+
+    mt_pytorch.save_model(model, package, input_example=(example, {"scale": 3.0}), signature=signature)
+
+    [repository] = (package / "model_repository").iterdir()
+    body = json.loads((repository / "request.json").read_text())
+    assert body["parameters"] == {"scale": 3.0}
+    instance = tiny_models.initialized_model_py(repository)
+    [response] = answer(instance, [(tiny_models.request_arrays(repository), body["parameters"])])
+    [output] = fake_pb_utils.outputs_of(response).values()
+    expected = mlflow.pyfunc.load_model(str(package)).predict(example, params={"scale": 3.0})
+    np.testing.assert_array_equal(output, expected)
+    [oracle] = expected_outputs(package, repository).values()  # what `mlflow-triton check` compares with
+    np.testing.assert_array_equal(oracle, expected)
+
+
+def test_save_model_infers_the_params_schema_from_the_example_params_when_no_signature_is_given(tmp_path):
+    package = tmp_path / "package"
+
+    mt_pytorch.save_model(tiny_models.scripted_scaled_linear(), package,
+                          input_example=(tiny_models.mlp_example(), {"scale": 2.0}))
+
+    assert Model.load(str(package / "MLmodel")).get_params_schema() == ParamSchema([ParamSpec("scale", "double", 2.0)])
+
+
+def test_save_model_refuses_example_params_when_the_signature_has_no_params_schema(tmp_path):
+    example = tiny_models.mlp_example()
+    signature = infer_signature(example, example[:, :3])
+
+    with pytest.raises(InvalidArgumentError, match=r"^input_example carries params \(scale\) but the signature has no "
+                                                   r"params schema"):
+        mt_pytorch.save_model(tiny_models.scripted_scaled_linear(), tmp_path / "package",
+                              input_example=(example, {"scale": 2.0}), signature=signature)
