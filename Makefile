@@ -1,8 +1,9 @@
 # Two entry points do all set-up on a fresh machine:
 #   make demo   log the sklearn example and validate its repository on a real local Triton server
-#   make test   run the whole test suite (numpy 1.26 venv), then unit + property tests again under numpy 2,
-#               the sklearn example served from Python 3.10 and 3.12 environments (each with its stub), and
-#               the oldest supported MLflow (3.14, pandas 2): unit + property tests and one real-server check
+#   make test   lint and type-check (make lint), build the documentation site (make docs: mkdocs build --strict),
+#               run the whole test suite (numpy 1.26 venv), then unit + property tests again under numpy 2, the
+#               sklearn example served from Python 3.10 and 3.12 environments (each with its stub), and the oldest
+#               supported MLflow (3.14, pandas 2): unit + property tests and one real-server check
 # and one long campaign:
 #   make fidelity [N=1000] [FIDELITY_SEED=...]   N generated cases on one real Triton, report in .work/fidelity/
 PYTHON ?= python3
@@ -22,25 +23,45 @@ VENV_MLFLOW_FLOOR ?= .venv-mlflow314
 # unit tests include the message `mlflow-triton check|serve` print when the extra is missing.
 TORCH ?= torch==2.13.0
 PIP_FLAGS ?= --disable-pip-version-check -q
+# Unit and property tests are CPU-bound and independent: pytest-xdist spreads them over the cores (`make XDIST=` runs
+# them in one process). The e2e tests share servers within a module and run in one process.
+XDIST ?= -n 2
 # make fidelity: served cases (rejections: N / 10), and how many are in flight at once
 N ?= 1000
 FIDELITY_WORKERS ?= 2
 
-.PHONY: demo test test-fast test-mlflow-floor bench soak fidelity venv venv-numpy2 venv-py310 venv-mlflow-floor clean
+.PHONY: demo docs test test-fast test-mlflow-floor lint bench soak fidelity venv venv-numpy2 venv-py310 venv-mlflow-floor \
+	clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
 
 test: venv venv-numpy2 venv-py310 venv-mlflow-floor
-	$(VENV)/bin/python -m pytest -p no:cacheprovider
-	$(VENV_NUMPY2)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property
+	$(MAKE) lint
+	$(MAKE) docs
+	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
+	$(VENV)/bin/python -m pytest -p no:cacheprovider tests/e2e
+	$(VENV_NUMPY2)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
 	$(MAKE) test-mlflow-floor
 
 # The oldest supported MLflow with pandas 2: unit + property tests, and the sklearn example logged under it and
 # proven on the real server (its requirements.txt names mlflow-skinny==3.14.x).
 test-mlflow-floor: venv-mlflow-floor
-	$(VENV_MLFLOW_FLOOR)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property \
+	$(VENV_MLFLOW_FLOOR)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
+	$(VENV_MLFLOW_FLOOR)/bin/python -m pytest -p no:cacheprovider \
 		"tests/e2e/test_runner.py::test_runner_passes_when_example_is_logged_and_served_by_real_triton[sklearn]"
+
+# The documentation site (mkdocs.yml, docs/) into site/: a broken link or anchor, or a page missing from the
+# navigation, fails the build (not with --quiet: mkdocs then stops counting warnings). The `docs` extra is in .venv.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/python -m mkdocs build --strict
+
+# ruff's rules and mypy's strictness (strict on the public modules) live in pyproject.toml; .ci/typecheck lays the
+# folders out as the import package mlflow_triton for mypy (see docs/contributing.md).
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/python .ci/typecheck
 
 bench: venv
 	$(VENV)/bin/python -m benchmarks.run
@@ -54,7 +75,7 @@ fidelity: venv
 	$(VENV)/bin/python -m tests.support.fidelity.run --cases $(N) --workers $(FIDELITY_WORKERS)
 
 test-fast: venv
-	$(VENV)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property
+	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
 
 venv: $(VENV)/.installed
 venv-numpy2: $(VENV_NUMPY2)/.installed
@@ -64,7 +85,10 @@ venv-mlflow-floor: $(VENV_MLFLOW_FLOOR)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
-	$(VENV)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy<2" -e ".[tests,torch,transformers,onnx,local]"
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) "$(TORCH)" "numpy<2" \
+		-e ".[tests,torch,transformers,onnx,local,docs,lint]"
+	# KServe's SDK models validate the generated InferenceService; kserve pins pandas<3, so without its dependencies
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps "kserve==0.21.0"
 	touch $@
 
 $(VENV_NUMPY2)/.installed: pyproject.toml
@@ -88,4 +112,4 @@ $(VENV_MLFLOW_FLOOR)/.installed: pyproject.toml
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(VENV_NUMPY2) $(VENV_PY310) $(VENV_MLFLOW_FLOOR) .work
+	rm -rf $(VENV) $(VENV_NUMPY2) $(VENV_PY310) $(VENV_MLFLOW_FLOOR) .work site

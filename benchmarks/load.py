@@ -46,7 +46,7 @@ class LoadResult:
         return float(np.percentile(self.latencies, q) * 1e3) if self.latencies else float("nan")
 
     @staticmethod
-    def pooled(results: list["LoadResult"]) -> "LoadResult":
+    def pooled(results: list[LoadResult]) -> LoadResult:
         """Rounds of the same cell taken together: requests/s over all measured time."""
         total = LoadResult()
         rps_weighted = 0.0

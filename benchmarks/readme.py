@@ -1,9 +1,9 @@
-"""Copy ``benchmarks/results.md`` into the README's benchmark block, so both show the same run.
+"""Copy ``benchmarks/results.md`` into the benchmark block of ``docs/benchmarks.md``, so both show the same run.
 
     .venv/bin/python -m benchmarks.readme     # after editing or restoring results.md by hand
 
 ``python -m benchmarks.run`` (``make bench``) calls :func:`sync` itself after a full run of every
-part. The README holds everything of ``results.md`` between the two marker comments below except
+part. The page holds everything of ``results.md`` between the two marker comments below except
 its title and the cProfile listing of a missed overhead target (that stays in ``results.md``); the
 text around the markers (what the figures and the misses mean) is written by hand.
 """
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "benchmarks.md"
 RESULTS = ROOT / "benchmarks" / "results.md"
 START = "<!-- benchmark results: generated from benchmarks/results.md by `python -m benchmarks.readme` -->"
 END = "<!-- end of benchmark results -->"
@@ -23,7 +23,7 @@ PROFILE_INTRO = "Target missed; cProfile of decode + encode"
 
 
 def readme_block(results: str) -> str:
-    """The README's view of ``results``: no title, the cProfile listing replaced by a pointer."""
+    """The page's view of ``results``: no title, the cProfile listing replaced by a pointer."""
     lines = results.strip().splitlines()
     if lines and lines[0].startswith("## "):
         lines = lines[1:]
@@ -39,8 +39,8 @@ def readme_block(results: str) -> str:
     return "\n".join(kept).strip().replace("\n\n\n", "\n\n")
 
 
-def sync(results: str, readme: Path = README) -> bool:
-    """Replace the README's block with ``results``; returns whether the README changed."""
+def sync(results: str, readme: Path = PAGE) -> bool:
+    """Replace the page's block with ``results``; returns whether the page changed."""
     text = readme.read_text(encoding="utf-8")
     if text.count(START) != 1 or text.count(END) != 1 or text.index(START) > text.index(END):
         raise ValueError(f"{readme} needs exactly one benchmark block: a line {START!r}, then a line {END!r}")
@@ -55,7 +55,7 @@ def sync(results: str, readme: Path = README) -> bool:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.readme", description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--readme", type=Path, default=README)
+    parser.add_argument("--readme", type=Path, default=PAGE, help="the page with the block (default: %(default)s)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     changed = sync(args.results.read_text(encoding="utf-8"), args.readme)
     print(f"{args.readme}: {'updated from' if changed else 'already matches'} {args.results}")

@@ -1,6 +1,6 @@
 """Run every benchmark and print one table with the figures, the ratios and the targets.
 
-    .venv/bin/python -m benchmarks.run            # full run (~15 min): benchmarks/results.md + README's block
+    .venv/bin/python -m benchmarks.run            # full run (~15 min): results.md + docs/benchmarks.md's block
     .venv/bin/python -m benchmarks.run --quick    # smoke run (~4 min), writes .work/benchmarks/results-quick.md
 
 See benchmarks/README.md for what each figure means.
@@ -248,7 +248,7 @@ def machine_section(info: dict, args) -> str:
     packages = ", ".join(f"{k} {v}" for k, v in info["packages"].items())
     return "\n".join([
         f"Run: `{' '.join(['python -m benchmarks.run', *sys.argv[1:]])}` — {info['date']}"
-        + (" — **quick smoke run: short cells, not for the README**" if args.quick else ""),
+        + (" — **quick smoke run: short cells, not for docs/benchmarks.md**" if args.quick else ""),
         "",
         f"Machine: {info['nproc']} CPU(s) ({info['cpu']}), {info['memory']} RAM, {info['os']}; "
         f"Python {info['python']}; {packages}. "
@@ -297,10 +297,10 @@ def main(argv=None) -> int:
     (args.work_dir / "results.json").write_text(json.dumps({"machine": info, **results}, indent=1, default=str))
     say(f"written {args.results} ({time.monotonic() - started:.0f} s)")
     if args.quick or set(args.parts) != set(PARTS) or args.results.resolve() != readme.RESULTS:
-        say("README.md not updated (only a full run of every part into benchmarks/results.md updates it)")
+        say("docs/benchmarks.md not updated (only a full run of every part into benchmarks/results.md updates it)")
     else:
         readme.sync(report)
-        say("README.md benchmark block updated from it")
+        say("docs/benchmarks.md benchmark block updated from it")
     return 0
 
 

@@ -262,7 +262,7 @@ def measure(work_dir: Path, *, rows=(1, 1000), clients=(1, 4), duration=10.0, ro
             "d": (mlserver.port, f"/v2/models/{name}/infer", "mlserver"),
             "e": (onnx_server.http_port, f"/v2/models/{export_dir.name}/infer", "export"),
         }
-        for n, req in requests.items():
+        for req in requests.values():
             for key, (port, path, form) in endpoints.items():
                 _check_answer(key, form, _post(port, path, req[form]), req["expected"])
         progress(f"[served] all five targets answer like pyfunc.predict (rows {', '.join(map(str, rows))})")

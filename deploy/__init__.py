@@ -1,6 +1,10 @@
 """``mlflow_triton.deploy``: taking a generated repository off this machine.
 
 * :mod:`~mlflow_triton.deploy.errors` -- the errors of this part (one family with the rest).
+* :mod:`~mlflow_triton.deploy.store` -- where a logged model's repository sits in MLflow's artifact store, as an
+  address Triton reads (``s3://…``), checked against Triton's path rules and the credentials it will use;
+  :mod:`~mlflow_triton.deploy.store_commands` -- ``locate`` and ``check|serve --from-store``.
+* :mod:`~mlflow_triton.deploy.kserve` -- a KServe ``InferenceService`` for that address.
 
 Boundary: this part may use ``mlflow_triton.local`` (its serving-environment builder and server),
 the logging side (``triton.load_model``), the runtime's codecs and the contract; none of those
@@ -8,5 +12,29 @@ import it. Heavy or optional dependencies are imported lazily with an error nami
 """
 
 from .errors import DeployError
+from .kserve import KServeManifestError, inference_service, kserve_command
+from .store import (
+    NotATritonModelError,
+    StoreAccessError,
+    StoreLocation,
+    StoreLocationError,
+    StorePathError,
+    locate_repository,
+)
+from .store_commands import check_from_store_command, locate_command, serve_from_store_command
 
-__all__ = ["DeployError"]
+__all__ = [
+    "DeployError",
+    "KServeManifestError",
+    "NotATritonModelError",
+    "StoreAccessError",
+    "StoreLocation",
+    "StoreLocationError",
+    "StorePathError",
+    "check_from_store_command",
+    "inference_service",
+    "kserve_command",
+    "locate_command",
+    "locate_repository",
+    "serve_from_store_command",
+]

@@ -9,9 +9,14 @@ after Ctrl-C, 143 after SIGTERM (the staging directory is removed either way).
 
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Literal
 
 from mlflow_triton._download_bars import download_bars_on_terminals_only
 from mlflow_triton.errors import MlflowTritonError
@@ -26,7 +31,9 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM arrived: unwinds like Ctrl-C, so the writer removes its staging directory."""
 
 
-def export_command(model_uri, out_dir, *, max_batch_size=64, backend="onnxruntime", tracking_uri=None, out=print):
+def export_command(model_uri: str, out_dir: str | os.PathLike[str], *, max_batch_size: int = 64,
+                   backend: Literal["onnxruntime", "python"] = "onnxruntime", tracking_uri: str | None = None,
+                   out: Callable[[str], object] = print) -> int:
     """``mlflow-triton export-onnx``: export ``model_uri`` under ``out_dir``; returns the exit status."""
     try:
         with _sigterm_as_interrupt(), download_bars_on_terminals_only():
@@ -60,7 +67,7 @@ def export_command(model_uri, out_dir, *, max_batch_size=64, backend="onnxruntim
     return 0
 
 
-def summary(directory):
+def summary(directory: Path) -> list[str]:
     """What the command prints about an exported directory (read back from its ``handoff.json``)."""
     handoff = json.loads((directory / "handoff.json").read_text(encoding="utf-8"))
     converter = handoff["converter"]
@@ -82,12 +89,12 @@ def summary(directory):
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
+def _sigterm_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def _on_sigterm(signum, frame):
+    def _on_sigterm(signum: int, frame: FrameType | None) -> None:
         raise _Terminated()
 
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -97,5 +104,5 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _error(message):
+def _error(message: str) -> None:
     print(message, file=sys.stderr, flush=True)

@@ -12,6 +12,7 @@ import os
 import pathlib
 import tempfile
 import urllib.parse
+from typing import Literal
 
 from mlflow_triton import _requests
 from mlflow_triton._names import check_model_name
@@ -30,7 +31,8 @@ REQUIREMENTS_HEADER = (
 )
 
 
-def export_onnx(model_uri, out_dir, *, max_batch_size=64, backend="onnxruntime"):
+def export_onnx(model_uri: str, out_dir: str | os.PathLike[str], *, max_batch_size: int = 64,
+                backend: Literal["onnxruntime", "python"] = "onnxruntime") -> pathlib.Path:
     """Export a model logged by mlflow-triton to ``out_dir/<triton model name>_onnx/``; returns that path.
 
     ``backend="onnxruntime"`` writes a directory for Triton's ONNX Runtime backend
@@ -116,7 +118,7 @@ def _load_failure(error):
     return message + "; nothing was written"
 
 
-def _check_arguments(model_uri, out_dir, max_batch_size, backend):
+def _check_arguments(model_uri: object, out_dir: object, max_batch_size: object, backend: object) -> pathlib.Path:
     if not isinstance(model_uri, str) or not model_uri:
         raise InvalidArgumentError(f"model_uri must be a non-empty string, got {model_uri!r}")
     if backend not in _config.BACKENDS:

@@ -178,7 +178,8 @@ class _Comparison:
             if want.size and excess.max() > 0:
                 at = np.unravel_index(int(np.argmax(excess)), want.shape)
                 raise ParityError(
-                    f"{label}, element {list(map(int, at))}, is {_scalar(got[at])!r} from onnxruntime but {_scalar(want[at])!r} from "
+                    f"{label}, element {list(map(int, at))}, is {_scalar(got[at])!r} from onnxruntime but "
+                    f"{_scalar(want[at])!r} from "
                     f"pyfunc.predict: difference {difference[at]:.3g} exceeds the tolerance "
                     f"{atol:g} + {rtol:g} * |pyfunc|. Input: {_render(requests, self.source)}. Nothing was written"
                 )
@@ -187,7 +188,8 @@ class _Comparison:
         if unequal.any():
             at = tuple(int(i) for i in np.argwhere(unequal)[0])
             raise ParityError(
-                f"{label}, element {list(at)}, is {_scalar(got[at])!r} from onnxruntime but {_scalar(want[at])!r} from pyfunc.predict "
+                f"{label}, element {list(at)}, is {_scalar(got[at])!r} from onnxruntime but "
+                f"{_scalar(want[at])!r} from pyfunc.predict "
                 f"(compared exactly). Input: {_render(requests, self.source)}. Nothing was written"
             )
 

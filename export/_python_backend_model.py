@@ -102,7 +102,9 @@ def _text(array, name):
         try:
             flat[position] = item.decode("utf-8") if isinstance(item, bytes) else str(item)
         except UnicodeDecodeError as error:
-            raise RequestError(f"Input tensor `{name}`: element {position} is not valid UTF-8 text ({error.reason})")
+            raise RequestError(
+                f"Input tensor `{name}`: element {position} is not valid UTF-8 text ({error.reason})"
+            ) from None
     return flat.reshape(array.shape)
 
 

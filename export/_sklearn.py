@@ -184,7 +184,7 @@ def _inputs(model, layout):
             f"The logged sklearn model takes {mapping.structure!r}; export-onnx handles DataFrame columns or one array"
         )
     columns = [(field, declared[field.tensor]) for field in mapping.fields]
-    for field, declaration in columns:
+    for field, _declaration in columns:
         if field.content == "binary":
             raise UnsupportedModelError(f"Column `{field.name}`: binary columns cannot be converted by skl2onnx")
     if len(columns) == 1 or isinstance(_first_step(model), ColumnTransformer):
@@ -196,7 +196,7 @@ def _inputs(model, layout):
 
         def finish(onnx_model):
             rename(onnx_model)
-            for field, declaration in columns:
+            for _field, declaration in columns:
                 if declaration.name in widened:
                     _graph.cast_input(onnx_model, declaration.name, declaration.data_type)
 

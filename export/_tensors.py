@@ -128,10 +128,12 @@ def match(declaration, field, graph_tensor, side, computed_as=None):
 
 def _merge(graph, logged, label):
     merged = []
-    for axis, (g, l) in enumerate(zip(graph, logged), start=1):
-        if g != -1 and l != -1 and g != l:
-            raise ExportError(f"{label}: axis {axis} is {g} in the converted graph but {l} in the logged model")
-        merged.append(g if g != -1 else l)
+    for axis, (in_graph, in_log) in enumerate(zip(graph, logged), start=1):
+        if in_graph != -1 and in_log != -1 and in_graph != in_log:
+            raise ExportError(
+                f"{label}: axis {axis} is {in_graph} in the converted graph but {in_log} in the logged model"
+            )
+        merged.append(in_graph if in_graph != -1 else in_log)
     return tuple(merged)
 
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shutil
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from tritonclient.grpc import model_config_pb2
 
@@ -25,8 +28,9 @@ from mlflow_triton.shared_contract import MlflowTritonError
 from ._download import empty_download_dir
 from .compare import compare, expected_outputs, load_input_example, load_input_example_params, predict_outputs
 from .errors import InferenceError, ModelSourceError, OraclePredictionError, TritonStartError
-from .progress import as_progress
-from .send import send_request, shipped_request
+from .installation import TritonInstallation
+from .progress import ProgressLike, as_progress
+from .send import RequestFiles, send_request, shipped_request
 from .server import TritonServer
 from .serving_env import ensure_serving_env, env_summary
 from .sources import resolve_model
@@ -56,13 +60,13 @@ class ValidationReport:
     logs: dict = dataclasses.field(default_factory=dict)
     triton_log_tail: str | None = None
 
-    def line(self):
+    def line(self) -> str:
         """``PASS|FAIL <model>: <reason>`` on one line (a multi-line reason is joined with `` | ``)."""
         verdict = "PASS" if self.passed else "FAIL"
         reason = " | ".join(part.strip() for part in self.reason.strip().splitlines() if part.strip())
         return f"{verdict} {self.model}: {reason}"
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"real_triton_validation": True, **dataclasses.asdict(self)}
 
 
@@ -71,22 +75,30 @@ class ExtraRequest:
     """A request besides the shipped one (``--input``), with what Triton should answer."""
 
     label: str
-    request: object  # send.RequestFiles
+    request: RequestFiles
     expected: dict
     rows: int
 
 
-def check_models(model_uris, work_dir, installation, *, device="cpu", input_file=None, progress=print, out=print):
+def check_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], installation: TritonInstallation, *,
+                 device: str = "cpu", input_file: str | os.PathLike[str] | None = None, progress: ProgressLike = print,
+                 out: Callable[[str], object] = print, repository_addresses: Mapping[str, str] | None = None,
+                 server_environment: dict[str, str] | None = None) -> list[ValidationReport]:
     """Check each model in turn; ``out`` receives one PASS/FAIL line per model. Returns the reports.
 
     Each model gets ``work_dir/<n>-<name>/`` (downloaded model, served copy, Triton log).
+    ``repository_addresses`` (``{model URI: address}``): Triton loads those models from that model
+    repository address (for example ``s3://…``) instead of a local copy; ``server_environment`` adds
+    variables to the server's environment. The downloaded copy still gives the oracle and the requests.
     """
     say = as_progress(progress)
     reports = []
     for number, uri in enumerate(model_uris, start=1):
         model_work = Path(work_dir) / f"{number}-{_slug(uri)}"
         report = validate_model(uri, model_work, installation, device=device, progress=say.with_prefix(f"[{uri}] "),
-                                name=uri, input_file=input_file)
+                                name=uri, input_file=input_file,
+                                repository_address=(repository_addresses or {}).get(uri),
+                                server_environment=server_environment)
         if report.triton_log_tail and not report.passed:
             out(f"--- last lines of the Triton log ({report.logs.get('tritonserver')}) ---\n"
                 f"{report.triton_log_tail.rstrip()}")
@@ -95,7 +107,10 @@ def check_models(model_uris, work_dir, installation, *, device="cpu", input_file
     return reports
 
 
-def validate_model(model_uri, work_dir, installation, *, device="cpu", progress=print, name=None, input_file=None):
+def validate_model(model_uri: str, work_dir: str | os.PathLike[str], installation: TritonInstallation, *,
+                   device: str = "cpu", progress: ProgressLike = print, name: str | None = None,
+                   input_file: str | os.PathLike[str] | None = None, repository_address: str | None = None,
+                   server_environment: dict[str, str] | None = None) -> ValidationReport:
     """Fetch the logged model's repository and validate it; returns a ``ValidationReport``."""
     say = as_progress(progress)
     work_dir = Path(work_dir)
@@ -120,7 +135,8 @@ def validate_model(model_uri, work_dir, installation, *, device="cpu", progress=
         report.reason = _failure_text(error)
         return report
     return validate_repository(source.repository, expected, work_dir, installation, device=device, progress=say,
-                               name=report.model, report=report, extra_requests=extra)
+                               name=report.model, report=report, extra_requests=extra,
+                               repository_address=repository_address, server_environment=server_environment)
 
 
 def _expected_answers(source, input_file, work_dir):
@@ -157,21 +173,33 @@ def _predicted(pyfunc_model, value, model_dir, what, params=None):
             f"mlflow.pyfunc could not predict {what}: {type(error).__name__}: {error}") from None
 
 
-def validate_repository(model_dir, expected, work_dir, installation, *, device="cpu", progress=print, name=None,
-                        report=None, extra_requests=()):
-    """Serve a copy of ``model_dir`` from a fresh repository under ``work_dir``, send its shipped request, compare."""
+def validate_repository(model_dir: str | os.PathLike[str], expected: dict[str, Any], work_dir: str | os.PathLike[str],
+                        installation: TritonInstallation, *, device: str = "cpu", progress: ProgressLike = print,
+                        name: str | None = None, report: ValidationReport | None = None,
+                        extra_requests: Sequence[ExtraRequest] = (), repository_address: str | None = None,
+                        server_environment: dict[str, str] | None = None) -> ValidationReport:
+    """Serve a copy of ``model_dir`` from a fresh repository under ``work_dir``, send its shipped request, compare.
+
+    With ``repository_address`` (a model repository Triton reads itself, such as ``s3://…``, holding the
+    same model directory), Triton loads the model from there and ``model_dir`` only gives the requests and
+    ``requirements.txt``.
+    """
     say = as_progress(progress)
     model_dir = Path(model_dir)
     work_dir = Path(work_dir)
     report = report or ValidationReport(model=name or model_dir.name, device=device)
     report.triton_model = model_dir.name
-    repository = work_dir / "repository"
-    served = repository / model_dir.name
+    repository: Path | str = work_dir / "repository"
+    served = Path(repository) / model_dir.name
     log_path = work_dir / f"tritonserver-{served.name}.log"
     try:
-        shutil.rmtree(repository, ignore_errors=True)
-        shutil.copytree(model_dir, served)
-        report.repository = str(served)
+        if repository_address is None:
+            shutil.rmtree(repository, ignore_errors=True)
+            shutil.copytree(model_dir, served)
+            report.repository = str(served)
+        else:
+            served, repository = model_dir, repository_address
+            report.repository = repository_address
         _check_device(served, device)
         started = time.monotonic()
         say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
@@ -182,8 +210,8 @@ def validate_repository(model_dir, expected, work_dir, installation, *, device="
         say.say(f"starting tritonserver and loading the model (log: {log_path}) ...")
         report.logs["tritonserver"] = str(log_path)
         with TritonServer(repository, served.name, installation=installation, serving_env=env,
-                          log_path=log_path) as server:
-            report.seconds["server_ready"] = round(server.ready_seconds, 1)
+                          log_path=log_path, environment=server_environment) as server:
+            report.seconds["server_ready"] = round(cast(float, server.ready_seconds), 1)  # set once ready
             say.say(f"tritonserver ready in {server.ready_seconds:.1f}s on {server.url}")
             report.triton_version = server.version()
             started = time.monotonic()
@@ -260,7 +288,7 @@ def _slug(uri):
     return text[-60:].lstrip("-.") or "model"
 
 
-def write_report(reports, path):
+def write_report(reports: Iterable[ValidationReport], path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps([r.to_dict() for r in reports], indent=1) + "\n", encoding="utf-8")

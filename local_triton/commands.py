@@ -13,18 +13,24 @@ in place on a terminal).
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mlflow_triton._download_bars import download_bars_on_terminals_only
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from .errors import InputFileError, LocalTritonError
 from .installation import choose_installation
-from .progress import Progress, as_progress
+from .progress import Progress, ProgressLike, as_progress
 from .signals import StopRequested, stop_on_sigterm
+
+if TYPE_CHECKING:
+    from .server import TritonServer
 
 __all__ = ["check_command", "serve_command", "workspace"]
 
@@ -32,13 +38,21 @@ __all__ = ["check_command", "serve_command", "workspace"]
 MODEL_COPIES = ("download", "repository", "requests")
 
 
-def check_command(model_uris, *, device="cpu", tritonserver=None, backend_directory=None, serving_constraints=None,
-                  python=None, report=None, work_dir=None, input_file=None, tracking_uri=None, out=print,
-                  progress=None):
-    """``mlflow-triton check``: one PASS/FAIL line per model, a JSON report; 0 only if all passed."""
+def check_command(model_uris: Sequence[str], *, device: str = "cpu", tritonserver: str | os.PathLike[str] | None = None,
+                  backend_directory: str | os.PathLike[str] | None = None,
+                  serving_constraints: Iterable[str] | None = None, python: str | os.PathLike[str] | None = None,
+                  report: str | os.PathLike[str] | None = None, work_dir: str | os.PathLike[str] | None = None,
+                  input_file: str | os.PathLike[str] | None = None, tracking_uri: str | None = None,
+                  out: Callable[[str], object] = print, progress: ProgressLike = None,
+                  repository_addresses: Mapping[str, str] | None = None,
+                  server_environment: dict[str, str] | None = None) -> int:
+    """``mlflow-triton check``: one PASS/FAIL line per model, a JSON report; 0 only if all passed.
+
+    ``repository_addresses`` and ``server_environment``: see :func:`~mlflow_triton.local.check.check_models`.
+    """
     from .check import check_models, write_report
 
-    def run(directory, say):
+    def run(directory: Path, say: Progress) -> int:
         if input_file is not None and len(model_uris) != 1:
             raise InputFileError(f"--input {input_file} holds one model's input: give exactly one MODEL_URI with it")
         report_path = Path(report) if report is not None else directory / "report.json"
@@ -49,7 +63,8 @@ def check_command(model_uris, *, device="cpu", tritonserver=None, backend_direct
                                            progress=say)
         say.say(f"using {installation.describe()}")
         reports = check_models(model_uris, directory, installation, device=device, input_file=input_file,
-                               progress=say, out=out)
+                               progress=say, out=out, repository_addresses=repository_addresses,
+                               server_environment=server_environment)
         write_report(reports, report_path)
         out(f"report: {report_path}")
         return 0 if reports and all(r.passed for r in reports) else 1
@@ -57,24 +72,37 @@ def check_command(model_uris, *, device="cpu", tritonserver=None, backend_direct
     return _run("check", work_dir, progress, run)
 
 
-def serve_command(model_uris, *, host="127.0.0.1", http_port=8000, grpc_port=8001, metrics_port=8002,
-                  tritonserver=None, backend_directory=None, serving_constraints=None, python=None, work_dir=None,
-                  tracking_uri=None, out=print, progress=None, wait=None):
-    """``mlflow-triton serve``: Triton in the foreground with every model loaded, until Ctrl-C or SIGTERM."""
+def serve_command(model_uris: Sequence[str], *, host: str = "127.0.0.1", http_port: int = 8000, grpc_port: int = 8001,
+                  metrics_port: int = 8002, tritonserver: str | os.PathLike[str] | None = None,
+                  backend_directory: str | os.PathLike[str] | None = None,
+                  serving_constraints: Iterable[str] | None = None, python: str | os.PathLike[str] | None = None,
+                  work_dir: str | os.PathLike[str] | None = None, tracking_uri: str | None = None,
+                  out: Callable[[str], object] = print, progress: ProgressLike = None,
+                  wait: Callable[[TritonServer], object] | None = None, fetch: Callable[..., Any] | None = None,
+                  repository_addresses: Mapping[str, str] | None = None,
+                  server_environment: dict[str, str] | None = None) -> int:
+    """``mlflow-triton serve``: Triton in the foreground with every model loaded, until Ctrl-C or SIGTERM.
+
+    ``fetch``, ``repository_addresses`` and ``server_environment``: see
+    :func:`~mlflow_triton.local.serve.serve_models`.
+    """
     from .serve import serve_models
 
-    def run(directory, say):
+    def run(directory: Path, say: Progress) -> int:
         _use_tracking_uri(tracking_uri)
         installation = choose_installation(tritonserver, backend_directory, serving_constraints, python=python,
                                            progress=say)
         say.say(f"using {installation.describe()}")
         return serve_models(model_uris, directory, installation, host=host, http_port=http_port,
-                            grpc_port=grpc_port, metrics_port=metrics_port, progress=say, out=out, wait=wait)
+                            grpc_port=grpc_port, metrics_port=metrics_port, progress=say, out=out, wait=wait,
+                            fetch=fetch, repository_addresses=repository_addresses,
+                            server_environment=server_environment)
 
     return _run("serve", work_dir, progress, run)
 
 
-def _run(command, work_dir, progress, body):
+def _run(command: str, work_dir: str | os.PathLike[str] | None, progress: ProgressLike,
+         body: Callable[[Path, Progress], int]) -> int:
     say = as_progress(progress) if progress is not None else Progress()
     try:
         with stop_on_sigterm(), download_bars_on_terminals_only(), workspace(work_dir, command) as directory:
@@ -97,7 +125,7 @@ def _run(command, work_dir, progress, body):
 
 
 @contextlib.contextmanager
-def workspace(work_dir, command):
+def workspace(work_dir: str | os.PathLike[str] | None, command: str) -> Iterator[Path]:
     """The given work directory (everything in it is kept), or a new temporary one.
 
     In a temporary one, the model copies (``download/``, ``repository/``, ``requests/``) are
@@ -117,19 +145,19 @@ def workspace(work_dir, command):
                 shutil.rmtree(copy, ignore_errors=True)
 
 
-def _use_tracking_uri(tracking_uri):
+def _use_tracking_uri(tracking_uri: str | None) -> None:
     if tracking_uri is not None:
         import mlflow
 
         mlflow.set_tracking_uri(tracking_uri)
 
 
-def _os_error_text(error):
+def _os_error_text(error: OSError) -> str:
     """``Is a directory: /tmp/report.json`` rather than ``[Errno 21] Is a directory: '/tmp/report.json'``."""
     if error.strerror and error.filename is not None:
         return f"{error.strerror}: {error.filename}"
     return str(error) or type(error).__name__
 
 
-def _error(message):
+def _error(message: str) -> None:
     print(message, file=sys.stderr, flush=True)

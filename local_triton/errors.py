@@ -3,6 +3,9 @@
 Each message says what went wrong and what to do, so the command line prints it as it is.
 """
 
+import os
+from collections.abc import Iterable
+
 from mlflow_triton.errors import MlflowTritonError
 
 __all__ = [
@@ -70,7 +73,7 @@ class ServingEnvError(LocalTritonError):
     resolver found the requirements and constraints impossible to satisfy together.
     """
 
-    def __init__(self, message, pip_lines=(), conflict=False):
+    def __init__(self, message: str, pip_lines: Iterable[str] = (), conflict: bool = False) -> None:
         super().__init__(message)
         self.pip_lines = list(pip_lines)
         self.conflict = conflict
@@ -83,7 +86,7 @@ class TritonStartError(LocalTritonError):
     repository index); ``log_tail`` holds the last lines of the server log.
     """
 
-    def __init__(self, message, reason, log_tail, log_path):
+    def __init__(self, message: str, reason: str | None, log_tail: str, log_path: str | os.PathLike[str]) -> None:
         full = message
         if reason:
             full += f"\nTriton says: {reason}"
@@ -101,7 +104,7 @@ class InferenceError(LocalTritonError):
     body when it was not JSON).
     """
 
-    def __init__(self, status, triton_error, url):
+    def __init__(self, status: int, triton_error: str, url: str) -> None:
         super().__init__(f"POST {url} -> HTTP {status}: {triton_error}")
         self.status = status
         self.triton_error = triton_error

@@ -35,13 +35,14 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ._stale import remove_stale_builds
 from .errors import BundledTritonUnavailableError, TritonInstallError
 from .interpreters import Interpreter, find_interpreter
-from .progress import as_progress
+from .progress import ProgressLike, as_progress
 
 __all__ = [
     "BUNDLED_SERVING_CONSTRAINTS",
@@ -111,7 +112,7 @@ def locate_bundled_server() -> tuple[Path, Path]:
             f"{BUNDLED_TRITON_VERSION} of {PYTRITON_DISTRIBUTION} {PYTRITON_VERSION}: {INSTALL_HINT} "
             f"({OTHER_INSTALLATION_HINT})"
         )
-    tritonserver = Path(distribution.locate_file("pytriton/tritonserver"))
+    tritonserver = Path(str(distribution.locate_file("pytriton/tritonserver")))
     binary = tritonserver / "bin" / "tritonserver"
     if not binary.is_file():
         raise BundledTritonUnavailableError(
@@ -120,7 +121,7 @@ def locate_bundled_server() -> tuple[Path, Path]:
         )
     if not os.access(binary, os.X_OK):
         raise BundledTritonUnavailableError(f"{binary} is not executable (check how the wheel was installed)")
-    return tritonserver, Path(distribution.locate_file("nvidia_pytriton.libs"))
+    return tritonserver, Path(str(distribution.locate_file("nvidia_pytriton.libs")))
 
 
 @dataclass(frozen=True)
@@ -155,8 +156,8 @@ class TritonInstallation:
         python_version: str | None = None,
         *,
         python: str | os.PathLike[str] | Interpreter | None = None,
-        progress=print,
-    ) -> "TritonInstallation":
+        progress: ProgressLike = print,
+    ) -> TritonInstallation:
         """The Triton 2.51 of the installed ``nvidia-pytriton==0.7.0`` (``mlflow-triton[local]``).
 
         ``python`` (``"3.12"``, an interpreter path or an :class:`Interpreter`) picks the interpreter
@@ -212,7 +213,7 @@ class TritonInstallation:
         version: str | None = None,
         serving_constraints: tuple[str, ...] = (),
         python: str | os.PathLike[str] | Interpreter | None = None,
-    ) -> "TritonInstallation":
+    ) -> TritonInstallation:
         """An existing installation, e.g. ``custom("/opt/tritonserver/bin/tritonserver",
         "/opt/tritonserver/backends", serving_constraints=("numpy<2",), python="3.12")`` in an NGC container.
 
@@ -252,7 +253,7 @@ class TritonInstallation:
             serving_python=interpreter.executable if interpreter is not None else None,
         )
 
-    def with_serving_constraints(self, constraints) -> "TritonInstallation":
+    def with_serving_constraints(self, constraints: Iterable[str]) -> TritonInstallation:
         """The same installation with other serving-environment constraints."""
         return replace(self, serving_constraints=tuple(constraints))
 
@@ -301,8 +302,11 @@ def _assemble_backend_dir(wheel_backends: Path, stub: Path, backend_dir: Path) -
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def choose_installation(tritonserver=None, backend_directory=None, serving_constraints=None, *, python=None,
-                        progress=print):
+def choose_installation(tritonserver: str | os.PathLike[str] | None = None,
+                        backend_directory: str | os.PathLike[str] | None = None,
+                        serving_constraints: Iterable[str] | None = None, *,
+                        python: str | os.PathLike[str] | None = None,
+                        progress: ProgressLike = print) -> TritonInstallation:
     """The installation the command-line options select.
 
     ``tritonserver`` and ``backend_directory`` name another installation (both or neither);
@@ -314,7 +318,7 @@ def choose_installation(tritonserver=None, backend_directory=None, serving_const
     """
     if (tritonserver is None) != (backend_directory is None):
         raise TritonInstallError("--tritonserver and --backend-directory go together")
-    if tritonserver is not None:
+    if tritonserver is not None and backend_directory is not None:
         return TritonInstallation.custom(tritonserver, backend_directory,
                                          serving_constraints=tuple(serving_constraints or ()), python=python)
     installation = TritonInstallation.bundled(python=python, progress=progress)

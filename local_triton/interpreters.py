@@ -92,7 +92,13 @@ def find_interpreter(spec: str | os.PathLike[str]) -> Interpreter:
 
 def running_interpreter() -> Interpreter:
     """The interpreter running this process (the default for serving environments)."""
-    return _probe(Path(sys.executable))
+    interpreter = _probe(Path(sys.executable))
+    if interpreter is None:  # the probe timed out or failed (a machine under heavy load)
+        raise InterpreterError(
+            f"the running Python {sys.executable} did not answer a probe of its version and libpython; "
+            "retry, or name the serving interpreter with --python"
+        )
+    return interpreter
 
 
 def _candidates(version):

@@ -18,33 +18,39 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Callable
+from typing import TextIO, TypeAlias
 
-__all__ = ["Progress", "as_progress"]
+__all__ = ["Progress", "ProgressLike", "as_progress"]
+
+#: What ``progress=`` takes: a :class:`Progress`, a callable taking one line, or ``None`` (quiet).
+ProgressLike: TypeAlias = "Progress | Callable[[str], object] | None"
 
 
 class Progress:
-    def __init__(self, write=None, *, prefix="", live=None, interval=5.0, heartbeat=30.0, stream=None):
+    def __init__(self, write: Callable[[str], object] | None = None, *, prefix: str = "", live: bool | None = None,
+                 interval: float = 5.0, heartbeat: float = 30.0, stream: TextIO | None = None) -> None:
         self._stream = stream if stream is not None else sys.stderr
         self._write = write
         self.prefix = prefix
         self.live = bool(live) if live is not None else (write is None and _is_terminal(self._stream))
         self.interval = interval
         self.heartbeat = heartbeat
-        self._last_step = None
+        self._last_step: str | None = None
         self._last_step_at = float("-inf")
         self._pending_clear = False
 
-    def with_prefix(self, prefix):
+    def with_prefix(self, prefix: str) -> Progress:
         """The same destination, each line starting with ``prefix``."""
         return Progress(self._write, prefix=prefix, live=self.live, interval=self.interval,
                         heartbeat=self.heartbeat, stream=self._stream)
 
-    def say(self, message):
+    def say(self, message: str) -> None:
         self._clear_live_line()
         self._emit(f"{self.prefix}{message}")
         self._last_step = None
 
-    def step(self, message, elapsed=None):
+    def step(self, message: str, elapsed: float | None = None) -> None:
         now = time.monotonic()
         line = f"{self.prefix}  {elapsed:5.0f}s  {message}" if elapsed is not None else f"{self.prefix}{message}"
         if self.live:
@@ -78,7 +84,7 @@ class _Quiet(Progress):
         return self
 
 
-def as_progress(progress) -> Progress:
+def as_progress(progress: ProgressLike) -> Progress:
     """A :class:`Progress` for ``progress``: itself, a wrapped callable, or quiet for ``None``."""
     if isinstance(progress, Progress):
         return progress

@@ -9,9 +9,12 @@ until Ctrl-C or SIGTERM, or until it exits by itself, and is then stopped with e
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -19,8 +22,9 @@ from packaging.utils import canonicalize_name
 
 from ._download import empty_download_dir
 from .errors import PortInUseError, RepositoryAssemblyError, ServingEnvError
-from .progress import as_progress
-from .send import curl_command, shipped_request
+from .installation import TritonInstallation
+from .progress import ProgressLike, as_progress
+from .send import RequestFiles, curl_command, shipped_request
 from .server import LOOPBACK, TritonServer, check_port_free, is_loopback
 from .serving_env import ensure_env_for_requirements, requirement_lines
 from .sources import ModelSource, resolve_model
@@ -46,7 +50,7 @@ class ServedModel:
     def name(self) -> str:
         return self.directory.name
 
-    def request(self):
+    def request(self) -> RequestFiles | None:
         """The shipped request (``None`` for a directory that ships none)."""
         try:
             return shipped_request(self.directory)
@@ -54,10 +58,20 @@ class ServedModel:
             return None
 
 
-def serve_models(model_uris, work_dir, installation, *, host=LOOPBACK, http_port=DEFAULT_PORTS["http"],
-                 grpc_port=DEFAULT_PORTS["grpc"], metrics_port=DEFAULT_PORTS["metrics"], progress=print, out=print,
-                 wait=None, startup_timeout=600.0):
+def serve_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], installation: TritonInstallation, *,
+                 host: str = LOOPBACK, http_port: int = DEFAULT_PORTS["http"], grpc_port: int = DEFAULT_PORTS["grpc"],
+                 metrics_port: int = DEFAULT_PORTS["metrics"], progress: ProgressLike = print,
+                 out: Callable[[str], object] = print, wait: Callable[[TritonServer], object] | None = None,
+                 startup_timeout: float = 600.0, fetch: Callable[..., Any] | None = None,
+                 repository_addresses: Mapping[str, str] | None = None,
+                 server_environment: dict[str, str] | None = None) -> int:
     """Serve the models until a stop is requested; returns 0 then, 1 if the server exits by itself.
+
+    ``fetch(uri, download_dir)`` returns a model's :class:`ModelSource` (default :func:`resolve_model`: the
+    whole model). ``repository_addresses`` (``{model URI: address}``): Triton reads those models from that
+    model repository address (``s3://…``) instead of a local copy; then the fetched directory needs only
+    ``requirements.txt`` and the shipped request. ``server_environment`` adds variables to the server's
+    environment.
 
     ``wait(server)`` blocks while serving (default: until Ctrl-C / SIGTERM or the server's exit).
     Errors before the server is up raise (``ModelSourceError``, ``RepositoryAssemblyError``,
@@ -67,7 +81,7 @@ def serve_models(model_uris, work_dir, installation, *, host=LOOPBACK, http_port
     work_dir = Path(work_dir)
     if not is_loopback(host):
         say.say(f"WARNING: listening on {host}, not loopback: anyone who can reach this machine can call these "
-                "models. Triton 2.51 is not hardened against untrusted clients (see the README's limits).")
+                "models. Triton 2.51 is not hardened against untrusted clients (see docs/limits.md).")
     ports = (("--http-port", http_port), ("--grpc-port", grpc_port), ("--metrics-port", metrics_port))
     if len({port for _, port in ports}) != len(ports):
         raise PortInUseError(f"HTTP, gRPC and metrics need three different ports, got {[port for _, port in ports]}")
@@ -78,10 +92,15 @@ def serve_models(model_uris, work_dir, installation, *, host=LOOPBACK, http_port
     for number, uri in enumerate(model_uris, start=1):
         say.say(f"[{uri}] fetching the model's Triton repository ...")
         empty_download_dir(work_dir / "download" / str(number), uri)
-        sources.append(resolve_model(uri, work_dir / "download" / str(number)))
+        sources.append((fetch or resolve_model)(uri, work_dir / "download" / str(number)))
     check_unique_names(sources)
     lines = shared_requirements(sources)
-    served = assemble_repository(sources, work_dir / "repository")
+    if repository_addresses:
+        served = [ServedModel(source, source.repository) for source in sources]
+        repositories: list[str] | Path = list(dict.fromkeys(repository_addresses[source.uri] for source in sources))
+    else:
+        served = assemble_repository(sources, work_dir / "repository")
+        repositories = work_dir / "repository"
     say.say(f"serving environment for {len(served)} model(s) + {list(installation.serving_constraints)}")
     try:
         env = ensure_env_for_requirements(
@@ -96,9 +115,10 @@ def serve_models(model_uris, work_dir, installation, *, host=LOOPBACK, http_port
 
     log_path = work_dir / "tritonserver.log"
     say.say(f"starting tritonserver with {', '.join(m.name for m in served)} (log: {log_path}) ...")
-    with TritonServer(work_dir / "repository", [m.name for m in served], installation=installation,
+    with TritonServer(repositories, [m.name for m in served], installation=installation,
                       serving_env=env, log_path=log_path, host=host, http_port=http_port, grpc_port=grpc_port,
-                      metrics_port=metrics_port, startup_timeout=startup_timeout) as server:
+                      metrics_port=metrics_port, startup_timeout=startup_timeout,
+                      environment=server_environment) as server:
         out(_listing(server, served, log_path))
         try:
             status = (wait or _wait_for_stop)(server)
@@ -113,9 +133,9 @@ def serve_models(model_uris, work_dir, installation, *, host=LOOPBACK, http_port
     return return_code
 
 
-def check_unique_names(sources):
+def check_unique_names(sources: Iterable[ModelSource]) -> None:
     """Raise naming both URIs when two models have the same Triton name."""
-    seen = {}
+    seen: dict[str, ModelSource] = {}
     for source in sources:
         if source.name in seen:
             first = seen[source.name]
@@ -128,9 +148,9 @@ def check_unique_names(sources):
         seen[source.name] = source
 
 
-def shared_requirements(sources):
+def shared_requirements(sources: Iterable[ModelSource]) -> list[str]:
     """The union of the models' requirement lines; raise when two of them pin a package differently."""
-    per_model = {}
+    per_model: dict[ModelSource, list[str]] = {}
     for source in sources:
         if not source.requirements_file.is_file():
             raise RepositoryAssemblyError(
@@ -165,9 +185,9 @@ def _check_pins(per_model):
 def _compatible(first, second):
     for pinned, other in ((first, second), (second, first)):
         for specifier in pinned.specifier:
-            if specifier.operator in ("==", "===") and "*" not in specifier.version:
-                if not other.specifier.contains(specifier.version, prereleases=True):
-                    return False
+            if (specifier.operator in ("==", "===") and "*" not in specifier.version
+                    and not other.specifier.contains(specifier.version, prereleases=True)):
+                return False
     return True
 
 
@@ -196,7 +216,7 @@ def _conflict_text(lines, why):
     )
 
 
-def assemble_repository(sources, repository):
+def assemble_repository(sources: Iterable[ModelSource], repository: str | os.PathLike[str]) -> list[ServedModel]:
     """Copy each model directory into ``repository`` (fresh); never serve an artifact store in place."""
     repository = Path(repository)
     shutil.rmtree(repository, ignore_errors=True)

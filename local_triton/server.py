@@ -17,6 +17,10 @@ address (Triton's own default is ``0.0.0.0``). Ports are free ones picked at sta
 one is taken meanwhile) or fixed ones, checked before the start: a taken fixed port raises
 :class:`PortInUseError` naming it.
 
+The model repository is a local directory, or an address Triton reads itself (``s3://…``, ``gs://…``,
+``as://…``: kept as given); several repositories may be given. ``environment`` adds variables for the
+server process only (for example ``TRITON_AWS_MOUNT_DIRECTORY``).
+
 The process runs in its own session (process group) and is always stopped on exit -- normal,
 exception, ``KeyboardInterrupt`` and ``SIGTERM`` (while the context is active in the main
 thread and no other SIGTERM handler is installed, SIGTERM is turned into ``SystemExit`` so that
@@ -39,23 +43,36 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any, BinaryIO, cast
 
 from ._children import die_with_parent, kill_group, wait_or_kill_group
 from .errors import HostAddressError, PortInUseError, TritonStartError
 from .installation import TritonInstallation
 from .serving_env import read_pyvenv_cfg
 
-__all__ = ["LOOPBACK", "TritonServer", "TritonStartError", "check_host", "check_port_free", "connect_host",
-           "is_loopback"]
+__all__ = ["CLOUD_REPOSITORY_SCHEMES", "LOOPBACK", "TritonServer", "TritonStartError", "check_host", "check_port_free",
+           "connect_host", "is_cloud_repository", "is_loopback"]
 
 LOOPBACK = "127.0.0.1"
+#: Model repository addresses Triton reads itself (S3, Google Cloud Storage, Azure Storage).
+CLOUD_REPOSITORY_SCHEMES = ("s3://", "gs://", "as://")
 _PORT_OPTIONS = ("--http-port", "--grpc-port", "--metrics-port")
 
 
 def is_loopback(host: str) -> bool:
     """True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
     return host == "localhost" or host == "::1" or host.startswith("127.")
+
+
+def is_cloud_repository(repository: object) -> bool:
+    """True for a model repository address Triton reads from object storage (``s3://``, ``gs://``, ``as://``)."""
+    return isinstance(repository, str) and repository.startswith(CLOUD_REPOSITORY_SCHEMES)
+
+
+def _repository(repository: str | os.PathLike[str]) -> str | Path:
+    return str(repository) if is_cloud_repository(repository) else Path(repository).resolve()
 
 
 def connect_host(host: str) -> str:
@@ -134,7 +151,9 @@ def check_port_free(host: str, port: int, option: str) -> None:
 class TritonServer:
     """Start ``tritonserver`` with the given models of ``model_repository``; stop it on exit.
 
-    :param model_repository: the repository root (holds ``<model_name>/config.pbtxt``).
+    :param model_repository: the repository root (holds ``<model_name>/config.pbtxt``): a local directory or an
+        object-storage address (``s3://…``, ``gs://…``, ``as://…``), or a list of them (one
+        ``--model-repository`` each).
     :param model_name: the model to load and wait for, or a sequence of them.
     :param installation: which server to run (:class:`TritonInstallation`).
     :param serving_env: virtualenv whose ``bin/`` goes first on ``PATH`` (the Python backend's
@@ -146,12 +165,13 @@ class TritonServer:
     :param extra_args: more ``tritonserver`` arguments.
     :param host: the address HTTP, gRPC and metrics listen on (default loopback only).
     :param http_port, grpc_port, metrics_port: fixed ports; ``None`` picks free ones.
+    :param environment: variables added to the server's environment (credentials stay in the caller's own).
     """
 
     def __init__(
         self,
-        model_repository: str | os.PathLike[str],
-        model_name,
+        model_repository: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        model_name: str | Iterable[str],
         *,
         installation: TritonInstallation,
         serving_env: str | os.PathLike[str] | None = None,
@@ -163,8 +183,14 @@ class TritonServer:
         http_port: int | None = None,
         grpc_port: int | None = None,
         metrics_port: int | None = None,
-    ):
-        self.model_repository = Path(model_repository).resolve()
+        environment: dict[str, str] | None = None,
+    ) -> None:
+        given: list[Any] = list(model_repository) if isinstance(model_repository, (list, tuple)) else [model_repository]
+        self.model_repositories = tuple(_repository(r) for r in given)
+        if not self.model_repositories:
+            raise ValueError("TritonServer needs at least one model repository")
+        self.model_repository = self.model_repositories[0]
+        self.extra_environment = dict(environment or {})
         self.model_names = (model_name,) if isinstance(model_name, str) else tuple(model_name)
         if not self.model_names:
             raise ValueError("TritonServer needs at least one model name")
@@ -187,8 +213,8 @@ class TritonServer:
         self.http_port = self.grpc_port = self.metrics_port = 0
         self.ready_seconds: float | None = None
         self._proc: subprocess.Popen | None = None
-        self._log_file = None
-        self._previous_sigterm = None
+        self._log_file: BinaryIO | None = None
+        self._previous_sigterm: Any = None  # a signal handler: a callable, SIG_IGN or SIG_DFL
 
     # ------------------------------------------------------------------ public API
     @property
@@ -239,11 +265,11 @@ class TritonServer:
         except FileNotFoundError:
             return ""
 
-    def start(self) -> "TritonServer":
+    def start(self) -> TritonServer:
         """Start and wait for readiness; with free ports, retries if one was taken meanwhile."""
         fixed = self._fixed_ports[0] is not None
         if fixed:
-            for option, port in zip(_PORT_OPTIONS, self._fixed_ports):
+            for option, port in zip(_PORT_OPTIONS, cast("tuple[int, int, int]", self._fixed_ports)):
                 check_port_free(self.host, port, option)
         started = time.monotonic()
         for attempt in range(3):
@@ -283,7 +309,7 @@ class TritonServer:
                 self._log_file.close()
                 self._log_file = None
 
-    def __enter__(self) -> "TritonServer":
+    def __enter__(self) -> TritonServer:
         self._install_sigterm_handler()
         try:
             return self.start()
@@ -292,7 +318,7 @@ class TritonServer:
             self._restore_sigterm_handler()
             raise
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             self.stop()
         finally:
@@ -303,7 +329,7 @@ class TritonServer:
         inst = self.installation
         return [
             str(inst.server_binary),
-            f"--model-repository={self.model_repository}",
+            *(f"--model-repository={repository}" for repository in self.model_repositories),
             f"--backend-directory={inst.backend_directory}",
             "--model-control-mode=explicit",
             *(f"--load-model={name}" for name in self.model_names),
@@ -337,17 +363,18 @@ class TritonServer:
             libs.append(env["LD_LIBRARY_PATH"])
         if libs:
             env["LD_LIBRARY_PATH"] = os.pathsep.join(libs)
+        env.update(self.extra_environment)
         env.setdefault("PYTHONUNBUFFERED", "1")  # model.py's print() reaches the log promptly
         return env
 
     def _start_once(self, fresh_log: bool = True) -> None:
         """One start; ``fresh_log`` truncates the log (a retry appends, so that the log shows every attempt)."""
         if self._fixed_ports[0] is not None:
-            self.http_port, self.grpc_port, self.metrics_port = self._fixed_ports
+            self.http_port, self.grpc_port, self.metrics_port = cast("tuple[int, int, int]", self._fixed_ports)
         else:
             self.http_port, self.grpc_port, self.metrics_port = _free_ports(3, self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log_file = open(self.log_path, "wb" if fresh_log else "ab")
+        self._log_file = open(self.log_path, "wb" if fresh_log else "ab")  # noqa: SIM115 (open while the server runs)
         self._log_file.write(f"$ {' '.join(self.command())}\n".encode())
         self._log_file.flush()
         self._proc = subprocess.Popen(
@@ -385,7 +412,8 @@ class TritonServer:
             if missing and self._status("/v2/health/live") == 200 and self._index_ok():
                 # Live, index answers, but the model is not in it: wrong name or directory.
                 raise self._fail(
-                    f"model {missing[0]!r} is not in the repository {self.model_repository}",
+                    f"model {missing[0]!r} is not in the repository "
+                    f"{', '.join(str(r) for r in self.model_repositories)}",
                     self._reason_from_log())
             if time.monotonic() > deadline:
                 pending = {name: states.get(name, (None,))[0] or "unknown" for name in self.model_names}
@@ -396,8 +424,8 @@ class TritonServer:
 
     def _reason_from_log(self) -> str | None:
         """Triton's ``E...`` log lines (errors), e.g. a failed ``load`` with its cause."""
-        errors = [l.strip() for l in self.log_text().splitlines()
-                  if l.startswith("E") and ("failed" in l or "error" in l.lower())]
+        errors = [line.strip() for line in self.log_text().splitlines()
+                  if line.startswith("E") and ("failed" in line or "error" in line.lower())]
         return "\n".join(errors[-5:]) or None
 
     # --- HTTP helpers (stdlib only; no proxies for loopback) ---
@@ -431,7 +459,7 @@ class TritonServer:
     def _index_ok(self) -> bool:
         return self._repository_index() is not None
 
-    def _model_states(self) -> dict[str, tuple[str | None, str | None]]:
+    def _model_states(self) -> dict[str | None, tuple[str | None, str | None]]:
         """``{name: (state, reason)}`` from the repository index ({} while it does not answer)."""
         return {entry.get("name"): (entry.get("state"), entry.get("reason") or None)
                 for entry in self._repository_index() or []}

@@ -34,8 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -44,7 +44,7 @@ from ._children import die_with_parent, kill_group, wait_or_kill_group
 from ._stale import STALE_BUILD_SECONDS, remove_stale_builds
 from .errors import ServingEnvError
 from .installation import default_cache_dir
-from .progress import as_progress
+from .progress import ProgressLike, as_progress
 
 __all__ = [
     "ENV_RECORD",
@@ -85,7 +85,8 @@ def _python_facts(python: str) -> tuple[str, str]:
     out = subprocess.run(
         [python, "-c",
          "import os, platform, sys; print(f'{sys.implementation.name}-{platform.python_version()}"
-         "-{platform.machine()}'); base = os.path.join(sys.base_prefix, 'bin', 'python%d.%d' % sys.version_info[:2]); "
+         "-{platform.machine()}'); "
+         "base = os.path.join(sys.base_prefix, 'bin', 'python%d.%d' % sys.version_info[:2]); "
          "print(base if os.path.isfile(base) else sys.executable)"],
         capture_output=True, text=True, check=True,
     )
@@ -104,11 +105,11 @@ def _env_key(lines: list[str], constraints: Iterable[str], python_id: str) -> st
 def _explain_pip_failure(output: str) -> tuple[list[str], bool]:
     """Pick the informative lines out of a failed ``pip install``'s output."""
     lines = [line.rstrip() for line in output.splitlines()]
-    conflict = any("ResolutionImpossible" in l or "conflicting dependencies" in l for l in lines)
+    conflict = any("ResolutionImpossible" in line or "conflicting dependencies" in line for line in lines)
     if conflict:
         # pip writes the explanation ("The conflict is caused by: ...") to stdout and the
         # ERROR: lines to stderr; put the ERROR: lines first and drop pip's generic advice.
-        errors = [l for l in lines if l.startswith("ERROR:")]
+        errors = [line for line in lines if line.startswith("ERROR:")]
         explanation: list[str] = []
         capturing = False
         for line in lines:
@@ -119,9 +120,9 @@ def _explain_pip_failure(output: str) -> tuple[list[str], bool]:
             if capturing and line.strip():
                 explanation.append(line)
         return errors + explanation, True
-    errors = [l for l in lines if l.startswith("ERROR:")]
-    tail = [l for l in lines if l.strip()][-25:]
-    return (errors + [l for l in tail if l not in errors]) or ["(pip printed nothing)"], False
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    tail = [line for line in lines if line.strip()][-25:]
+    return (errors + [line for line in tail if line not in errors]) or ["(pip printed nothing)"], False
 
 
 def _pip_error(action: str, source: str, constraints: list[str], output: str, python_id: str = "") -> ServingEnvError:
@@ -139,7 +140,7 @@ def _pip_error(action: str, source: str, constraints: list[str], output: str, py
     message = (
         f"{action} for {source}: {what} "
         f"(constraints: {', '.join(constraints) or 'none'}).\npip said:\n"
-        + "\n".join(f"  {l}" for l in pip_lines)
+        + "\n".join(f"  {line}" for line in pip_lines)
     )
     return ServingEnvError(message, pip_lines, conflict)
 
@@ -178,7 +179,7 @@ def ensure_serving_env(
     requirements_file: str | os.PathLike[str],
     constraints: Iterable[str] = (),
     cache_dir: str | os.PathLike[str] | None = None,
-    progress=print,
+    progress: ProgressLike = print,
     *,
     python: str = sys.executable,
 ) -> Path:
@@ -201,7 +202,7 @@ def ensure_env_for_requirements(
     lines: list[str],
     constraints: Iterable[str] = (),
     cache_dir: str | os.PathLike[str] | None = None,
-    progress=print,
+    progress: ProgressLike = print,
     *,
     python: str = sys.executable,
     source: str = "the requirements",

@@ -8,6 +8,7 @@ SIGTERM. (``TritonServer`` sees the handler and keeps it.)
 import contextlib
 import signal
 import threading
+from collections.abc import Iterator
 
 __all__ = ["StopRequested", "stop_on_sigterm"]
 
@@ -17,7 +18,7 @@ class StopRequested(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def stop_on_sigterm():
+def stop_on_sigterm() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -17,8 +17,10 @@ values Triton would read as their neighbours -- or an output cannot: FP16, raw b
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,12 +33,15 @@ from mlflow_triton.shared_contract import MlflowTritonError
 from .errors import InputFileError
 from .send import RequestFiles
 
+if TYPE_CHECKING:
+    from mlflow.types import Schema
+
 __all__ = ["input_request", "load_user_input"]
 
 FORMATS = "a JSON object with one of dataframe_split, dataframe_records, inputs, instances; or a CSV table"
 
 
-def load_user_input(path, input_schema):
+def load_user_input(path: str | os.PathLike[str], input_schema: Schema | None) -> Any:
     """The model input held by the JSON or CSV file ``path``, parsed against ``input_schema``."""
     from mlflow.pyfunc.scoring_server import infer_and_parse_data, parse_csv_input
 
@@ -113,7 +118,8 @@ def _column_as(path, column, values, target):
     return converted
 
 
-def input_request(value, model_dir, directory, stem="input-request"):
+def input_request(value: Any, model_dir: str | os.PathLike[str], directory: str | os.PathLike[str],
+                  stem: str = "input-request") -> RequestFiles:
     """Encode ``value`` for the model in ``model_dir``; write the body under ``directory``."""
     config, contract = read_config(Path(model_dir) / "config.pbtxt")
     inputs, outputs = declarations(config)
@@ -139,7 +145,7 @@ def input_request(value, model_dir, directory, stem="input-request"):
     return RequestFiles("json", body_path, [("Content-Type", "application/json")])
 
 
-def rows_of(value):
+def rows_of(value: Any) -> int:
     """How many rows (first-axis entries) a model input holds, for messages."""
     if isinstance(value, dict):
         value = next(iter(value.values()), np.empty(0))

@@ -22,6 +22,7 @@ It describes structure only: module classes cannot express arbitrary
 """
 
 import pathlib
+from typing import Any
 
 from mlflow.models import Model
 
@@ -38,14 +39,14 @@ SCOPE_NOTE = (
 )
 
 
-def with_init_kwargs(options, declared):
+def with_init_kwargs(options: dict[str, Any], declared: dict[str, Any] | None) -> dict[str, Any]:
     """The wrapper's options plus ``architecture_init_kwargs`` when declared (checked by the flow)."""
     if declared is None:
         return options
     return {**options, "architecture_init_kwargs": declared}
 
 
-def describe_pytorch(model, package_path, declared_init_kwargs):
+def describe_pytorch(model: Any, package_path: Any, declared_init_kwargs: Any) -> dict[str, Any]:
     """The architecture.json content for a ``torch.nn.Module`` saved at ``package_path``."""
     return {
         "format_version": FORMAT_VERSION,
@@ -58,7 +59,7 @@ def describe_pytorch(model, package_path, declared_init_kwargs):
     }
 
 
-def describe_transformers(pipeline, package_path, declared_init_kwargs):
+def describe_transformers(pipeline: Any, package_path: Any, declared_init_kwargs: Any) -> dict[str, Any]:
     """The architecture.json content for a Transformers pipeline saved at ``package_path``.
 
     Component classes come from the pipeline; a ``processor`` passed to

@@ -27,6 +27,8 @@ import pathlib
 import site
 import sys
 import sysconfig
+from collections.abc import Iterable
+from typing import Any
 
 MAIN_MODULE = "__main__"
 _INSTALLATION_FOLDERS = ("site-packages", "dist-packages")
@@ -41,11 +43,13 @@ class CodeReference:
     qualname: str
 
     @classmethod
-    def of(cls, what, obj):
+    def of(cls, what: str, obj: object) -> "CodeReference":
         return cls(what, getattr(obj, "__module__", None) or "", getattr(obj, "__qualname__", repr(obj)))
 
 
-def unimportable_code_warnings(references, code_paths, main_stored_by_value, serializer, remedy):
+def unimportable_code_warnings(
+    references: Iterable[CodeReference], code_paths: Any, main_stored_by_value: bool, serializer: str, remedy: str
+) -> list[str]:
     """One message per module the serving environment cannot import, naming the referring objects.
 
     ``serializer`` names how the model is stored (for the ``__main__`` message);
@@ -53,7 +57,7 @@ def unimportable_code_warnings(references, code_paths, main_stored_by_value, ser
     """
     covered = _CodePaths(code_paths)
     installed = _InstalledNames()
-    unimportable = {}
+    unimportable: dict[str, list[CodeReference]] = {}
     for reference in references:
         if reference.module == MAIN_MODULE:
             if not main_stored_by_value:

@@ -8,12 +8,13 @@ there, unless the user set ``MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR`` themselves.
 import contextlib
 import os
 import sys
+from collections.abc import Iterator
 
 DOWNLOAD_BAR_VARIABLE = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 
 @contextlib.contextmanager
-def download_bars_on_terminals_only():
+def download_bars_on_terminals_only() -> Iterator[None]:
     if sys.stderr.isatty() or DOWNLOAD_BAR_VARIABLE in os.environ:
         yield
         return

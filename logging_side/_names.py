@@ -51,7 +51,7 @@ class TensorNamer:
         return candidate
 
 
-def check_model_name(name):
+def check_model_name(name: object) -> str:
     """Validate a ``triton_model_name``; it becomes a directory and Triton's model name."""
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(

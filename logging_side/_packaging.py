@@ -48,8 +48,8 @@ MANAGED_NATIVE_OPTIONS = frozenset(
 class Framework:
     """What differs between sklearn, PyTorch and Transformers; subclassed per wrapper."""
 
-    flavor = None  # MLflow flavor name, e.g. "sklearn"
-    model_argument = None  # the wrapper's positional parameter, e.g. "sk_model"
+    flavor: str | None = None  # MLflow flavor name, e.g. "sklearn"
+    model_argument: str | None = None  # the wrapper's positional parameter, e.g. "sk_model"
     supports_gpu = False
     describes_architecture = False  # True where architecture() writes architecture.json
 
@@ -63,7 +63,7 @@ class Framework:
         """The options for ``mlflow.<flavor>.save_model``, with this package's defaults."""
         return dict(options)
 
-    def check_native_options(self, options):
+    def check_native_options(self, options: dict[str, object]) -> None:
         """Reject options ``mlflow.<flavor>.save_model`` does not take, before any work is done."""
         save_model = self.native_module().save_model
         named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -86,7 +86,8 @@ class Framework:
     def current_device(self, model):
         return "cpu"
 
-    def save_native(self, model, path, signature, input_example, options):
+    def save_native(self, model: object, path: object, signature: object, input_example: object,
+                    options: dict[str, object]) -> None:
         self.native_module().save_model(
             model, path=str(path), signature=signature, input_example=input_example, **options
         )

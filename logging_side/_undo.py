@@ -9,6 +9,7 @@ created. Both logging entry points (the framework wrappers and
 """
 
 import contextlib
+from collections.abc import Callable, Iterator
 
 import mlflow
 from mlflow.exceptions import MlflowException
@@ -20,7 +21,9 @@ _UNQUOTABLE = ("'", '"', "\\")
 
 
 @contextlib.contextmanager
-def undone_on_failure(registered_model_name, logged_model_id=lambda: None):
+def undone_on_failure(
+    registered_model_name: str | None, logged_model_id: Callable[[], str | None] = lambda: None
+) -> Iterator[None]:
     """On any exception from the body: delete the LoggedModel it created and an empty registered model.
 
     ``logged_model_id`` returns the id of the LoggedModel the body created when

@@ -14,8 +14,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable
+
+from mlflow_triton import __version__
+from mlflow_triton.runtime import RUNTIME_VERSION
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "build_parser", "main"]
 
@@ -60,11 +63,11 @@ class Subcommand:
     run: Callable[[argparse.Namespace], int]
 
 
-def _add_model_uris(parser):
+def _add_model_uris(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model_uris", nargs="+", metavar="MODEL_URI", help=MODEL_URIS_HELP)
 
 
-def _add_triton_options(parser):
+def _add_triton_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Triton installation (default: the bundled Triton 2.51 of mlflow-triton[local])")
     group.add_argument("--tritonserver", type=Path, metavar="PATH",
                        help="another tritonserver binary, e.g. /opt/tritonserver/bin/tritonserver")
@@ -81,7 +84,7 @@ def _add_triton_options(parser):
                             "bundled 2.51 has 3.8-3.13); default: the Python running mlflow-triton")
 
 
-def _add_common_options(parser, holds):
+def _add_common_options(parser: argparse.ArgumentParser, holds: str) -> None:
     parser.add_argument("--work-dir", type=Path, metavar="DIR",
                         help=f"where {holds} go (default: a new temporary directory, whose model copies are "
                              "removed at the end)")
@@ -90,7 +93,23 @@ def _add_common_options(parser, holds):
                              "or MLflow's default)")
 
 
-def _check_arguments(parser):
+def _add_store_options(parser: argparse.ArgumentParser, command: str) -> None:
+    group = parser.add_argument_group("serving from MLflow's artifact store")
+    group.add_argument("--from-store", action="store_true",
+                       help=f"{command} with Triton reading each model's repository where MLflow stored it (s3://, "
+                            "gs://, Azure; see mlflow-triton locate) instead of a local copy; credentials from the "
+                            "standard AWS variables, endpoint from MLFLOW_S3_ENDPOINT_URL")
+    _add_artifacts_destination(group)
+
+
+def _add_artifacts_destination(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument("--artifacts-destination", metavar="URI",
+                        help="the tracking server's --artifacts-destination (e.g. s3://bucket/mlartifacts), needed "
+                             "when it proxies artifacts (mlflow-artifacts:/ locations); default "
+                             "$MLFLOW_TRITON_ARTIFACTS_DESTINATION")
+
+
+def _check_arguments(parser: argparse.ArgumentParser) -> None:
     _add_model_uris(parser)
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                         help="the instance kind the repositories must have (KIND_CPU / KIND_GPU); default cpu")
@@ -101,19 +120,25 @@ def _check_arguments(parser):
     parser.add_argument("--report", type=Path, metavar="PATH", help="JSON report (default: <work dir>/report.json)")
     _add_common_options(parser, "model copies, logs and the report")
     _add_triton_options(parser)
+    _add_store_options(parser, "check")
 
 
-def _run_check(args):
-    from mlflow_triton.local import check_command
-
-    return check_command(
-        args.model_uris, device=args.device, tritonserver=args.tritonserver,
+def _run_check(args: argparse.Namespace) -> int:
+    options = dict(
+        device=args.device, tritonserver=args.tritonserver,
         backend_directory=args.backend_directory, serving_constraints=args.serving_constraint, python=args.python,
         report=args.report, work_dir=args.work_dir, input_file=args.input, tracking_uri=args.tracking_uri,
     )
+    if args.from_store:
+        from mlflow_triton.deploy import check_from_store_command
+
+        return check_from_store_command(args.model_uris, artifacts_destination=args.artifacts_destination, **options)
+    from mlflow_triton.local import check_command
+
+    return check_command(args.model_uris, **options)
 
 
-def _serve_arguments(parser):
+def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     _add_model_uris(parser)
     parser.add_argument("--host", default="127.0.0.1",
                         help="address HTTP, gRPC and metrics listen on (default 127.0.0.1, this machine only; "
@@ -123,20 +148,26 @@ def _serve_arguments(parser):
     parser.add_argument("--metrics-port", type=_port, default=8002, metavar="PORT", help="1-65535, default 8002")
     _add_common_options(parser, "model copies and the Triton log")
     _add_triton_options(parser)
+    _add_store_options(parser, "serve")
 
 
-def _run_serve(args):
-    from mlflow_triton.local import serve_command
-
-    return serve_command(
-        args.model_uris, host=args.host, http_port=args.http_port, grpc_port=args.grpc_port,
+def _run_serve(args: argparse.Namespace) -> int:
+    options = dict(
+        host=args.host, http_port=args.http_port, grpc_port=args.grpc_port,
         metrics_port=args.metrics_port, tritonserver=args.tritonserver, backend_directory=args.backend_directory,
         serving_constraints=args.serving_constraint, python=args.python, work_dir=args.work_dir,
         tracking_uri=args.tracking_uri,
     )
+    if args.from_store:
+        from mlflow_triton.deploy import serve_from_store_command
+
+        return serve_from_store_command(args.model_uris, artifacts_destination=args.artifacts_destination, **options)
+    from mlflow_triton.local import serve_command
+
+    return serve_command(args.model_uris, **options)
 
 
-def _port(text):
+def _port(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -146,7 +177,7 @@ def _port(text):
     return value
 
 
-def _positive_int(text):
+def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -156,7 +187,7 @@ def _positive_int(text):
     return value
 
 
-def _export_onnx_arguments(parser):
+def _export_onnx_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model_uri", metavar="MODEL_URI",
                         help="runs:/<run id>/<name>, models:/<name>/<version>, models:/<name>@<alias>, models:/m-<id> "
                              "or a local MLflow model directory, logged by mlflow-triton")
@@ -173,11 +204,79 @@ def _export_onnx_arguments(parser):
                              "or MLflow's default)")
 
 
-def _run_export_onnx(args):
+def _run_export_onnx(args: argparse.Namespace) -> int:
     from mlflow_triton.export import export_command
 
     return export_command(args.model_uri, args.out, max_batch_size=args.max_batch_size, backend=args.backend,
                           tracking_uri=args.tracking_uri)
+
+
+LOCATE_DESCRIPTION = """\
+Print the address Triton can read a logged model's repository from, where MLflow stored it
+(s3://host:port/bucket/.../model_repository for an S3-compatible store with MLFLOW_S3_ENDPOINT_URL,
+s3://bucket/... for AWS, gs://..., as://account/container/..., or a local path), then the model name
+Triton sees there. The address is checked against Triton's path rules (bucket [0-9a-z.-], segments
+[0-9a-zA-Z._-]) and, for S3, read with the credentials Triton will use (AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION). Exit status: 0 located, 1 an error (one line saying what to set).
+"""
+KSERVE_DESCRIPTION = """\
+Write a KServe InferenceService (serving.kserve.io/v1beta1, Triton predictor, protocolVersion v2)
+whose storageUri is the model's repository where MLflow stored it, loading the model Triton sees
+there. Nothing is applied to a cluster and no credential is written: attach the storage secret with
+--service-account. Exit status: 0 written, 1 an error.
+"""
+
+
+def _model_uri_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model_uri", metavar="MODEL_URI",
+                        help="models:/<name>/<version>, models:/<name>@<alias>, models:/m-<id>, runs:/<run id>/<name> "
+                             "or a local MLflow model directory, logged by mlflow-triton")
+    parser.add_argument("--tracking-uri", metavar="URI",
+                        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or MLflow's default)")
+    _add_artifacts_destination(parser)
+
+
+def _locate_arguments(parser: argparse.ArgumentParser) -> None:
+    _model_uri_argument(parser)
+    parser.add_argument("--no-access-check", dest="check_access", action="store_false",
+                        help="do not read the repository's config.pbtxt from S3 with the current credentials")
+
+
+def _run_locate(args: argparse.Namespace) -> int:
+    from mlflow_triton.deploy import locate_command
+
+    return locate_command(args.model_uri, artifacts_destination=args.artifacts_destination,
+                          tracking_uri=args.tracking_uri, check_access=args.check_access)
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+def _kserve_arguments(parser: argparse.ArgumentParser) -> None:
+    _model_uri_argument(parser)
+    parser.add_argument("--name", metavar="N", help="the InferenceService's name (default: from the Triton model name)")
+    parser.add_argument("--triton-version", default="24.10", metavar="YY.MM",
+                        help="the Triton container release (runtimeVersion YY.MM-py3; default 24.10)")
+    parser.add_argument("--gpus", type=_non_negative_int, default=0, metavar="N",
+                        help="nvidia.com/gpu limit (default 0; the model must be logged with device='gpu')")
+    parser.add_argument("--service-account", metavar="NAME",
+                        help="the ServiceAccount whose secret holds the storage credentials")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write the YAML there (default: print it)")
+
+
+def _run_kserve(args: argparse.Namespace) -> int:
+    from mlflow_triton.deploy import kserve_command
+
+    return kserve_command(args.model_uri, name=args.name, triton_version=args.triton_version, gpus=args.gpus,
+                          service_account=args.service_account, artifacts_destination=args.artifacts_destination,
+                          tracking_uri=args.tracking_uri, out_file=args.out)
 
 
 SUBCOMMANDS = (
@@ -187,16 +286,23 @@ SUBCOMMANDS = (
                _serve_arguments, _run_serve),
     Subcommand("export-onnx", "export a model logged by mlflow-triton to <name>_onnx/ (ONNX, dynamic batching, "
                "parity-checked)", EXPORT_ONNX_DESCRIPTION, _export_onnx_arguments, _run_export_onnx),
+    Subcommand("locate", "print the address Triton reads a model's repository from in MLflow's artifact store",
+               LOCATE_DESCRIPTION, _locate_arguments, _run_locate),
+    Subcommand("kserve", "write a KServe InferenceService serving a model from MLflow's artifact store",
+               KSERVE_DESCRIPTION, _kserve_arguments, _run_kserve),
 )
 
 
-def build_parser(prog="mlflow-triton"):
+def build_parser(prog: str = "mlflow-triton") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Check and serve the Triton repositories of models logged with mlflow_triton, on a real local "
                     "Triton server, and export them to ONNX with dynamic batching. For demos and proofs of concept, "
                     "not production serving.",
     )
+    parser.add_argument("--version", action="version", version=_version(),
+                        help="print the package version and the version of the runtime it writes into generated "
+                             "repositories (recorded in config.pbtxt as mlflow_triton_runtime_version)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for subcommand in SUBCOMMANDS:
         sub = commands.add_parser(subcommand.name, help=subcommand.summary, description=subcommand.description,
@@ -206,12 +312,16 @@ def build_parser(prog="mlflow-triton"):
     return parser
 
 
-def _check_tritonserver_pair(parser, args):
+def _version() -> str:
+    return f"mlflow-triton {__version__} (runtime {RUNTIME_VERSION})"
+
+
+def _check_tritonserver_pair(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if (getattr(args, "tritonserver", None) is None) != (getattr(args, "backend_directory", None) is None):
         parser.error("--tritonserver and --backend-directory go together")
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the subcommand, return its exit status."""
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)

@@ -11,7 +11,12 @@ importable when the artifact is reloaded, so package them with ``code_paths``
 (``validate_saved_model=True`` proves it in a clean interpreter).
 """
 
+from __future__ import annotations
+
 import inspect
+import os
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
 
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
@@ -19,6 +24,12 @@ from mlflow.pyfunc import PyFuncModel
 from . import _architecture, _custom_code, _packaging
 from ._packaging import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from mlflow.models import Model, ModelSignature
+    from mlflow.models.model import ModelInfo
+    from mlflow.models.utils import ModelInputExample
+    from torch.nn import Module
 
 FLAVOR_NAME = "pytorch"
 _DEFAULT_SERIALIZATION_FORMAT = "pickle"
@@ -28,7 +39,7 @@ _TENSOR_ATTRIBUTES = frozenset({"_parameters", "_buffers", "_modules"})
 __all__ = ["FLAVOR_NAME", "TRITON_FLAVOR_NAME", "log_model", "save_model"]
 
 
-def _import_torch():
+def _import_torch() -> ModuleType:
     """``torch``, or an ImportError that names the extra to install (imported on first use)."""
     try:
         import torch
@@ -40,14 +51,14 @@ def _import_torch():
     return torch
 
 
-def _mlflow_pytorch():
+def _mlflow_pytorch() -> ModuleType:
     _import_torch()
     import mlflow.pytorch  # imports torch itself: loaded on first use, not with this module
 
     return mlflow.pytorch
 
 
-def _check_eval_mode(model, what="model"):
+def _check_eval_mode(model: Module, what: str = "model") -> None:
     """Reject a module with any submodule still in training mode (dropout, batch norm...)."""
     in_training = [name for name, module in model.named_modules() if module.training]
     if not in_training:
@@ -62,13 +73,13 @@ def _check_eval_mode(model, what="model"):
     )
 
 
-def _module_device(model):
+def _module_device(model: Module) -> str:
     """The single device holding the module's parameters and buffers ("cpu" when it has none).
 
     A module spread over several devices (sharded / device-mapped) needs a
     separate serving adapter and is rejected.
     """
-    devices = []
+    devices: list[str] = []
     for tensor in [*model.parameters(), *model.buffers()]:
         device = str(tensor.device)
         if device not in devices:
@@ -87,15 +98,15 @@ class _PyTorch(_packaging.Framework):
     supports_gpu = True
     describes_architecture = True
 
-    def native_module(self):
+    def native_module(self) -> ModuleType:
         return _mlflow_pytorch()
 
-    def check_native_options(self, options):
+    def check_native_options(self, options: dict[str, Any]) -> None:
         # mlflow.pytorch.save_model passes its remaining keyword arguments to torch.save.
         torch_save_options = set(inspect.signature(_import_torch().save).parameters) - {"obj", "f"}
         super().check_native_options({k: v for k, v in options.items() if k not in torch_save_options})
 
-    def check_model(self, model):
+    def check_model(self, model: Any) -> None:
         torch = _import_torch()
         if not isinstance(model, torch.nn.Module):
             raise InvalidArgumentError(
@@ -104,7 +115,7 @@ class _PyTorch(_packaging.Framework):
         _check_eval_mode(model)
         _module_device(model)
 
-    def native_options(self, options):
+    def native_options(self, options: dict[str, Any]) -> dict[str, Any]:
         options = dict(options)
         if options.get("serialization_format") is None and not options.get("export_model"):
             options["serialization_format"] = _DEFAULT_SERIALIZATION_FORMAT
@@ -112,17 +123,17 @@ class _PyTorch(_packaging.Framework):
             options, lambda _options: _mlflow_pytorch().get_default_pip_requirements()
         )
 
-    def current_device(self, model):
+    def current_device(self, model: Module) -> str:
         return _module_device(model)
 
-    def pyfunc_adapter(self, model, options, model_meta):
+    def pyfunc_adapter(self, model: Module, options: dict[str, Any], model_meta: Model) -> PyFuncModel:
         wrapper = _mlflow_pytorch()._PyTorchWrapper(model, device=self.current_device(model))
         return PyFuncModel(model_meta, wrapper)
 
-    def architecture(self, model, package_path, declared_init_kwargs):
+    def architecture(self, model: Module, package_path: Any, declared_init_kwargs: Any) -> dict[str, Any]:
         return _architecture.describe_pytorch(model, package_path, declared_init_kwargs)
 
-    def custom_code_warnings(self, model, options):
+    def custom_code_warnings(self, model: Module, options: dict[str, Any]) -> list[str]:
         """The module classes a pickled model needs at load time (an exported model needs none)."""
         if options.get("export_model") or options.get("serialization_format") != _DEFAULT_SERIALIZATION_FORMAT:
             return []
@@ -174,23 +185,23 @@ _FRAMEWORK = _PyTorch()
 
 
 def log_model(
-    pytorch_model,
+    pytorch_model: Module,
     *,
-    input_example,
-    name="model",
-    registered_model_name=None,
-    await_registration_for=DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
-    run_id=None,
-    metadata=None,
-    tags=None,
-    params=None,
-    signature=None,
-    device="cpu",
-    triton_model_name=None,
-    validate_saved_model=False,
-    architecture_init_kwargs=None,
-    **kwargs,
-):
+    input_example: ModelInputExample,
+    name: str = "model",
+    registered_model_name: str | None = None,
+    await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
+    run_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    tags: dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None,
+    signature: ModelSignature | None = None,
+    device: Literal["cpu", "gpu"] = "cpu",
+    triton_model_name: str | None = None,
+    validate_saved_model: bool = False,
+    architecture_init_kwargs: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> ModelInfo:
     """Log an eval-mode ``torch.nn.Module`` (weights loaded) with its Triton repository.
 
     A model with any submodule in training mode is rejected before anything is
@@ -220,8 +231,10 @@ def log_model(
     )
 
 
-def save_model(pytorch_model, path, *, input_example, signature=None, device="cpu", triton_model_name=None,
-               validate_saved_model=False, architecture_init_kwargs=None, **kwargs):
+def save_model(pytorch_model: Module, path: str | os.PathLike[str], *, input_example: ModelInputExample,
+               signature: ModelSignature | None = None, device: Literal["cpu", "gpu"] = "cpu",
+               triton_model_name: str | None = None, validate_saved_model: bool = False,
+               architecture_init_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
     """Write the same package as ``log_model`` to a new local directory ``path``."""
     _packaging.save_model(
         _FRAMEWORK, pytorch_model, path, input_example=input_example, signature=signature, device=device,

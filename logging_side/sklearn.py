@@ -5,8 +5,13 @@ holds the native ``sklearn`` and ``python_function`` flavors plus a ``triton``
 flavor pointing at ``model_repository/<triton_model_name>/``.
 """
 
+from __future__ import annotations
+
 import functools
 import inspect
+import os
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
 
 import mlflow.sklearn
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
@@ -15,6 +20,11 @@ from mlflow.pyfunc import PyFuncModel
 from . import _custom_code, _packaging
 from ._packaging import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from mlflow.models import Model, ModelSignature
+    from mlflow.models.model import ModelInfo
+    from mlflow.models.utils import ModelInputExample
 
 FLAVOR_NAME = "sklearn"
 
@@ -25,21 +35,21 @@ class _Sklearn(_packaging.Framework):
     flavor = FLAVOR_NAME
     model_argument = "sk_model"
 
-    def native_module(self):
+    def native_module(self) -> ModuleType:
         return mlflow.sklearn
 
-    def native_options(self, options):
+    def native_options(self, options: dict[str, Any]) -> dict[str, Any]:
         return _packaging.with_default_requirements(options, self._default_requirements)
 
     @staticmethod
-    def _default_requirements(options):
+    def _default_requirements(options: dict[str, Any]) -> list[str]:
         serialization_format = options.get("serialization_format") or _default_serialization_format()
         return mlflow.sklearn.get_default_pip_requirements(
             include_cloudpickle=serialization_format == "cloudpickle",
             include_skops=serialization_format == "skops",
         )
 
-    def pyfunc_adapter(self, model, options, model_meta):
+    def pyfunc_adapter(self, model: Any, options: dict[str, Any], model_meta: Model) -> PyFuncModel:
         predict_fn = options.get("pyfunc_predict_fn", "predict")
         if not hasattr(model, predict_fn):
             raise InvalidArgumentError(
@@ -48,7 +58,7 @@ class _Sklearn(_packaging.Framework):
             )
         return PyFuncModel(model_meta, mlflow.sklearn._SklearnModelWrapper(model), predict_fn=predict_fn)
 
-    def custom_code_warnings(self, model, options):
+    def custom_code_warnings(self, model: Any, options: dict[str, Any]) -> list[str]:
         serialization_format = options.get("serialization_format") or _default_serialization_format()
         return _custom_code.unimportable_code_warnings(
             _code_references(model),
@@ -58,11 +68,11 @@ class _Sklearn(_packaging.Framework):
             remedy='or use serialization_format="cloudpickle", which stores __main__ definitions by value',
         )
 
-    def requirement_sources(self, model, options):
+    def requirement_sources(self, model: Any, options: dict[str, Any]) -> list[Any]:
         return [obj for _, obj in _code_objects(model)]
 
 
-def _code_references(estimator, depth_limit=50):
+def _code_references(estimator: Any, depth_limit: int = 50) -> list[_custom_code.CodeReference]:
     """The estimator classes and functions (``FunctionTransformer(func=...)``, ...) inside ``estimator``.
 
     Follows ``get_params(deep=False)`` through pipelines, column transformers,
@@ -71,9 +81,11 @@ def _code_references(estimator, depth_limit=50):
     return [_custom_code.CodeReference.of(what, obj) for what, obj in _code_objects(estimator, depth_limit)]
 
 
-def _code_objects(estimator, depth_limit=50):
+def _code_objects(estimator: Any, depth_limit: int = 50) -> list[tuple[str, Any]]:
     """``(what, class or function)`` for each estimator class and function inside ``estimator``."""
-    found, seen, pending = [], set(), [(estimator, 0)]
+    found: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+    pending: list[tuple[Any, int]] = [(estimator, 0)]
     while pending:
         item, depth = pending.pop()
         if depth > depth_limit or id(item) in seen:
@@ -99,7 +111,7 @@ def _code_objects(estimator, depth_limit=50):
     return found
 
 
-def _default_serialization_format():
+def _default_serialization_format() -> str:
     default = inspect.signature(mlflow.sklearn.save_model).parameters["serialization_format"].default
     return default or "skops"
 
@@ -108,22 +120,22 @@ _FRAMEWORK = _Sklearn()
 
 
 def log_model(
-    sk_model,
+    sk_model: Any,
     *,
-    input_example,
-    name="model",
-    registered_model_name=None,
-    await_registration_for=DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
-    run_id=None,
-    metadata=None,
-    tags=None,
-    params=None,
-    signature=None,
-    device="cpu",
-    triton_model_name=None,
-    validate_saved_model=False,
-    **kwargs,
-):
+    input_example: ModelInputExample,
+    name: str = "model",
+    registered_model_name: str | None = None,
+    await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
+    run_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    tags: dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None,
+    signature: ModelSignature | None = None,
+    device: Literal["cpu", "gpu"] = "cpu",
+    triton_model_name: str | None = None,
+    validate_saved_model: bool = False,
+    **kwargs: Any,
+) -> ModelInfo:
     """Log a fitted scikit-learn model (e.g. a Pipeline) with its Triton repository.
 
     ``input_example`` is mandatory, also with ``signature=``: it is predicted in
@@ -140,8 +152,9 @@ def log_model(
     )
 
 
-def save_model(sk_model, path, *, input_example, signature=None, device="cpu", triton_model_name=None,
-               validate_saved_model=False, **kwargs):
+def save_model(sk_model: Any, path: str | os.PathLike[str], *, input_example: ModelInputExample,
+               signature: ModelSignature | None = None, device: Literal["cpu", "gpu"] = "cpu",
+               triton_model_name: str | None = None, validate_saved_model: bool = False, **kwargs: Any) -> None:
     """Write the same package as ``log_model`` to a new local directory ``path``."""
     _packaging.save_model(
         _FRAMEWORK, sk_model, path, input_example=input_example, signature=signature, device=device,

@@ -12,7 +12,12 @@ Serving follows MLflow's transformers pyfunc interface for the pipeline's task
 columns), which can differ from the raw pipeline or ``forward()`` outputs.
 """
 
+from __future__ import annotations
+
 import importlib.util
+import os
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
 
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
@@ -22,13 +27,19 @@ from ._packaging import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError
 from .pytorch import _check_eval_mode, _module_device
 
+if TYPE_CHECKING:
+    from mlflow.models import Model, ModelSignature
+    from mlflow.models.model import ModelInfo
+    from mlflow.models.utils import ModelInputExample
+    from transformers import Pipeline
+
 FLAVOR_NAME = "transformers"
 _LLM_INFERENCE_TASK_PREFIX = "llm/"
 
 __all__ = ["FLAVOR_NAME", "TRITON_FLAVOR_NAME", "log_model", "save_model"]
 
 
-def _import_transformers():
+def _import_transformers() -> ModuleType:
     """``transformers``, or an ImportError that names the extra to install (imported on first use)."""
     try:
         import transformers
@@ -40,7 +51,7 @@ def _import_transformers():
     return transformers
 
 
-def _mlflow_transformers():
+def _mlflow_transformers() -> ModuleType:
     _import_transformers()
     import mlflow.transformers
 
@@ -53,10 +64,10 @@ class _Transformers(_packaging.Framework):
     supports_gpu = True
     describes_architecture = True
 
-    def native_module(self):
+    def native_module(self) -> ModuleType:
         return _mlflow_transformers()
 
-    def check_native_options(self, options):
+    def check_native_options(self, options: dict[str, Any]) -> None:
         super().check_native_options(options)
         task = options.get("task")
         if isinstance(task, str) and task.startswith(_LLM_INFERENCE_TASK_PREFIX):
@@ -70,13 +81,13 @@ class _Transformers(_packaging.Framework):
                 "repository must be self-contained (it loads offline), so save the weights with the model"
             )
 
-    def native_options(self, options):
+    def native_options(self, options: dict[str, Any]) -> dict[str, Any]:
         options = dict(options)
         if isinstance(options.get("model_config"), dict):
             options["model_config"] = dict(options["model_config"])  # MLflow may add to it while saving
         return options
 
-    def check_model(self, model):
+    def check_model(self, model: Any) -> None:
         transformers = _import_transformers()
         if not isinstance(model, transformers.Pipeline):
             raise InvalidArgumentError(
@@ -92,10 +103,10 @@ class _Transformers(_packaging.Framework):
             _check_eval_mode(model.model, what="pipeline's model")
             _module_device(model.model)
 
-    def current_device(self, model):
+    def current_device(self, model: Pipeline) -> str:
         return str(getattr(model, "device", "cpu"))
 
-    def pyfunc_adapter(self, model, options, model_meta):
+    def pyfunc_adapter(self, model: Pipeline, options: dict[str, Any], model_meta: Model) -> PyFuncModel:
         """MLflow's ``_TransformersWrapper`` around the in-memory pipeline, configured as saving will."""
         from mlflow.transformers.flavor_config import build_flavor_config
 
@@ -109,16 +120,17 @@ class _Transformers(_packaging.Framework):
         )
         return PyFuncModel(model_meta, wrapper)
 
-    def save_native(self, model, path, signature, input_example, options):
+    def save_native(self, model: Pipeline, path: Any, signature: ModelSignature, input_example: Any,
+                    options: dict[str, Any]) -> None:
         # The defaults depend on the model (its engine, PEFT), so they are settled here.
         options = _packaging.with_default_requirements(options, lambda _options: _default_requirements(model.model))
         super().save_native(model, path, signature, input_example, options)
 
-    def architecture(self, model, package_path, declared_init_kwargs):
+    def architecture(self, model: Pipeline, package_path: Any, declared_init_kwargs: Any) -> dict[str, Any]:
         return _architecture.describe_transformers(model, package_path, declared_init_kwargs)
 
 
-def _default_requirements(model):
+def _default_requirements(model: Any) -> list[str]:
     """MLflow's default transformers requirements for ``model``, pinned to the installed versions.
 
     ``mlflow.transformers.get_default_pip_requirements`` lists torchvision (and
@@ -146,23 +158,23 @@ _FRAMEWORK = _Transformers()
 
 
 def log_model(
-    transformers_model,
+    transformers_model: Pipeline,
     *,
-    input_example,
-    name="model",
-    registered_model_name=None,
-    await_registration_for=DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
-    run_id=None,
-    metadata=None,
-    tags=None,
-    params=None,
-    signature=None,
-    device="cpu",
-    triton_model_name=None,
-    validate_saved_model=False,
-    architecture_init_kwargs=None,
-    **kwargs,
-):
+    input_example: ModelInputExample,
+    name: str = "model",
+    registered_model_name: str | None = None,
+    await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
+    run_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    tags: dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None,
+    signature: ModelSignature | None = None,
+    device: Literal["cpu", "gpu"] = "cpu",
+    triton_model_name: str | None = None,
+    validate_saved_model: bool = False,
+    architecture_init_kwargs: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> ModelInfo:
     """Log a Transformers pipeline (model plus tokenizer/processor) with its Triton repository.
 
     ``input_example`` is mandatory, also with ``signature=``: a task input such
@@ -191,8 +203,10 @@ def log_model(
     )
 
 
-def save_model(transformers_model, path, *, input_example, signature=None, device="cpu", triton_model_name=None,
-               validate_saved_model=False, architecture_init_kwargs=None, **kwargs):
+def save_model(transformers_model: Pipeline, path: str | os.PathLike[str], *, input_example: ModelInputExample,
+               signature: ModelSignature | None = None, device: Literal["cpu", "gpu"] = "cpu",
+               triton_model_name: str | None = None, validate_saved_model: bool = False,
+               architecture_init_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
     """Write the same package as ``log_model`` to a new local directory ``path``."""
     _packaging.save_model(
         _FRAMEWORK, transformers_model, path, input_example=input_example, signature=signature, device=device,

@@ -1,6 +1,6 @@
-"""The README's "Starting Triton by hand" bash block runs as written and serves the model (issue #18.5d).
+"""The "Starting Triton by hand" bash block of docs/repository.md runs as written and serves the model (#18.5d).
 
-The block is taken from README.md (the first ```bash block under the heading) and run by ``bash -e``
+The block is taken from docs/repository.md (the first ```bash block under the heading) and run by ``bash -e``
 in a fresh working directory, as a reader runs it: it installs the wheel's Triton with pip, builds a
 serving environment from the repository's ``requirements.txt``, and starts ``tritonserver`` in the
 foreground. What the reader has before it is what the block's first line names: the copy
@@ -30,8 +30,8 @@ from tests.support.environment import preserved_environment
 from tests.support.ports import free_ports
 from tests.support.processes import triton_processes_under
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-HEADING = "### Starting Triton by hand"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "repository.md"
+HEADING = "## Starting Triton by hand"
 DOCUMENTED_PORTS = {"--http-port": 8000, "--grpc-port": 8001, "--metrics-port": 8002}
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
@@ -47,7 +47,7 @@ def with_ports(block, ports):
     """``block`` with each documented port option set to the free port given for it."""
     for (option, documented), port in zip(DOCUMENTED_PORTS.items(), ports):
         block, count = re.subn(rf"{option} {documented}\b", f"{option} {port}", block)
-        assert count == 1, f"{option} {documented} is not in the README block"
+        assert count == 1, f"{option} {documented} is not in the block of {PAGE.name}"
     return block
 
 
@@ -91,7 +91,7 @@ def serving_copy(tmp_path):
 
 
 def test_readme_triton_by_hand_block_serves_the_model_like_pyfunc_when_run_as_written(serving_copy, tmp_path):
-    block = by_hand_block(README.read_text())
+    block = by_hand_block(PAGE.read_text())
     assert serving_copy == tmp_path / "serving" / "model_repository" / "classifier"  # the block's DIR
     ports = free_ports(3)
     log_path = tmp_path / "by-hand.log"

@@ -61,17 +61,22 @@ def free_port():
 
 
 @contextlib.contextmanager
-def running_mlflow_server(root, *, startup_timeout=STARTUP_TIMEOUT_S):
-    """Start ``mlflow server`` under ``root``; yield an ``MlflowServer``; always stop it."""
+def running_mlflow_server(root, *, startup_timeout=STARTUP_TIMEOUT_S, artifacts_destination=None, environment=None):
+    """Start ``mlflow server`` under ``root``; yield an ``MlflowServer``; always stop it.
+
+    ``artifacts_destination`` (default ``<root>/artifacts``): where the server's proxy stores artifacts, for
+    example ``s3://bucket/prefix``; ``environment``: variables added to the server's (``MLFLOW_S3_ENDPOINT_URL``,
+    credentials).
+    """
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    artifacts = root / "artifacts"
+    artifacts = artifacts_destination or root / "artifacts"
     last_error = None
     for attempt in range(1, PORT_ATTEMPTS + 1):
         port = free_port()
         log_path = root / f"mlflow-server-{attempt}.log"
         started = time.monotonic()
-        process = _start(root, artifacts, port, log_path)
+        process = _start(root, artifacts, port, log_path, environment or {})
         try:
             try:
                 _wait_for_health(process, f"http://{HOST}:{port}", log_path, startup_timeout)
@@ -91,7 +96,7 @@ def running_mlflow_server(root, *, startup_timeout=STARTUP_TIMEOUT_S):
     raise last_error
 
 
-def _start(root, artifacts, port, log_path):
+def _start(root, artifacts, port, log_path, environment):
     command = [
         sys.executable, "-m", "mlflow", "server",
         "--host", HOST,
@@ -103,6 +108,7 @@ def _start(root, artifacts, port, log_path):
     ]
     env = {key: value for key, value in os.environ.items() if not key.startswith("MLFLOW_")}
     env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"  # no background job runner to clean up
+    env.update(environment)
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             command, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

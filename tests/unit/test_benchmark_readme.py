@@ -1,4 +1,5 @@
-"""The README's benchmark block is ``benchmarks/results.md`` (``python -m benchmarks.readme`` keeps them equal)."""
+"""The benchmark block of docs/benchmarks.md is ``benchmarks/results.md`` (``python -m benchmarks.readme`` keeps them
+equal)."""
 
 import pytest
 
@@ -26,7 +27,7 @@ Target missed; cProfile of decode + encode (top by internal time):
 
 
 def test_readme_block_equals_results_md_when_the_repository_is_checked_out():
-    text = readme.README.read_text(encoding="utf-8")
+    text = readme.PAGE.read_text(encoding="utf-8")
     block = text.split(readme.START, 1)[1].split(readme.END, 1)[0]
 
     assert block.strip() == readme.readme_block(readme.RESULTS.read_text(encoding="utf-8"))

@@ -87,7 +87,7 @@ def test_parser_maps_each_subcommand_to_its_runner_when_arguments_are_parsed():
         "check", ["models:/a/1", "runs:/r/m"], "gpu", ["numpy<2", "protobuf<5"])
     assert (serve.subcommand.name, serve.host, serve.http_port, serve.grpc_port, serve.metrics_port) == (
         "serve", "0.0.0.0", 9000, 8001, 8002)
-    assert [s.name for s in cli.SUBCOMMANDS] == ["check", "serve", "export-onnx"]
+    assert [s.name for s in cli.SUBCOMMANDS] == ["check", "serve", "export-onnx", "locate", "kserve"]
 
 
 def test_parser_reads_export_onnx_options_when_every_option_is_given():

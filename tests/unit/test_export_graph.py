@@ -124,7 +124,8 @@ def test_exported_tensor_round_trips_text_when_converted_to_graph_and_back():
 
 
 def test_check_graph_raises_unsupported_model_error_naming_the_op_when_the_checker_refuses_the_graph():
-    # A TreeEnsembleRegressor declared to answer double (what skl2onnx wrote for float64 inputs): shape inference refuses.
+    # A TreeEnsembleRegressor declared to answer double (what skl2onnx wrote for float64 inputs):
+    # shape inference refuses.
     tree = helper.make_node(
         "TreeEnsembleRegressor", ["x"], ["y"], domain="ai.onnx.ml", n_targets=1, nodes_featureids=[0],
         nodes_modes=["LEAF"], nodes_nodeids=[0], nodes_treeids=[0], nodes_truenodeids=[0], nodes_falsenodeids=[0],

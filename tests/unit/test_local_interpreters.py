@@ -16,6 +16,7 @@ from mlflow_triton.local import InterpreterError, TritonInstallation, check_comm
 from mlflow_triton.local.errors import TritonInstallError
 from mlflow_triton.local import installation as installation_module
 from mlflow_triton.local.installation import stub_python_version
+from mlflow_triton.local import interpreters as interpreters_module
 from mlflow_triton.local.interpreters import running_interpreter
 
 RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -107,7 +108,7 @@ def test_find_interpreter_takes_a_path_when_given_one(tmp_path):
 
 def test_find_interpreter_names_where_it_looked_when_no_interpreter_has_the_version(pyenv_root, tmp_path):
     with pytest.raises(InterpreterError, match=re.escape(
-            f"--python 3.97: no usable Python 3.97 interpreter found (looked at: nothing). Install one (pyenv: "
+            "--python 3.97: no usable Python 3.97 interpreter found (looked at: nothing). Install one (pyenv: "
             "PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install 3.97;")):
         find_interpreter("3.97")
 
@@ -268,3 +269,10 @@ def test_command_fails_with_the_interpreter_error_when_python_names_none(command
     assert status == 1
     error = capsys.readouterr().err
     assert f"mlflow-triton {name}: error: --python 3.97: no usable Python 3.97 interpreter found" in error
+
+
+def test_running_interpreter_raises_naming_the_executable_when_its_probe_gets_no_answer(monkeypatch):
+    monkeypatch.setattr(interpreters_module, "_probe", lambda executable: None)  # e.g. the probe timed out
+
+    with pytest.raises(InterpreterError, match=re.escape(f"the running Python {sys.executable} did not answer")):
+        running_interpreter()

@@ -45,7 +45,7 @@ def failing_triton(tmp_path):
 def test_server_stop_kills_the_server_and_closes_its_log_when_ctrl_c_interrupts_the_grace_period(
         failing_triton, tmp_path):
     server = TritonServer(tmp_path, "m", installation=failing_triton, log_path=tmp_path / "server.log")
-    server._log_file = log = open(tmp_path / "server.log", "ab")
+    server._log_file = log = open(tmp_path / "server.log", "ab")  # noqa: SIM115 (the server closes it)
     server._proc = proc = start_ignoring_sigterm()
 
     with pytest.raises(KeyboardInterrupt):

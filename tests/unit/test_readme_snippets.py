@@ -1,8 +1,10 @@
-"""Every ```python block of README.md runs as written.
+"""Every ```python block of README.md and of the docs/ pages runs as written.
 
-The blocks run in README order, in one namespace, in a fresh working directory
-(so ``sqlite:///mlruns.db`` and relative paths land there), after a prelude
-that provides what the README assumes the reader already has:
+The blocks run in reading order (README.md, then the docs/ pages in the navigation
+order of mkdocs.yml, then pages not yet in it: ``tests.support.docs_pages``), in one
+namespace, in a fresh working directory (so ``sqlite:///mlruns.db`` and relative
+paths land there), after a prelude that provides what the pages assume the reader
+already has:
 
 * ``fitted_pipeline`` / ``frame``: a fitted scikit-learn Pipeline and its input DataFrame;
 * ``net`` / ``batch``: an eval-mode module whose class lives in ``./inference_architecture/``
@@ -12,8 +14,8 @@ that provides what the README assumes the reader already has:
 * ``np``: numpy, as the signature snippet uses it.
 
 A block that only builds a ``signature`` is followed by a check that logs a
-model with it and the kind of example it describes: that is what the README
-shows it for. A block that cannot run is never skipped: it fails its own test
+model with it and the kind of example it describes: that is what the mapping
+page shows it for. A block that cannot run is never skipped: it fails its own test
 with the traceback. ``ILLUSTRATIVE`` lists the blocks that are not meant to run,
 each with the reason (keep it tiny).
 """
@@ -21,10 +23,7 @@ each with the reason (keep it tiny).
 import contextlib
 import dataclasses
 import os
-import pathlib
-import re
 import sys
-import textwrap
 import traceback
 
 import mlflow
@@ -34,15 +33,14 @@ import pytest
 from mlflow.tracking._model_registry import utils as registry_utils
 from mlflow.tracking._tracking_service import utils as tracking_utils
 
-from tests.support import tiny_models
+from tests.support import docs_pages, tiny_models
 from tests.support.environment import preserved_environment
 from tests.support.mlflow_server import write_triton_repository
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 ILLUSTRATIVE = {}  # a distinctive line of the block -> why it is not executed
 
 NETWORK_PACKAGE = "inference_architecture"
-NETWORK_SOURCE = '''"""The inference-only architecture of the README's PyTorch example."""
+NETWORK_SOURCE = '''"""The inference-only architecture of the PyTorch example in docs/logging.md."""
 
 import torch
 
@@ -57,27 +55,7 @@ class Network(torch.nn.Module):
 '''
 
 
-@dataclasses.dataclass(frozen=True)
-class Block:
-    line: int
-    code: str
-
-    @property
-    def id(self):
-        first = next((line for line in self.code.splitlines() if line.strip() and not line.startswith("#")), "")
-        return f"line{self.line}-" + re.sub(r"[^A-Za-z0-9_.]+", "_", first.strip())[:40].strip("_")
-
-
-def readme_python_blocks(text):
-    """The ```python blocks of ``text`` (also indented ones, in list items), dedented, with their first line."""
-    fence = re.compile(r"^(?P<indent>[ \t]*)```python\n(?P<code>.*?)^(?P=indent)```", flags=re.MULTILINE | re.DOTALL)
-    return [
-        Block(text.count("\n", 0, match.start("code")) + 1, textwrap.dedent(match.group("code")))
-        for match in fence.finditer(text)
-    ]
-
-
-BLOCKS = readme_python_blocks(README.read_text(encoding="utf-8"))
+BLOCKS = docs_pages.all_blocks("python")
 
 
 @dataclasses.dataclass
@@ -93,7 +71,7 @@ def _illustrative_reason(block):
 
 
 def _text_generation_pipeline():
-    """A tiny GPT-2 pipeline with room for a prompt plus the README's 32 new tokens."""
+    """A tiny GPT-2 pipeline with room for a prompt plus the 32 new tokens of docs/logging.md."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, pipeline
 
@@ -151,7 +129,7 @@ def _prelude(directory, network, fitted_pipeline, training_frame):
 
 @contextlib.contextmanager
 def _isolated_mlflow():
-    """No tracking URI, registry URI or active experiment leaks in or out of the README's own set-up."""
+    """No tracking URI, registry URI or active experiment leaks in or out of the pages' own set-up."""
     saved = (tracking_utils._tracking_uri, registry_utils._registry_uri, mlflow.tracking.fluent._active_experiment_id)
     with preserved_environment():
         for variable in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME"):
@@ -173,7 +151,7 @@ def _isolated_mlflow():
 def _log_with_signature(namespace):
     """Log a model with the block's ``signature`` and an example of the kind it declares.
 
-    The README shows an int64 ``(-1, -1)`` input and a float32 ``(-1, -1, n)``
+    The mapping page shows an int64 ``(-1, -1)`` input and a float32 ``(-1, -1, n)``
     output: an embedding over token ids, logged with a numpy example.
     """
     import torch
@@ -199,13 +177,13 @@ def _follow_up(block):
     return None
 
 
-# --- running the README -------------------------------------------------------------------------
+# --- running the pages ---------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory, fitted_pipeline, training_frame):
     """Run every block once, in order; ``{block.id: Outcome}`` (the error text when it failed)."""
-    directory = tmp_path_factory.mktemp("readme")
+    directory = tmp_path_factory.mktemp("docs")
     results = {}
     with pytest.MonkeyPatch.context() as patch, _isolated_mlflow(), _network_package(directory) as network:
         patch.chdir(directory)
@@ -214,7 +192,7 @@ def outcomes(tmp_path_factory, fitted_pipeline, training_frame):
             if _illustrative_reason(block):
                 continue
             try:
-                exec(compile(block.code, f"README.md line {block.line}", "exec"), namespace)
+                exec(compile(block.code, block.where, "exec"), namespace)
                 follow_up = _follow_up(block)
                 if follow_up is not None:
                     follow_up(namespace)
@@ -225,8 +203,8 @@ def outcomes(tmp_path_factory, fitted_pipeline, training_frame):
     return results
 
 
-def test_readme_blocks_are_found_and_every_illustrative_entry_names_one():
-    assert len(BLOCKS) >= 4
+def test_readme_blocks_are_found_in_the_readme_and_the_docs_and_every_illustrative_entry_names_one():
+    assert {block.page.name for block in BLOCKS} >= {"README.md", "logging.md", "repository.md", "export-onnx.md"}
     assert all(any(marker in block.code for block in BLOCKS) for marker in ILLUSTRATIVE)
 
 
@@ -238,4 +216,4 @@ def test_readme_python_block_runs_as_written(outcomes, block):
     outcome = outcomes[block.id]
 
     if outcome.error is not None:
-        pytest.fail(f"README.md block at line {block.line} failed:\n{outcome.error}", pytrace=False)
+        pytest.fail(f"{block.where}: the block failed:\n{outcome.error}", pytrace=False)

@@ -18,8 +18,9 @@ def test_wheel_installs_logging_side_runtime_and_contract_when_built_from_the_ch
     )
     [wheel] = (tmp_path / "dist").glob("mlflow_triton-*.whl")
     with zipfile.ZipFile(wheel) as archive:  # the export part ships too (it needs the [onnx] extra to import)
-        assert {"mlflow_triton/export/__init__.py", "mlflow_triton/export/_python_backend_model.py"} <= set(
-            archive.namelist())
+        names = set(archive.namelist())
+    assert {"mlflow_triton/export/__init__.py", "mlflow_triton/export/_python_backend_model.py"} <= names
+    assert "mlflow_triton/py.typed" in names  # PEP 561: type checkers read the package's annotations
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "site"), str(wheel)],
         check=True, capture_output=True,

@@ -1,0 +1,111 @@
+"""``mlflow-triton kserve``: a KServe ``InferenceService`` (v1beta1, Triton predictor) for a logged model.
+
+The manifest points ``storageUri`` at the model's repository where MLflow stored it (located and checked by
+:func:`~mlflow_triton.deploy.store.locate_repository`, in the ``s3://bucket/…`` form KServe's storage
+initializer reads), serves it with KServe's Triton runtime (``protocolVersion: v2``, the NGC
+``tritonserver`` image tag ``<triton version>-py3``), loads only the model Triton will see, and asks for
+resources. Nothing is applied to a cluster. No credential goes into it: the cluster's storage credentials
+belong in a Kubernetes secret attached to ``--service-account``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Callable
+
+from mlflow_triton._download_bars import download_bars_on_terminals_only
+from mlflow_triton.errors import MlflowTritonError
+
+from .errors import DeployError
+from .store import locate_repository
+
+__all__ = ["KServeManifestError", "inference_service", "kserve_command"]
+
+_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+#: KServe derives ``<name>-predictor-…`` services and hostnames from the name: it must stay a short DNS label.
+MAX_NAME_LENGTH = 45
+_TRITON_VERSION = re.compile(r"^\d{2}\.\d{2}$")
+
+
+class KServeManifestError(DeployError, ValueError):
+    """An argument of ``mlflow-triton kserve`` cannot make a valid InferenceService."""
+
+
+def inference_service(storage_uri: str, model_name: str, *, name: str | None = None, triton_version: str = "24.10",
+                      gpus: int = 0, cpu: str = "1", memory: str = "2Gi",
+                      service_account: str | None = None) -> dict:
+    """The ``InferenceService`` as a plain dict (``yaml.safe_dump`` writes it)."""
+    name = name or _default_name(model_name)
+    if not _NAME.match(name) or len(name) > MAX_NAME_LENGTH:
+        raise KServeManifestError(
+            f"--name {name!r}: KServe needs a DNS label of at most {MAX_NAME_LENGTH} characters: lowercase letters, "
+            "digits and '-', starting with a letter and not ending with '-'"
+        )
+    if not _TRITON_VERSION.match(triton_version):
+        raise KServeManifestError(f"--triton-version {triton_version!r}: give a Triton container release such as 24.10")
+    if not isinstance(gpus, int) or gpus < 0:
+        raise KServeManifestError(f"--gpus {gpus!r}: give a whole number >= 0")
+    limits = {"cpu": cpu, "memory": memory}
+    if gpus:
+        limits["nvidia.com/gpu"] = str(gpus)
+    predictor: dict = {
+        "triton": {
+            "protocolVersion": "v2",
+            "runtimeVersion": f"{triton_version}-py3",
+            "storageUri": storage_uri,
+            "args": ["--model-control-mode=explicit", f"--load-model={model_name}"],
+            "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": limits},
+        },
+    }
+    if service_account:
+        predictor["serviceAccountName"] = service_account
+    return {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "mlflow-triton"},
+                     "annotations": {"mlflow-triton/triton-model-name": model_name}},
+        "spec": {"predictor": predictor},
+    }
+
+
+def kserve_command(model_uri: str, *, name: str | None = None, triton_version: str = "24.10", gpus: int = 0,
+                   service_account: str | None = None, artifacts_destination: str | None = None,
+                   tracking_uri: str | None = None, out_file: str | Path | None = None,
+                   out: Callable[[str], object] = print) -> int:
+    """``mlflow-triton kserve``: write the manifest to ``out_file`` (or print it); 0, or 1 after an error."""
+    import yaml
+
+    try:
+        if tracking_uri is not None:
+            import mlflow
+
+            mlflow.set_tracking_uri(tracking_uri)
+        with download_bars_on_terminals_only():
+            location = locate_repository(model_uri, artifacts_destination=artifacts_destination)
+        if not location.is_object_store:
+            raise KServeManifestError(
+                f"{model_uri}: stored on this machine's disk ({location.address}); a cluster cannot read it: log the "
+                "model to an experiment whose artifact location is in object storage (s3://, gs://, Azure)"
+            )
+        manifest = inference_service(location.storage_uri, location.model_name, name=name,
+                                     triton_version=triton_version, gpus=gpus, service_account=service_account)
+    except MlflowTritonError as error:
+        print(f"mlflow-triton kserve: error: {error}", file=sys.stderr, flush=True)
+        return 1
+    text = f"# InferenceService for {model_uri} (Triton model {location.model_name!r})\n" + yaml.safe_dump(
+        manifest, sort_keys=False)
+    if out_file is None:
+        out(text.rstrip("\n"))
+    else:
+        Path(out_file).write_text(text, encoding="utf-8")
+        out(f"wrote {out_file}")
+    return 0
+
+
+def _default_name(model_name: str) -> str:
+    text = re.sub(r"[^a-z0-9-]+", "-", model_name.lower()).strip("-")
+    if not text or not text[0].isalpha():
+        text = f"model-{text}".rstrip("-")
+    return text[:MAX_NAME_LENGTH].rstrip("-")

@@ -1,0 +1,154 @@
+"""``mlflow-triton locate`` and ``check|serve --from-store``: the repository read where MLflow stored it.
+
+``locate_command`` prints the address Triton can read (:func:`~mlflow_triton.deploy.store.locate_repository`).
+``check_from_store_command`` and ``serve_from_store_command`` run the local part's ``check`` and ``serve``
+with Triton started on that address (``tritonserver --model-repository s3://…``) instead of a local copy:
+the serving environment is built from the model's ``requirements.txt`` as usual, Triton downloads the
+repository into a temporary mount directory (``TRITON_AWS_MOUNT_DIRECTORY``, removed afterwards) and
+writes nothing to the store. Credentials come from the caller's environment (the standard AWS variables),
+are passed to nothing else and never printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterator
+
+from mlflow_triton._download_bars import download_bars_on_terminals_only
+from mlflow_triton.errors import MlflowTritonError
+
+from .store import StoreLocation, StoreLocationError, locate_repository
+
+__all__ = ["check_from_store_command", "locate_command", "serve_from_store_command", "server_environment"]
+
+#: Files of a model directory that ``serve --from-store`` fetches: what builds the serving environment and
+#: the shipped request listed with a curl command. The model itself is read by Triton from the store.
+SERVE_FILES = ("config.pbtxt", "requirements.txt")
+OPTIONAL_SERVE_FILES = ("request.json", "request.bin", "request.headers")
+
+
+def locate_command(model_uri: str, *, artifacts_destination: str | None = None, tracking_uri: str | None = None,
+                   check_access: bool = True, out: Callable[[str], object] = print) -> int:
+    """``mlflow-triton locate``: print the address (alone on stdout, for ``$(…)``) and, on stderr, the model name
+    Triton sees with a ``tritonserver`` command line; 0, or 1 after an error."""
+    try:
+        _use_tracking_uri(tracking_uri)
+        with download_bars_on_terminals_only():
+            location = locate_repository(model_uri, artifacts_destination=artifacts_destination,
+                                         check_access=check_access)
+    except MlflowTritonError as error:
+        _error(f"mlflow-triton locate: error: {error}")
+        return 1
+    out(location.address)
+    _error(f"Triton model {location.model_name!r}: tritonserver --model-repository {location.address} "
+           f"--model-control-mode=explicit --load-model={location.model_name}")
+    return 0
+
+
+def check_from_store_command(model_uris: list[str], *, artifacts_destination: str | None = None,
+                             tracking_uri: str | None = None, **check_options) -> int:
+    """``mlflow-triton check --from-store``: ``check`` with Triton reading each repository from the store."""
+    from mlflow_triton.local import check_command
+
+    locations = _locate_all("check", model_uris, artifacts_destination, tracking_uri)
+    if locations is None:
+        return 1
+    with _mount_directory() as mount:
+        return check_command(model_uris, tracking_uri=tracking_uri,
+                             repository_addresses={uri: loc.address for uri, loc in locations.items()},
+                             server_environment=server_environment(mount), **check_options)
+
+
+def serve_from_store_command(model_uris: list[str], *, artifacts_destination: str | None = None,
+                             tracking_uri: str | None = None, **serve_options) -> int:
+    """``mlflow-triton serve --from-store``: ``serve`` with Triton reading each repository from the store."""
+    from mlflow_triton.local import serve_command
+
+    locations = _locate_all("serve", model_uris, artifacts_destination, tracking_uri)
+    if locations is None:
+        return 1
+
+    def fetch(uri, download_dir):
+        return _fetch_serving_files(locations[uri], Path(download_dir))
+
+    with _mount_directory() as mount:
+        return serve_command(model_uris, tracking_uri=tracking_uri, fetch=fetch,
+                             repository_addresses={uri: loc.address for uri, loc in locations.items()},
+                             server_environment=server_environment(mount), **serve_options)
+
+
+def server_environment(mount_directory: str | os.PathLike[str]) -> dict[str, str]:
+    """What ``tritonserver`` needs besides the caller's credentials: where it downloads S3 repositories to,
+    and a region when none is set (the AWS SDK needs one; S3-compatible servers ignore it)."""
+    environment = {"TRITON_AWS_MOUNT_DIRECTORY": str(mount_directory)}
+    if not (os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION")):
+        environment["AWS_DEFAULT_REGION"] = "us-east-1"
+    return environment
+
+
+def _locate_all(command: str, model_uris: list[str], artifacts_destination: str | None,
+                tracking_uri: str | None) -> dict[str, StoreLocation] | None:
+    locations = {}
+    try:
+        _use_tracking_uri(tracking_uri)
+        for uri in model_uris:
+            with download_bars_on_terminals_only():
+                location = locate_repository(uri, artifacts_destination=artifacts_destination)
+            if not location.is_object_store:
+                raise StoreLocationError(
+                    f"{uri}: stored on this machine's disk ({location.address}), not in an object store: run "
+                    f"mlflow-triton {command} without --from-store (it serves a copy; Triton writes __pycache__ into "
+                    "a local repository it serves)"
+                )
+            locations[uri] = location
+    except MlflowTritonError as error:
+        _error(f"mlflow-triton {command}: error: {error}")
+        return None
+    return locations
+
+
+def _fetch_serving_files(location: StoreLocation, download_dir: Path):
+    """A local folder named after the model holding only :data:`SERVE_FILES` (and the shipped request, if any),
+    as a ``ModelSource``."""
+    import mlflow.artifacts
+
+    from mlflow_triton.local import ModelSource
+
+    target = download_dir / location.model_name
+    target.mkdir(parents=True, exist_ok=True)
+    model_folder = f"{location.artifact_uri}/{location.model_name}"
+    for name in (*SERVE_FILES, *OPTIONAL_SERVE_FILES):
+        try:
+            mlflow.artifacts.download_artifacts(artifact_uri=f"{model_folder}/{name}", dst_path=str(target))
+        except Exception as error:  # MLflow's and boto3's errors; the request files are optional
+            if name in SERVE_FILES:
+                text = (str(error).strip() or type(error).__name__).splitlines()[0]
+                raise StoreLocationError(f"{location.model_uri}: cannot fetch {name} from {model_folder}: {text}") \
+                    from None
+    return ModelSource(uri=location.model_uri, repository=target, pyfunc_uri=None, generated=True)
+
+
+@contextlib.contextmanager
+def _mount_directory() -> Iterator[str]:
+    """A fresh directory for Triton's downloads from object storage, removed afterwards."""
+    path = tempfile.mkdtemp(prefix="mlflow-triton-store-mount-")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _use_tracking_uri(tracking_uri: str | None) -> None:
+    if tracking_uri is not None:
+        import mlflow
+
+        mlflow.set_tracking_uri(tracking_uri)
+
+
+def _error(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
