@@ -147,7 +147,7 @@ class _PyTorch(_packaging.Framework):
             remedy="or leave pickle_module unset (MLflow's cloudpickle stores __main__ classes by value)",
         )
 
-    def requirement_sources(self, model, options):
+    def requirement_sources(self, model: Any, options: dict[str, Any]) -> list[Any]:
         """The module classes and attribute values a pickled model needs at load time, and the pickle module."""
         if options.get("export_model") or options.get("serialization_format") != _DEFAULT_SERIALIZATION_FORMAT:
             return []
@@ -158,18 +158,21 @@ class _PyTorch(_packaging.Framework):
         return sources
 
 
-def _attribute_values(module):
+def _attribute_values(module: Any) -> list[Any]:
     """The values a module's attributes hold (containers opened one level), besides parameters and submodules."""
-    values = []
+    values: list[Any] = []
     for name, value in vars(module).items():
         if name in _TENSOR_ATTRIBUTES:
             continue
-        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple, set)) else [value]
+        if isinstance(value, dict):
+            items = list(value.values())
+        else:
+            items = list(value) if isinstance(value, (list, tuple, set)) else [value]
         values.extend(item for item in items if item is not None)
     return values
 
 
-def _pickles_by_value(pickle_module):
+def _pickles_by_value(pickle_module: Any) -> bool:
     """Whether ``torch.save(..., pickle_module=...)`` stores ``__main__`` classes by value: cloudpickle's Pickler.
 
     torch.save pickles with ``pickle_module.Pickler``; ``mlflow.pytorch.pickle_module`` is cloudpickle's

@@ -56,7 +56,7 @@ def test_save_model_warns_naming_the_distribution_and_the_remedy_when_pip_requir
     assert message.startswith(
         "class MyBertModel (base class transformers.models.bert.modeling_bert.BertModel); "
     )
-    assert f"the installed distribution 'transformers', which the pip_requirements you passed do(es) not list" in message
+    assert "the installed distribution 'transformers', which the pip_requirements you passed do(es) not list" in message
     assert f"Add {TRANSFORMERS!r} to pip_requirements, or pass only extra_pip_requirements=[...]" in message
     assert json.loads((repository / "validation.json").read_text())["warnings"] == [message]
     assert "transformers" not in " ".join(_requirements(package))  # the caller's list is kept as given
