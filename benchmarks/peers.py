@@ -142,13 +142,15 @@ class MLServer(ServerProcess):
     name = "mlserver start"
 
     def __init__(self, env: Path, package: Path, model_name: str, settings_dir: Path, log_path: Path,
-                 startup_timeout: float = 180.0):
+                 startup_timeout: float = 180.0, adaptive_batching: dict | None = None):
         super().__init__(log_path, startup_timeout)
         self.env = Path(env)
         self.package = Path(package)
         self.model_name = model_name
         self.settings_dir = Path(settings_dir)
         self.ready_path = f"/v2/models/{model_name}/ready"
+        # {"max_batch_size": requests, "max_batch_time": seconds}: MLServer's adaptive batching; None: off.
+        self.adaptive_batching = adaptive_batching
 
     def command(self):
         shutil.rmtree(self.settings_dir, ignore_errors=True)
@@ -156,7 +158,7 @@ class MLServer(ServerProcess):
         settings = {"http_port": self.port, "grpc_port": free_port(), "metrics_port": free_port(),
                     "host": "127.0.0.1"}
         model = {"name": self.model_name, "implementation": "mlserver_mlflow.MLflowRuntime",
-                 "parameters": {"uri": str(self.package)}}
+                 "parameters": {"uri": str(self.package)}, **(self.adaptive_batching or {})}
         (self.settings_dir / "settings.json").write_text(json.dumps(settings, indent=1))
         (self.settings_dir / self.model_name / "model-settings.json").write_text(json.dumps(model, indent=1))
         bin_dir = self.env / "bin"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mlflow_triton._config import declarations, read_config
+from mlflow_triton._config import declarations, read_config, wire_arrays
 from mlflow_triton.runtime.codecs import StructureCodec
 
 __all__ = ["FLOAT_TOLERANCES", "compare", "differences", "expected_outputs", "load_input_example",
@@ -48,9 +48,11 @@ def load_input_example_params(model_dir):
 
 
 def predict_outputs(pyfunc_model, value, model_dir, params=None):
-    """``pyfunc_model.predict(value, params=params)`` encoded into the configured output tensors."""
+    """``pyfunc_model.predict(value, params=params)`` encoded into the configured output tensors, in the shapes
+    Triton answers (a batched repository answers a rank-one output as ``[rows, 1]``)."""
     prediction = pyfunc_model.predict(value) if params is None else pyfunc_model.predict(value, params=params)
-    return output_codec(model_dir).to_tensors(prediction)
+    config, _ = read_config(Path(model_dir) / "config.pbtxt")
+    return wire_arrays(config, "output", output_codec(model_dir).to_tensors(prediction))
 
 
 def expected_outputs(model_uri, model_dir):

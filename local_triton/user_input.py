@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mlflow_triton import _requests
-from mlflow_triton._config import declarations, read_config
+from mlflow_triton._config import declarations, read_config, wire_arrays
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.runtime.conversions import TensorMappingError, to_numbers
 from mlflow_triton.shared_contract import MlflowTritonError
@@ -125,7 +125,7 @@ def input_request(value: Any, model_dir: str | os.PathLike[str], directory: str 
     inputs, outputs = declarations(config)
     codec = StructureCodec(contract.inputs, {d.name: (d.data_type, d.dims) for d in inputs})
     try:
-        tensors = codec.to_tensors(value)
+        tensors = wire_arrays(config, "input", codec.to_tensors(value))
     except MlflowTritonError as error:
         raise InputFileError(f"the input does not fit the model's input tensors: {error}") from None
     datatypes = {d.name: d.data_type for d in inputs}

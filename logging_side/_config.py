@@ -23,25 +23,39 @@ DEVICE_KINDS = {
 }
 
 
-def build_config(model_name, layout, device="cpu"):
-    """A ``ModelConfig`` for the Python backend from a ``TensorLayout``."""
+def build_config(model_name, layout, device="cpu", max_queue_delay_microseconds=None):
+    """A ``ModelConfig`` for the Python backend from a ``TensorLayout``.
+
+    A batched contract (``max_batch_size > 0``) gets ``dynamic_batching`` and dims without the batch
+    axis: a rank-one tensor becomes ``dims: [1]`` with ``reshape { shape: [] }`` (sent as ``[rows, 1]``,
+    seen by the model as ``[rows]``). ``max_queue_delay_microseconds`` goes into ``dynamic_batching``.
+    """
     if device not in DEVICE_KINDS:
         raise InvalidArgumentError(f"device {device!r} is not supported; supported: {', '.join(DEVICE_KINDS)}")
-    config = model_config_pb2.ModelConfig(name=model_name, backend="python", max_batch_size=0)
-    config.input.extend(_tensor_entry(model_config_pb2.ModelInput, d) for d in layout.inputs)
-    config.output.extend(_tensor_entry(model_config_pb2.ModelOutput, d) for d in layout.outputs)
+    max_batch_size = layout.contract.max_batch_size
+    config = model_config_pb2.ModelConfig(name=model_name, backend="python", max_batch_size=max_batch_size)
+    batched = max_batch_size > 0
+    config.input.extend(_tensor_entry(model_config_pb2.ModelInput, d, batched) for d in layout.inputs)
+    config.output.extend(_tensor_entry(model_config_pb2.ModelOutput, d, batched) for d in layout.outputs)
+    if batched:
+        config.dynamic_batching.SetInParent()
+        if max_queue_delay_microseconds is not None:
+            config.dynamic_batching.max_queue_delay_microseconds = max_queue_delay_microseconds
     config.instance_group.append(model_config_pb2.ModelInstanceGroup(count=1, kind=DEVICE_KINDS[device]))
     config.parameters[CONTRACT_PARAMETER].string_value = layout.contract.to_json()
     config.parameters[RUNTIME_VERSION_PARAMETER].string_value = RUNTIME_VERSION
     return config
 
 
-def _tensor_entry(message, declaration):
-    return message(
+def _tensor_entry(message, declaration, batched=False):
+    entry = message(
         name=declaration.name,
         data_type=model_config_pb2.DataType.Value(declaration.data_type),
-        dims=list(declaration.dims),
+        dims=list(declaration.dims[1:] if batched else declaration.dims) or [1],
     )
+    if batched and len(declaration.dims) == 1:
+        entry.reshape.SetInParent()  # reshape { shape: [] }: the model sees [rows]
+    return entry
 
 
 def render_config(config):
@@ -64,6 +78,11 @@ def parse_config(text):
         raise ContractError(f"config.pbtxt has no '{CONTRACT_PARAMETER}' parameter")
     contract = Contract.from_json(config.parameters[CONTRACT_PARAMETER].string_value)
     contract.check_tensors([t.name for t in config.input], [t.name for t in config.output])
+    if config.max_batch_size != contract.max_batch_size:
+        raise ContractError(
+            f"config.pbtxt has max_batch_size {config.max_batch_size}, '{CONTRACT_PARAMETER}' records "
+            f"{contract.max_batch_size}; re-log the model"
+        )
     return config, contract
 
 
@@ -75,16 +94,26 @@ def read_config(path):
     return parse_config(path.read_text(encoding="utf-8"))
 
 
+def wire_arrays(config, side, arrays):
+    """Logged-form arrays (``side``: ``"input"`` or ``"output"``) in the shapes a client sends and Triton answers:
+    with ``reshape { shape: [] }`` (a batched rank-one tensor) ``[rows]`` becomes ``[rows, 1]``; others as they are."""
+    reshaped = {entry.name for entry in getattr(config, side) if entry.HasField("reshape")}
+    return {name: array.reshape(-1, 1) if name in reshaped else array for name, array in arrays.items()}
+
+
 def declarations(config):
-    """The config's tensor entries as ``TensorDeclaration`` (inputs, outputs)."""
+    """The config's tensor entries as ``TensorDeclaration`` (inputs, outputs), in the logged shapes:
+    with ``max_batch_size > 0`` the batch axis ``-1`` first, then the ``reshape`` or the dims."""
+    batched = config.max_batch_size > 0
+
+    def logged_dims(entry):
+        if not batched:
+            return tuple(int(d) for d in entry.dims)
+        return (-1, *(int(d) for d in (entry.reshape.shape if entry.HasField("reshape") else entry.dims)))
 
     def convert(entries):
         return tuple(
-            TensorDeclaration(
-                name=e.name,
-                data_type=model_config_pb2.DataType.Name(e.data_type),
-                dims=tuple(int(d) for d in e.dims),
-            )
+            TensorDeclaration(name=e.name, data_type=model_config_pb2.DataType.Name(e.data_type), dims=logged_dims(e))
             for e in entries
         )
 

@@ -29,7 +29,7 @@ from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.shared_contract import MAPPING_VERSION
 
-from . import _config, _model_py, _model_requirements, _requests, _saved_check, _serving_requirements, _undo
+from . import _batching, _config, _model_py, _model_requirements, _requests, _saved_check, _serving_requirements, _undo
 from ._names import check_model_name, default_model_name
 from ._schema import layout_from_signature, signature_for_pyfunc
 from .errors import CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
@@ -107,7 +107,7 @@ class Framework:
 
 def log_model(framework, model, *, input_example, name, registered_model_name, await_registration_for,
               run_id, metadata, tags, params, signature, device, triton_model_name, validate_saved_model,
-              extra_options):
+              extra_options, max_batch_size=0, max_queue_delay_microseconds=None):
     """Prepare the complete package, then hand it to ``Model.log``; returns ``ModelInfo``."""
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
@@ -121,6 +121,7 @@ def log_model(framework, model, *, input_example, name, registered_model_name, a
         framework, model, input_example=input_example, signature=signature, device=device,
         triton_model_name=default_model_name(name) if triton_model_name is None else triton_model_name,
         validate_saved_model=validate_saved_model, options=options,
+        batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds),
     )
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-") as workspace:
         package = pathlib.Path(workspace) / "model"
@@ -142,7 +143,7 @@ def log_model(framework, model, *, input_example, name, registered_model_name, a
 
 
 def save_model(framework, model, path, *, input_example, signature=None, device="cpu", triton_model_name=None,
-               validate_saved_model=False, extra_options=None):
+               validate_saved_model=False, extra_options=None, max_batch_size=0, max_queue_delay_microseconds=None):
     """Write the complete MLflow package (native flavor + triton flavor) to ``path``.
 
     The package is built in a hidden sibling of ``path`` and renamed into place
@@ -155,6 +156,7 @@ def save_model(framework, model, path, *, input_example, signature=None, device=
         framework, model, input_example=input_example, signature=signature, device=device,
         triton_model_name=default_model_name(path.name) if triton_model_name is None else triton_model_name,
         validate_saved_model=validate_saved_model, options=dict(extra_options or {}),
+        batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds),
     )
     _build(plan, path)
 
@@ -175,11 +177,13 @@ class _Plan:
     device: str
     triton_model_name: str
     warnings: tuple  # custom-code and missing-requirement warnings, recorded in validation.json
+    batching: _batching.Batching = _batching.Batching()
+    batching_proof: "dict | None" = None  # the row-independence record of a batched model
     example_params: "dict | None" = None  # the params of an ``(input, params)`` example, shipped with the request
 
 
 def _plan(framework, model, *, input_example, signature, device, triton_model_name, validate_saved_model,
-          options):
+          options, batching=_batching.Batching()):
     """Check the arguments, predict the example in memory and derive the mapping; writes nothing."""
     options = dict(options)
     declared_init_kwargs = options.pop("architecture_init_kwargs", None)
@@ -197,12 +201,20 @@ def _plan(framework, model, *, input_example, signature, device, triton_model_na
     found = (tuple(framework.custom_code_warnings(model, options)) if not validate_saved_model else ()) + tuple(missing)
     _warn(found)
     adapter, signature, layout = _predict_and_map(framework, model, data, example_params, signature, options)
+    layout = _batching.batched_layout(layout, batching)
     tensors = _example_tensors(layout, data)
+    _batching.check_example_rows(tensors, batching)
     validation = None
     if not validate_saved_model:
         validation = _validate_in_memory(layout, tensors, adapter, framework.current_device(model), example_params)
+    proof = None
+    if batching.enabled:
+        predict = _batching.predictor_of_tensors(
+            lambda value: _predict(adapter, value, "batching proof", example_params), *codecs_for(layout)
+        )
+        proof = _batching.prove_row_independence(predict, tensors)
     return _Plan(framework, model, input_example, options, declared_init_kwargs, signature, layout, tensors,
-                 validation, device, triton_model_name, found, example_params)
+                 validation, device, triton_model_name, found, batching, proof, example_params)
 
 
 def _split_example(input_example):
@@ -245,8 +257,8 @@ def _build(plan, path):
         _copy_native_package(staging, artifact)
         validation = plan.validation or _validate_saved_artifact(plan.layout, plan.tensors, artifact)
         _write_repository(repository, plan.triton_model_name, plan.layout, plan.device, plan.tensors, validation,
-                          plan.warnings, plan.example_params)
-        _add_triton_flavor(staging, plan.triton_model_name)
+                          plan.warnings, plan.batching, plan.batching_proof, plan.example_params)
+        _add_triton_flavor(staging, plan.triton_model_name, plan.layout.contract.version)
         os.rename(staging, path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -427,15 +439,16 @@ def _copy_native_package(source, destination):
 
 
 def _write_repository(repository, model_name, layout, device, tensors, validation, custom_code_warnings,
-                      example_params=None):
-    config = _config.build_config(model_name, layout, device)
+                      batching=_batching.Batching(), batching_proof=None, example_params=None):
+    config = _config.build_config(model_name, layout, device, batching.max_queue_delay_microseconds)
     _config.write_config(config, repository / "config.pbtxt")
     (repository / VERSION_DIRECTORY / "model.py").write_text(_model_py.compose_model_py(), encoding="utf-8")
     _write_requirements(repository)
     datatypes = {d.name: d.data_type for d in layout.inputs}
     contents = {f.tensor: f.content for f in layout.contract.inputs.fields}
     request_files = _requests.write_request(
-        repository, tensors, datatypes, contents, {d.name: d.data_type for d in layout.outputs},
+        repository, _config.wire_arrays(config, "input", tensors), datatypes, contents,
+        {d.name: d.data_type for d in layout.outputs},
         {f.tensor: f.content for f in layout.contract.outputs.fields},
         parameters=_requests.wire_parameters(example_params),
     )
@@ -459,8 +472,14 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
         "warnings": list(custom_code_warnings),
         "mlflow_version": mlflow.__version__,
         "runtime_version": RUNTIME_VERSION,
-        "mapping_version": MAPPING_VERSION,
+        "mapping_version": layout.contract.version,
     }
+    if batching.enabled:
+        report["batching"] = {
+            "max_batch_size": batching.max_batch_size,
+            "max_queue_delay_microseconds": batching.max_queue_delay_microseconds,
+            "row_independence": batching_proof,
+        }
     (repository / "validation.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
 
@@ -474,19 +493,19 @@ def _write_requirements(repository):
     )
 
 
-def _add_triton_flavor(package, model_name):
+def _add_triton_flavor(package, model_name, mapping_version=MAPPING_VERSION):
     mlmodel_path = package / "MLmodel"
     model = Model.load(str(mlmodel_path))
-    add_triton_flavor(model, model_name)
+    add_triton_flavor(model, model_name, mapping_version)
     model.save(str(mlmodel_path))
 
 
-def add_triton_flavor(model, model_name):
+def add_triton_flavor(model, model_name, mapping_version=MAPPING_VERSION):
     model.add_flavor(
         FLAVOR_NAME,
         data=f"{REPOSITORY_DIRECTORY}/{model_name}",
         model_name=model_name,
-        mapping_version=MAPPING_VERSION,
+        mapping_version=mapping_version,
         runtime_version=RUNTIME_VERSION,
     )
 

@@ -20,11 +20,16 @@ class ValidationError(MlflowTritonError, RuntimeError):
     """The example prediction or its tensor mapping failed before anything was logged."""
 
 
+class BatchingRefusedError(MlflowTritonError, ValueError):
+    """``max_batch_size=N`` cannot be honoured: a tensor has no row axis, or rows are not predicted independently."""
+
+
 class CustomCodeWarning(UserWarning):
     """Custom code the logged model refers to will not import where Triton loads it (also in validation.json)."""
 
 
 __all__ = [
+    "BatchingRefusedError",
     "ContractError",
     "CustomCodeWarning",
     "InvalidArgumentError",

@@ -39,12 +39,18 @@ def tensor_types_from_model_config(model_config, side):
     """``{tensor name: (data_type, dims)}`` from Triton's JSON model config.
 
     ``side`` is ``"input"`` or ``"output"``. Datatypes and shapes are read from
-    these config fields only, never from the contract.
+    these config fields only, never from the contract. With ``max_batch_size > 0``
+    the dims are the shape the model sees, batch axis first: ``-1`` followed by
+    the ``reshape`` (``[]`` for a rank-one tensor sent as ``[batch, 1]``) or the dims.
     """
-    return {
-        entry["name"]: (entry["data_type"], tuple(int(d) for d in entry.get("dims", ())))
-        for entry in model_config.get(side, [])
-    }
+    batched = int(model_config.get("max_batch_size", 0) or 0) > 0
+    types = {}
+    for entry in model_config.get(side, []):
+        dims = entry.get("dims", ())
+        if batched:
+            dims = [-1, *entry["reshape"].get("shape", ())] if "reshape" in entry else [-1, *dims]
+        types[entry["name"]] = (entry["data_type"], tuple(int(d) for d in dims))
+    return types
 
 
 class StructureCodec:

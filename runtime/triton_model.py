@@ -20,6 +20,17 @@ are answered normally. The error's code says whose fault it is:
   (``PredictionError``), the prediction does not fit the configured outputs
   (``OutputError``), or this runtime failed.
 
+With ``max_batch_size > 0`` (dynamic batching), ``execute`` receives the
+requests Triton's batcher gathered. Requests with the same raw parameters are
+decoded one by one, their rows joined into one model input (a DataFrame, an
+ndarray or a dict of ndarrays along the first axis), predicted once, encoded
+once and split back by each request's row count. A joint prediction whose
+output tensor has another number of rows is an ``OutputError`` naming the
+tensor. If the joint prediction or its encoding fails, each request is answered
+alone as above, so a bad request gets its own error and the others are
+answered. A request without rows is always answered alone. Without batching
+``execute`` does exactly what it did before.
+
 Messages name the tensor or column, the element index and the expected type,
 and are cut to ``MAX_MESSAGE_LENGTH`` characters. Request errors found by this
 runtime quote no request values; a value that does not fit an output is quoted
@@ -37,6 +48,8 @@ import pathlib
 import sys
 import traceback
 
+import numpy as np
+import pandas as pd
 import triton_python_backend_utils as pb_utils
 
 # <mlflow-triton package imports: removed when composing model.py>
@@ -63,6 +76,7 @@ class TritonPythonModel:
     def initialize(self, args):
         model_config = json.loads(args["model_config"])
         contract = contract_from_model_config(model_config)
+        self.batching = contract.max_batch_size > 0
         self.inputs = StructureCodec(contract.inputs, tensor_types_from_model_config(model_config, "input"))
         self.outputs = StructureCodec(contract.outputs, tensor_types_from_model_config(model_config, "output"))
         self.device = device_for_instance(args.get("model_instance_kind"), args.get("model_instance_device_id"))
@@ -71,24 +85,90 @@ class TritonPythonModel:
         self.params_schema = params_schema_of(self.predictor)
 
     def execute(self, requests):
+        if self.batching and len(requests) > 1:
+            return self._answer_joined(requests)
         return [self._answer(request) for request in requests]
 
     def _answer(self, request):
         try:
             params = self._params(request)
-            prediction = self._predict(*self._decode(request), params)
-            try:
-                outputs = self.outputs.to_tensors(prediction)
-            except TensorMappingError as error:
-                raise OutputError(f"The prediction does not fit the configured outputs: {error}") from None
+            model_input, empty_tensor = self._decode(request)
+        except Exception as error:
+            return _failure_response(error)
+        return self._answer_decoded(model_input, empty_tensor, params)
+
+    def _answer_decoded(self, model_input, empty_tensor, params=None):
+        try:
+            rows = _rows(model_input) if self.batching else None
+            outputs = self._encode(self._predict(model_input, empty_tensor, params))
+            if rows is not None:
+                _check_rows(outputs, rows)
             output_tensors = [pb_utils.Tensor(name, array) for name, array in outputs.items()]
-        except RequestError as error:
-            return _error_response(str(error), "INVALID_ARG")
-        except (PredictionError, OutputError) as error:
-            return _error_response(str(error), "INTERNAL")
-        except Exception as error:  # a defect of this runtime; its text is kept out of the response too
-            return _error_response(_withheld("The mlflow-triton runtime failed", error), "INTERNAL")
+        except Exception as error:
+            return _failure_response(error)
         return pb_utils.InferenceResponse(output_tensors=output_tensors)
+
+    def _encode(self, prediction):
+        try:
+            return self.outputs.to_tensors(prediction)
+        except TensorMappingError as error:
+            raise OutputError(f"The prediction does not fit the configured outputs: {error}") from None
+
+    # -- dynamic batching: join, predict once, split ------------------------------------------
+
+    def _answer_joined(self, requests):
+        """Answers in request order; requests are joined only with others of the same raw parameters."""
+        responses = [None] * len(requests)
+        groups = {}
+        for position, request in enumerate(requests):
+            groups.setdefault(_parameters_key(request), []).append(position)
+        for positions in groups.values():
+            answers = self._answer_group([requests[p] for p in positions])
+            for position, answer in zip(positions, answers):
+                responses[position] = answer
+        return responses
+
+    def _answer_group(self, requests):
+        """Decode each request; predict the decodable ones with rows together, the rest alone."""
+        try:
+            params = self._params(requests[0])  # the group's requests share their raw parameters
+        except Exception as error:
+            return [_failure_response(error) for _ in requests]
+        responses = [None] * len(requests)
+        joined = []  # (position, model input, rows)
+        for position, request in enumerate(requests):
+            try:
+                model_input, empty_tensor = self._decode(request)
+                rows = _rows(model_input)
+            except Exception as error:
+                responses[position] = _failure_response(error)
+                continue
+            if empty_tensor is not None or rows == 0:
+                responses[position] = self._answer_decoded(model_input, empty_tensor, params)
+            else:
+                joined.append((position, model_input, rows))
+        if len(joined) == 1:
+            responses[joined[0][0]] = self._answer_decoded(joined[0][1], None, params)
+        elif joined:
+            for (position, _, _), answer in zip(joined, self._predict_joined(joined, params)):
+                responses[position] = answer
+        return responses
+
+    def _predict_joined(self, joined, params):
+        """One prediction for all ``joined`` inputs, split by rows; each request alone if it fails."""
+        counts = [rows for _, _, rows in joined]
+        try:
+            outputs = self._encode(self._predict(_join([value for _, value, _ in joined]), None, params))
+        except Exception:  # one bad request must not fail the others: each gets its own answer
+            return [self._answer_decoded(value, None, params) for _, value, _ in joined]
+        try:
+            _check_rows(outputs, sum(counts))
+        except OutputError as error:
+            return [_failure_response(error) for _ in joined]
+        return [
+            pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(name, part) for name, part in parts.items()])
+            for parts in _split(outputs, counts)
+        ]
 
     def _decode(self, request):
         """``(model input, label of an input tensor without elements or None)``."""
@@ -131,6 +211,59 @@ class TritonPythonModel:
 
     def finalize(self):
         self.predictor = None
+
+
+def _parameters_key(request):
+    """The request's raw parameters (a JSON string in Triton's Python backend): requests join only if equal."""
+    parameters = getattr(request, "parameters", None)
+    return parameters() if parameters is not None else ""
+
+
+def _rows(model_input):
+    """The row count of a decoded model input: a DataFrame's length or the first axis of its arrays."""
+    if isinstance(model_input, dict):
+        counts = {name: len(array) for name, array in model_input.items()}
+        if len(set(counts.values())) > 1:
+            detail = ", ".join(f"{name}: {count}" for name, count in counts.items())
+            raise RequestError(f"Batched input tensors must have the same number of rows (first axis); got {detail}")
+        return next(iter(counts.values()))
+    return len(model_input)
+
+
+def _join(values):
+    """Model inputs of the same structure as one, rows in order (the codecs gave them equal dtypes)."""
+    first = values[0]
+    if isinstance(first, pd.DataFrame):
+        return pd.concat(values, ignore_index=True)
+    if isinstance(first, dict):
+        return {name: np.concatenate([value[name] for value in values]) for name in first}
+    return np.concatenate(values)
+
+
+def _check_rows(outputs, rows):
+    for name, array in outputs.items():
+        if array.shape[0] != rows:
+            raise OutputError(
+                f"Output tensor `{name}` has {array.shape[0]} row(s) for {rows} input row(s); a batched model must "
+                "answer one row per input row"
+            )
+
+
+def _split(outputs, counts):
+    """``[{name: rows of one request}]`` in request order."""
+    offsets = np.cumsum(counts)[:-1]
+    parts = {name: np.split(array, offsets) for name, array in outputs.items()}
+    return [{name: pieces[index] for name, pieces in parts.items()} for index in range(len(counts))]
+
+
+def _failure_response(error):
+    """The error response for an exception raised while answering a request."""
+    if isinstance(error, RequestError):
+        return _error_response(str(error), "INVALID_ARG")
+    if isinstance(error, (PredictionError, OutputError)):
+        return _error_response(str(error), "INTERNAL")
+    # a defect of this runtime; its text is kept out of the response too
+    return _error_response(_withheld("The mlflow-triton runtime failed", error), "INTERNAL")
 
 
 class RequestError(MlflowTritonError, ValueError):

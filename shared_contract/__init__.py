@@ -5,6 +5,7 @@ Standard library only. ``contract.py`` is vendored verbatim into every generated
 """
 
 from .contract import (
+    BATCHING_MAPPING_VERSION,
     BYTES_TYPE,
     CONTRACT_PARAMETER,
     MAPPING_VERSION,
@@ -20,6 +21,7 @@ from .contract import (
 )
 
 __all__ = [
+    "BATCHING_MAPPING_VERSION",
     "BYTES_TYPE",
     "CONTRACT_PARAMETER",
     "MAPPING_VERSION",

@@ -20,14 +20,18 @@ names (DataFrame column labels such as ``0``, kept as JSON integers so the
 rebuilt frame's columns compare equal to the original ones). A reader accepts
 every version in ``SUPPORTED_MAPPING_VERSIONS`` and reads names by the rules of
 the newest (version 1 writers never wrote an integer name); writers emit
-``MAPPING_VERSION``.
+``MAPPING_VERSION``. Version 3 adds ``max_batch_size`` (dynamic batching: the
+batch axis is implicit in the config's dims, and ``execute`` joins the rows of
+its requests); writers emit it only for a batched model, so unbatched contracts
+stay version 2, byte for byte.
 """
 
 import dataclasses
 import json
 
 MAPPING_VERSION = 2
-SUPPORTED_MAPPING_VERSIONS = (1, 2)
+BATCHING_MAPPING_VERSION = 3
+SUPPORTED_MAPPING_VERSIONS = (1, 2, 3)
 CONTRACT_PARAMETER = "mlflow_contract"
 
 STRUCTURES = ("columns", "tensor", "tensors")
@@ -164,12 +168,20 @@ class Contract:
     inputs: StructureMapping
     outputs: StructureMapping
     version: int = MAPPING_VERSION
+    max_batch_size: int = 0
 
     def __post_init__(self):
         if not _is_supported_version(self.version):
             raise ContractError(
                 f"Mapping version {self.version!r} is not supported; "
                 f"supported: {', '.join(map(str, SUPPORTED_MAPPING_VERSIONS))}"
+            )
+        if type(self.max_batch_size) is not int or self.max_batch_size < 0:
+            raise ContractError(f"Contract 'max_batch_size' must be an integer >= 0, got {self.max_batch_size!r}")
+        if (self.max_batch_size > 0) != (self.version >= BATCHING_MAPPING_VERSION):
+            raise ContractError(
+                f"Mapping version {self.version} with max_batch_size {self.max_batch_size}: batched contracts "
+                f"(max_batch_size > 0) are version {BATCHING_MAPPING_VERSION}, unbatched ones older"
             )
         if not isinstance(self.flavor, str) or not self.flavor or not _is_unicode_text(self.flavor):
             raise ContractError("Contract 'flavor' must be a non-empty string of valid Unicode text")
@@ -178,12 +190,15 @@ class Contract:
         )
 
     def to_dict(self):
-        return {
+        data = {
             "version": self.version,
             "flavor": self.flavor,
             "inputs": self.inputs.to_dict(),
             "outputs": self.outputs.to_dict(),
         }
+        if self.version >= BATCHING_MAPPING_VERSION:
+            data["max_batch_size"] = self.max_batch_size
+        return data
 
     @classmethod
     def from_dict(cls, data):
@@ -196,12 +211,16 @@ class Contract:
                 f"Mapping version {data['version']!r} is not supported; "
                 f"supported: {', '.join(map(str, SUPPORTED_MAPPING_VERSIONS))}"
             )
-        _require_keys(data, ("version", "flavor", "inputs", "outputs"), "contract")
+        keys = ("version", "flavor", "inputs", "outputs")
+        if data["version"] >= BATCHING_MAPPING_VERSION:
+            keys += ("max_batch_size",)
+        _require_keys(data, keys, "contract")
         return cls(
             version=data["version"],
             flavor=data["flavor"],
             inputs=StructureMapping.from_dict(data["inputs"]),
             outputs=StructureMapping.from_dict(data["outputs"]),
+            max_batch_size=data.get("max_batch_size", 0),
         )
 
     def to_json(self):
@@ -242,8 +261,8 @@ def contract_from_model_config(model_config):
     """Read and check the contract from Triton's JSON model config (a dict).
 
     Raises ContractError naming the problem: no parameter, an unsupported
-    mapping version, ``max_batch_size`` other than 0, or tensors that the config
-    and the mapping do not both declare.
+    mapping version, a ``max_batch_size`` other than the contract's (0 before
+    version 3), or tensors that the config and the mapping do not both declare.
     """
     parameters = model_config.get("parameters") or {}
     entry = parameters.get(CONTRACT_PARAMETER)
@@ -253,9 +272,14 @@ def contract_from_model_config(model_config):
         )
     contract = Contract.from_json(entry["string_value"])
     max_batch_size = int(model_config.get("max_batch_size", 0) or 0)
-    if max_batch_size != 0:
+    if max_batch_size != contract.max_batch_size:
+        if contract.max_batch_size == 0:
+            raise ContractError(
+                f"max_batch_size must be 0 (shapes carry their own batch dimension), got {max_batch_size}"
+            )
         raise ContractError(
-            f"max_batch_size must be 0 (shapes carry their own batch dimension), got {max_batch_size}"
+            f"max_batch_size must be {contract.max_batch_size} as '{CONTRACT_PARAMETER}' records (the runtime "
+            f"joins requests up to that many rows), got {max_batch_size}; re-log the model to change it"
         )
     contract.check_tensors(
         [t["name"] for t in model_config.get("input", [])],

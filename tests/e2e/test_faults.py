@@ -254,7 +254,7 @@ BROKEN_MODELS = {
         r"be damaged or incomplete"),
     "unsupported-mapping-version": (
         "skops", unsupported_mapping_version,
-        r"ContractError: Mapping version 99 is not supported; supported: 1, 2"),
+        r"ContractError: Mapping version 99 is not supported; supported: 1, 2, 3"),
 }
 
 

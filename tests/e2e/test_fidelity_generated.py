@@ -87,6 +87,13 @@ def campaign(tmp_path_factory):
     (Output("same", 0, "echo"), Output("words", 0, "text")), "dict", True,
     (Input(((1, 2),), ((3, -4),)), Input(((2, 0),), ((),)), Input(((0, 2),), ((),))),
     (("serialization", "cloudpickle"), ("fixed_width", False))))
+@example(case=Case(  # dynamic batching: inputs sent at once are joined; NaN fails its own request
+    "sklearn-pipeline", "columns", (Field("x", "float64"), Field("t", "text")), (Output(None, 0, "predict"),),
+    "array", False,
+    (Input(((2,), (2,)), ((0.5, -1.0), ("a", "b"))), Input(((1,), (1,)), ((3.0,), ("ü",))),
+     Input(((3,), (3,)), ((float("nan"), 1.0, 2.0), ("a", "", "名前"))),
+     Input(((4,), (4,)), ((1.0, 2.0, 3.0, 4.0), ("a", "b", "a", "b")))),
+    (("estimator", "logistic-proba"), ("serialization", "cloudpickle"), ("seed", 1), ("max_batch_size", 8))))
 def test_real_triton_answers_like_pyfunc_when_a_generated_case_is_served(campaign, case):
     rejection = campaign.expected_rejection(case)
     if rejection is not None:  # drawn now and then (a prediction of the example that does not fit its output)

@@ -261,6 +261,10 @@ def pytorch_recipe_cases(draw):
     return Case("pytorch-recipe", "tensor", fields, (output,), "array", explicit, inputs)
 
 
+# Pipeline inputs have at most 4 rows: every request of a batched case fits.
+PIPELINE_MAX_BATCH_SIZE = 8
+
+
 @st.composite
 def sklearn_pipeline_cases(draw):
     count = draw(st.integers(1, 5))
@@ -275,6 +279,10 @@ def sklearn_pipeline_cases(draw):
     options = (("estimator", draw(st.sampled_from(ESTIMATORS))),
                ("serialization", draw(st.sampled_from(("skops", "cloudpickle")))),
                ("seed", draw(st.integers(0, 2**16))))
+    if draw(st.booleans()):  # dynamic batching: the extra inputs are also sent at once and joined
+        options += (("max_batch_size", PIPELINE_MAX_BATCH_SIZE),)
+        # A request of 0 rows crashes Triton 2.51's Python backend when the model batches (docs/batching.md).
+        extra = [model_input for model_input in extra if model_input.rows > 0]
     return Case("sklearn-pipeline", "columns", fields, (Output(None, 0, "predict"),), "array", False,
                 (example, *extra), options)
 

@@ -87,19 +87,22 @@ class Tensor:
 
 
 class InferenceRequest:
-    """``parameters`` is the request's ``parameters`` object (a dict); ``parameters()`` returns it as JSON
-    text, ``"{}"`` when the request has none, as the real backend does."""
+    """``parameters``: the request's ``parameters``, as the JSON text the real backend gives (``"{}"`` when
+    none) or as a dict, written as that text."""
 
-    def __init__(self, inputs, requested_output_names=(), parameters=None):
+    def __init__(self, inputs, requested_output_names=(), parameters="{}"):
         self._inputs = list(inputs)
         self._requested = list(requested_output_names)
-        self._parameters = dict(parameters or {})
+        if parameters is None or isinstance(parameters, dict):
+            parameters = json.dumps(parameters or {}, separators=(",", ":"))
+        self._parameters = parameters
 
     def inputs(self):
         return self._inputs
 
     def parameters(self):
-        return json.dumps(self._parameters, separators=(",", ":"))
+        """The request's parameters as the real backend gives them: a JSON string (``"{}"`` when none)."""
+        return self._parameters
 
     def requested_output_names(self):
         return self._requested
@@ -152,7 +155,7 @@ def load_model_py(path, name="generated_model_py"):
     return module
 
 
-def request_from_arrays(arrays, parameters=None):
+def request_from_arrays(arrays, parameters="{}"):
     return InferenceRequest([Tensor(name, array) for name, array in arrays.items()], parameters=parameters)
 
 

@@ -9,6 +9,7 @@ from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, Schema, TensorSpec
 from tritonclient.grpc import model_config_pb2
 
+from mlflow_triton._batching import Batching, batched_layout
 from mlflow_triton._config import (
     RUNTIME_VERSION_PARAMETER,
     build_config,
@@ -49,13 +50,12 @@ def test_render_config_states_max_batch_size_zero_when_batching_is_off():
 
 
 def test_render_config_writes_max_batch_size_once_in_field_order_when_batching_is_on():
-    config = build_config("model", _layout())
-    config.max_batch_size = 8
+    config = build_config("model", batched_layout(_layout(), Batching(max_batch_size=8)))
 
     text = render_config(config)
 
     assert text.splitlines()[:2] == ['name: "model"', "max_batch_size: 8"]
-    assert text.count("max_batch_size") == 1
+    assert text.count("max_batch_size:") == 1
     assert parse_config(text)[0] == config
 
 
@@ -157,7 +157,71 @@ def test_parse_config_raises_when_config_tensor_is_renamed():
 
 def test_parse_config_raises_when_contract_version_is_unsupported():
     config = build_config("model", _layout())
-    text = render_config(config).replace('\\"version\\":2', '\\"version\\":3')
+    text = render_config(config).replace('\\"version\\":2', '\\"version\\":4')
 
-    with pytest.raises(ContractError, match="Mapping version 3 is not supported"):
+    with pytest.raises(ContractError, match="Mapping version 4 is not supported"):
+        parse_config(text)
+
+
+# -- dynamic batching ------------------------------------------------------------------------------
+
+
+def _batched_config(max_queue_delay_microseconds=None):
+    layout = batched_layout(_layout(), Batching(max_batch_size=16))
+    return build_config("model", layout, max_queue_delay_microseconds=max_queue_delay_microseconds)
+
+
+def test_build_config_leaves_the_batch_axis_out_of_dims_when_batching_is_on():
+    config = _batched_config()
+
+    assert config.max_batch_size == 16
+    assert [(t.name, list(t.dims), t.HasField("reshape")) for t in config.input] == [
+        ("x", [1], True), ("name", [1], True)
+    ]
+    assert [(t.name, list(t.dims), t.HasField("reshape")) for t in config.output] == [("output_0", [3], False)]
+    assert list(config.input[0].reshape.shape) == []
+
+
+def test_build_config_writes_dynamic_batching_with_the_queue_delay_when_given():
+    config = _batched_config(max_queue_delay_microseconds=500)
+
+    assert config.HasField("dynamic_batching")
+    assert config.dynamic_batching.max_queue_delay_microseconds == 500
+    assert "dynamic_batching {\n  max_queue_delay_microseconds: 500\n}" in render_config(config)
+
+
+def test_build_config_writes_no_dynamic_batching_when_batching_is_off():
+    config = build_config("model", _layout())
+
+    assert not config.HasField("dynamic_batching")
+    assert all(not t.HasField("reshape") for t in [*config.input, *config.output])
+
+
+def test_declarations_restore_the_logged_dims_when_the_config_is_batched():
+    layout = batched_layout(_layout(), Batching(max_batch_size=16))
+    config, contract = parse_config(render_config(build_config("model", layout)))
+
+    assert declarations(config) == (layout.inputs, layout.outputs)
+    assert contract == layout.contract
+    assert contract.version == 3 and contract.max_batch_size == 16
+
+
+def test_contract_from_model_config_accepts_the_batched_config_it_records():
+    config = json_format.MessageToDict(_batched_config(), preserving_proto_field_name=True)
+
+    assert contract_from_model_config(config).max_batch_size == 16
+
+
+def test_contract_from_model_config_raises_when_max_batch_size_differs_from_the_contract():
+    config = json_format.MessageToDict(_batched_config(), preserving_proto_field_name=True)
+    config["max_batch_size"] = 8
+
+    with pytest.raises(ContractError, match="max_batch_size must be 16 as 'mlflow_contract' records .*got 8"):
+        contract_from_model_config(config)
+
+
+def test_parse_config_raises_when_max_batch_size_differs_from_the_contract():
+    text = render_config(_batched_config()).replace("max_batch_size: 16", "max_batch_size: 4")
+
+    with pytest.raises(ContractError, match="config.pbtxt has max_batch_size 4, 'mlflow_contract' records 16"):
         parse_config(text)

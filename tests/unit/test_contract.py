@@ -201,9 +201,10 @@ def test_structure_mapping_raises_when_structure_is_malformed(structure, fields,
         StructureMapping(structure, fields)
 
 
-@pytest.mark.parametrize("version", [0, 3, "1", 1.0, True, None])
+@pytest.mark.parametrize("version", [0, 4, "1", 1.0, True, None])
 def test_contract_raises_when_mapping_version_is_unsupported(version):
-    with pytest.raises(ContractError, match=re.escape(f"Mapping version {version!r} is not supported; supported: 1, 2")):
+    message = f"Mapping version {version!r} is not supported; supported: 1, 2, 3"
+    with pytest.raises(ContractError, match=re.escape(message)):
         _contract(version=version)
 
 
@@ -232,7 +233,7 @@ def _edited(edit):
     [
         ([], "Contract must be a JSON object, got list"),
         ({}, "Contract has no 'version'"),
-        ({"version": 3}, "Mapping version 3 is not supported; supported: 1, 2"),
+        ({"version": 4}, "Mapping version 4 is not supported; supported: 1, 2, 3"),
         ({"version": True}, "Mapping version True is not supported"),
         ({"version": 1.0}, "Mapping version 1.0 is not supported"),
         (_edited(lambda d: d.pop("flavor")), "A contract entry lacks flavor"),
@@ -306,10 +307,10 @@ def test_contract_from_model_config_raises_when_parameter_is_missing(parameters)
 
 def test_contract_from_model_config_raises_when_mapping_version_is_unsupported():
     data = _contract().to_dict()
-    data["version"] = 3
+    data["version"] = 4
     config = _model_config(json.dumps(data))
 
-    with pytest.raises(ContractError, match=re.escape("Mapping version 3 is not supported; supported: 1, 2")):
+    with pytest.raises(ContractError, match=re.escape("Mapping version 4 is not supported; supported: 1, 2, 3")):
         contract_from_model_config(config)
 
 
@@ -361,3 +362,53 @@ def test_contract_from_model_config_raises_when_contract_is_not_json():
 def test_contract_error_is_in_error_family_when_raised():
     assert issubclass(ContractError, MlflowTritonError)
     assert issubclass(ContractError, ValueError)
+
+
+# --- version 3: max_batch_size ----------------------------------------------------------------------
+
+
+def _batched(max_batch_size=16):
+    base = _contract()
+    return Contract(flavor=base.flavor, inputs=base.inputs, outputs=base.outputs, version=3,
+                    max_batch_size=max_batch_size)
+
+
+def test_contract_round_trips_max_batch_size_when_batched():
+    contract = _batched()
+
+    assert json.loads(contract.to_json())["max_batch_size"] == 16
+    assert Contract.from_json(contract.to_json()) == contract
+
+
+def test_contract_writes_no_max_batch_size_key_when_unbatched():
+    assert "max_batch_size" not in json.loads(_contract().to_json())
+
+
+@pytest.mark.parametrize(("version", "max_batch_size"), [(2, 8), (1, 8), (3, 0)])
+def test_contract_raises_when_version_and_max_batch_size_disagree(version, max_batch_size):
+    with pytest.raises(ContractError, match=re.escape(f"Mapping version {version} with max_batch_size "
+                                                      f"{max_batch_size}: batched contracts")):
+        Contract(flavor="sklearn", inputs=_contract().inputs, outputs=_contract().outputs, version=version,
+                 max_batch_size=max_batch_size)
+
+
+@pytest.mark.parametrize("value", [-1, True, 1.5, "8"])
+def test_contract_raises_when_max_batch_size_is_not_a_count(value):
+    with pytest.raises(ContractError, match=re.escape(f"Contract 'max_batch_size' must be an integer >= 0, "
+                                                      f"got {value!r}")):
+        Contract(flavor="sklearn", inputs=_contract().inputs, outputs=_contract().outputs, version=3,
+                 max_batch_size=value)
+
+
+def test_contract_from_dict_raises_when_a_version_2_contract_carries_max_batch_size():
+    data = _contract().to_dict()
+    data["max_batch_size"] = 8
+
+    with pytest.raises(ContractError, match=re.escape("A contract entry has unknown key(s) max_batch_size")):
+        Contract.from_dict(data)
+
+
+def test_contract_from_model_config_accepts_the_batched_config_when_max_batch_size_matches():
+    contract = _batched()
+
+    assert contract_from_model_config(_model_config(contract.to_json(), max_batch_size=16)) == contract

@@ -166,6 +166,22 @@ def test_export_onnx_exports_labels_with_reshape_when_pyfunc_predicts_labels(tmp
                                   mlflow.pyfunc.load_model(str(logged)).predict(frame.iloc[:3]))
 
 
+def test_export_onnx_exports_a_batched_repository_like_an_unbatched_one_when_logged_with_max_batch_size(tmp_path):
+    plain = save_sklearn_example(tmp_path / "plain", pyfunc_predict_fn="predict")
+    batched = save_sklearn_example(tmp_path / "batched", pyfunc_predict_fn="predict", max_batch_size=8)
+    _, frame = fitted_pipeline()
+
+    directories = [export_onnx(str(logged), tmp_path / f"out-{logged.name}", backend="python", max_batch_size=8)
+                   for logged in (plain, batched)]
+
+    plain_config, batched_config = (read_config(directory) for directory in directories)
+    assert [_entry(t) for t in batched_config.output] == [_entry(t) for t in plain_config.output]
+    assert [_entry(t) for t in batched_config.input] == [_entry(t) for t in plain_config.input]
+    [response] = drive_exported(directories[1], [arrays_from_request_json(directories[1] / "request.json")])
+    np.testing.assert_array_equal(fake_pb_utils.outputs_of(response)["output_0"],
+                                  mlflow.pyfunc.load_model(str(batched)).predict(frame.iloc[:3]))
+
+
 def test_export_onnx_answers_text_labels_as_bytes_when_the_classes_are_strings(tmp_path):
     frame, label = training_frame()
     model = Pipeline(fitted_pipeline()[0].steps[:-1] + [("classifier", LogisticRegression())])

@@ -17,7 +17,7 @@ from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, Schema, TensorSpec
 
 from mlflow_triton import sklearn
-from mlflow_triton.errors import InvalidArgumentError, UnsupportedSchemaError, ValidationError
+from mlflow_triton.errors import BatchingRefusedError, InvalidArgumentError, UnsupportedSchemaError, ValidationError
 
 SAFE_NAME_RULE = (
     "allowed: ASCII letters, digits, '_', '-' and '.', not starting with '.' or '-' (no path separators, no '..')"
@@ -232,5 +232,86 @@ def test_log_model_rejects_before_writing_when_the_example_has_a_datetime_column
 def test_log_model_rejects_before_writing_when_an_argument_has_the_wrong_type(log, assert_untouched, arguments, message):
     with pytest.raises(InvalidArgumentError, match=re.escape(message)):
         log(**arguments)
+
+    assert_untouched()
+
+
+# -- max_batch_size: refused before anything is written ---------------------------------------------
+
+
+@pytest.mark.parametrize("value", [-1, True, 1.5, "8", None])
+def test_log_model_rejects_before_writing_when_max_batch_size_is_not_a_count(log, assert_untouched, value):
+    with pytest.raises(InvalidArgumentError, match=re.escape(f"max_batch_size must be an integer >= 0 (0: no batching; "
+                                                             f"N: Triton joins requests up to N rows), got {value!r}")):
+        log(max_batch_size=value)
+
+    assert_untouched()
+
+
+def test_log_model_rejects_before_writing_when_a_queue_delay_comes_without_batching(log, assert_untouched):
+    with pytest.raises(InvalidArgumentError, match="max_queue_delay_microseconds needs batching: pass max_batch_size"):
+        log(max_queue_delay_microseconds=100)
+
+    assert_untouched()
+
+
+@pytest.mark.parametrize("value", [-1, True, 0.5])
+def test_log_model_rejects_before_writing_when_the_queue_delay_is_not_a_count(log, assert_untouched, value):
+    with pytest.raises(InvalidArgumentError, match=re.escape(f"max_queue_delay_microseconds must be an integer >= 0 "
+                                                             f"or None, got {value!r}")):
+        log(max_batch_size=8, max_queue_delay_microseconds=value)
+
+    assert_untouched()
+
+
+def test_log_model_refuses_batching_naming_the_tensor_when_an_output_has_no_row_axis(log, assert_untouched):
+    fixed_rows = _signature(*EXAMPLE_COLUMNS, outputs=Schema([TensorSpec(np.dtype("float64"), (3, 2))]))
+
+    with pytest.raises(BatchingRefusedError, match=re.escape("max_batch_size=8: output tensor `output_0` has shape "
+                                                             "[3, 2]; batching needs a variable first (row) axis")):
+        log(max_batch_size=8, signature=fixed_rows)
+
+    assert_untouched()
+
+
+def test_log_model_refuses_batching_when_the_example_has_more_rows_than_max_batch_size(log, assert_untouched):
+    with pytest.raises(BatchingRefusedError, match=re.escape("max_batch_size=2: the input example has 3 rows")):
+        log(max_batch_size=2)
+
+    assert_untouched()
+
+
+class _CentredOverTheBatch:
+    """A model whose answer for a row depends on the other rows of its batch (it subtracts the batch mean)."""
+
+    def predict(self, frame):
+        return frame["age"].to_numpy() - frame["age"].mean()
+
+
+class _RankInTheBatch:
+    """An integer answer that depends on the batch: each row's rank among the rows predicted together."""
+
+    def predict(self, frame):
+        return frame["age"].rank(method="first").to_numpy().astype(np.int64)
+
+
+def test_log_model_refuses_batching_naming_the_output_and_the_difference_when_floats_depend_on_the_batch(
+    tracking_store, workspace, native_saves, example_frame, assert_untouched
+):
+    with pytest.raises(BatchingRefusedError, match=r"Batching refused: output `output_0` differs for the example as "
+                                                   r"one batch from the same rows predicted alone by [0-9.e+]+ ulps \("
+                                                   r"largest difference 0\.0 vs -12\.83[0-9]+; allowed: 4 ulps\)"):
+        sklearn.log_model(_CentredOverTheBatch(), input_example=example_frame, max_batch_size=8)
+
+    assert_untouched()
+
+
+def test_log_model_refuses_batching_naming_the_output_when_integers_depend_on_the_batch(
+    tracking_store, workspace, native_saves, example_frame, assert_untouched
+):
+    with pytest.raises(BatchingRefusedError, match=re.escape("Batching refused: output `output_0` differs for the "
+                                                             "example as one batch from the same rows predicted alone "
+                                                             "(int64 values must be equal)")):
+        sklearn.log_model(_RankInTheBatch(), input_example=example_frame, max_batch_size=8)
 
     assert_untouched()

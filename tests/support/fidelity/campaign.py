@@ -22,6 +22,7 @@ Timings per phase are kept for the report (:meth:`Campaign.report`).
 """
 
 import collections
+import concurrent.futures
 import contextlib
 import itertools
 import json
@@ -38,7 +39,7 @@ from packaging.utils import canonicalize_name
 from mlflow_triton import pytorch as triton_pytorch
 from mlflow_triton import sklearn as triton_sklearn
 from mlflow_triton import triton
-from mlflow_triton._config import declarations, read_config
+from mlflow_triton._config import declarations, read_config, wire_arrays
 from mlflow_triton.local import TritonInstallation, TritonServer, send_shipped_request
 from mlflow_triton.local.compare import differences
 from mlflow_triton.local.serving_env import ENV_RECORD, ensure_env_for_requirements, requirement_lines
@@ -203,7 +204,7 @@ class Campaign:
         try:
             with self._mlflow_lock:
                 pyfunc_model = mlflow.pyfunc.load_model(str(download))
-            yield Loaded(self, name, model_dir, contract, inputs, outputs, pyfunc_model, loading, seconds)
+            yield Loaded(self, name, model_dir, config, contract, inputs, outputs, pyfunc_model, loading, seconds)
         finally:
             loading.thread.join()
             with self._lock:
@@ -224,13 +225,15 @@ class Campaign:
                 except Exception as error:  # pyfunc's own failure is the expected answer
                     empty = any(array.size == 0 for array in arrays.values())
                     expected = expected_answer(model.contract, model.outputs, error=error, empty=empty)
-                planned.append((number, model_input, arrays, expected))
+                planned.append((number, model_input, arrays, model.as_answered(expected)))
             seconds["oracle"] = _lap(clock)
             model.wait()
             clock = time.monotonic()
             try:
                 exact = exact_arithmetic(case)
                 self._shipped(model, planned[0][3], exact)
+                if model.batched:
+                    self._concurrently(model, planned[1:], exact)
                 for number, model_input, arrays, expected in planned[1:]:
                     encodings = ["binary"] + (["json"] if client.json_carries(arrays, model.datatypes) else [])
                     for encoding in encodings:
@@ -245,6 +248,18 @@ class Campaign:
         self._record(case, seconds)
 
     # -- checks ------------------------------------------------------------------------------------------
+
+    def _concurrently(self, model, planned, exact):
+        """A batched model: send every input at once (binary), so that Triton joins them; compare each answer."""
+        if not planned:
+            return
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(planned)) as pool:
+            answers = list(pool.map(lambda entry: model.infer(entry[2], "binary"), planned))
+        for (number, model_input, _, expected), (status, answer) in zip(planned, answers):
+            self._compare(f"input {number} ({model_input.rows} rows, binary, sent with {len(planned) - 1} others)",
+                          expected, status, answer, exact)
+            with self._lock:
+                self.counts["requests: batched (sent at once)"] += 1
 
     def _shipped(self, model, expected, exact):
         if not isinstance(expected, Answer):
@@ -328,8 +343,9 @@ class Campaign:
 class Loaded:
     """A case's model as Triton serves it: its repository, mapping, ``pyfunc`` model and a client."""
 
-    def __init__(self, campaign, name, directory, contract, inputs, outputs, pyfunc_model, loading, seconds):
-        self.campaign, self.name, self.directory = campaign, name, directory
+    def __init__(self, campaign, name, directory, config, contract, inputs, outputs, pyfunc_model, loading, seconds):
+        self.campaign, self.name, self.directory, self.config = campaign, name, directory, config
+        self.batched = config.max_batch_size > 0
         self.contract, self.inputs, self.outputs = contract, inputs, outputs
         self.pyfunc_model, self._loading, self._seconds = pyfunc_model, loading, seconds
         self.input_tensors = [field.tensor for field in contract.inputs.fields]
@@ -342,8 +358,16 @@ class Loaded:
         self._loading.wait(self.campaign)
         self._seconds["load"] = self._loading.seconds
 
+    def as_answered(self, expected):
+        """``expected`` in the shapes Triton answers (a batched rank-one output is ``[rows, 1]``)."""
+        if isinstance(expected, Answer):
+            return Answer(wire_arrays(self.config, "output", expected.outputs))
+        return expected
+
     def infer(self, arrays, encoding, ensure_ascii=True):
-        """``(status, outputs or error text)`` for ``arrays`` (``{tensor: array}``) sent as ``encoding``."""
+        """``(status, outputs or error text)`` for ``arrays`` (``{tensor: array}``, logged shapes) sent as
+        ``encoding``, in the shapes the config declares (a batched rank-one tensor goes as ``[rows, 1]``)."""
+        arrays = wire_arrays(self.config, "input", arrays)
         if encoding == "json":
             body, headers = client.json_body(arrays, self.datatypes, self.output_types, ensure_ascii=ensure_ascii,
                                              binary_outputs=self.binary_outputs)

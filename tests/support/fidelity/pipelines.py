@@ -8,6 +8,8 @@ Numeric columns (bool, integer, long, float, double) are scaled, text columns on
 * ``string-labels``: LogisticRegression with the classes ``"no"`` / ``"yes"`` (a text output);
 * ``ridge``: Ridge regression (float64);
 * ``tree-labels``: DecisionTreeClassifier (skops needs its tree types trusted).
+
+A ``max_batch_size`` option logs the Pipeline with dynamic batching.
 """
 
 import numpy as np
@@ -22,6 +24,8 @@ from .cases import field_array
 
 ESTIMATORS = ("logistic-labels", "logistic-proba", "string-labels", "ridge", "tree-labels")
 TRAINING_ROWS = 24
+# How long Triton holds a request of a batched case to join it with others sent at the same time.
+BATCHING_QUEUE_DELAY_MICROSECONDS = 20_000
 VOCABULARY = ("a", "b", "ü", "", "名前")
 
 
@@ -45,6 +49,9 @@ def build_pipeline(case):
     }.get(estimator, LogisticRegression(max_iter=500))
     pipeline = make_pipeline(columns, final).fit(frame, target)
     options = {"pyfunc_predict_fn": "predict_proba" if estimator == "logistic-proba" else "predict"}
+    if case.option("max_batch_size"):
+        options["max_batch_size"] = case.option("max_batch_size")
+        options["max_queue_delay_microseconds"] = BATCHING_QUEUE_DELAY_MICROSECONDS
     if case.option("serialization", "skops") == "skops":
         import skops.io
 

@@ -1,0 +1,183 @@
+"""Dynamic batching at logging: the arguments, the batched layout and the proof that rows are independent.
+
+Batching (``max_batch_size=N``) is allowed when every input and every output has a row axis:
+column schemas, and tensors whose first axis is ``-1``. The config then leaves the batch axis out
+of ``dims`` (a rank-one tensor becomes ``dims: [1]`` with ``reshape { shape: [] }``, sent and
+answered as ``[rows, 1]``), and the runtime joins the rows of the requests one ``execute`` gets.
+
+That is only right for a model that predicts each row on its own. ``prove_row_independence``
+predicts the example (and shuffled, repeated and split copies of it) as batches and row by row:
+integers, strings and booleans must agree exactly, floats within ``ROW_INDEPENDENCE_ULPS`` units
+in the last place of the output's float type (BLAS may sum in another order for another batch
+size). Otherwise batching is refused, naming the output and the largest difference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from mlflow_triton.shared_contract import BATCHING_MAPPING_VERSION, Contract, MlflowTritonError
+
+from .errors import BatchingRefusedError, InvalidArgumentError, ValidationError
+
+# Floats predicted in a batch may differ from the same row predicted alone by at most this many units in the last
+# place (``np.spacing`` of the larger magnitude, in the output's own float type). The docs quote this constant.
+ROW_INDEPENDENCE_ULPS = 4
+# At most this many example rows are predicted one by one for the proof.
+MAX_PROOF_ROWS = 64
+_SHUFFLE_SEED = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Batching:
+    """The batching a wrapper call asked for; ``max_batch_size == 0`` is no batching."""
+
+    max_batch_size: int = 0
+    max_queue_delay_microseconds: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_batch_size > 0
+
+
+def check_arguments(max_batch_size: object, max_queue_delay_microseconds: object) -> Batching:
+    """The wrapper arguments as ``Batching``, or InvalidArgumentError naming the argument."""
+    if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int) or max_batch_size < 0:
+        raise InvalidArgumentError(
+            f"max_batch_size must be an integer >= 0 (0: no batching; N: Triton joins requests up to N rows), "
+            f"got {max_batch_size!r}"
+        )
+    if max_queue_delay_microseconds is not None:
+        if (isinstance(max_queue_delay_microseconds, bool) or not isinstance(max_queue_delay_microseconds, int)
+                or max_queue_delay_microseconds < 0):
+            raise InvalidArgumentError(
+                f"max_queue_delay_microseconds must be an integer >= 0 or None, got {max_queue_delay_microseconds!r}"
+            )
+        if max_batch_size == 0:
+            raise InvalidArgumentError(
+                "max_queue_delay_microseconds needs batching: pass max_batch_size=N (N >= 1) as well"
+            )
+    return Batching(max_batch_size, max_queue_delay_microseconds)
+
+
+def batched_layout(layout, batching: Batching):
+    """``layout`` with a version-3 contract recording ``max_batch_size``; refuses tensors without a row axis."""
+    if not batching.enabled:
+        return layout
+    for side, declarations in (("input", layout.inputs), ("output", layout.outputs)):
+        for declaration in declarations:
+            if declaration.dims[0] != -1:
+                raise BatchingRefusedError(
+                    f"max_batch_size={batching.max_batch_size}: {side} tensor `{declaration.name}` has shape "
+                    f"{list(declaration.dims)}; batching needs a variable first (row) axis, -1, on every input and "
+                    "output (DataFrame columns, or tensors declared with shape (-1, ...)); log the model with "
+                    "max_batch_size=0 or declare the row axis in the signature"
+                )
+    contract = layout.contract
+    batched = Contract(
+        flavor=contract.flavor, inputs=contract.inputs, outputs=contract.outputs,
+        version=BATCHING_MAPPING_VERSION, max_batch_size=batching.max_batch_size,
+    )
+    return dataclasses.replace(layout, contract=batched)
+
+
+def check_example_rows(tensors: dict, batching: Batching) -> None:
+    """Triton refuses a request of more rows than ``max_batch_size``: the shipped example must fit."""
+    rows = len(next(iter(tensors.values())))
+    if batching.enabled and rows > batching.max_batch_size:
+        raise BatchingRefusedError(
+            f"max_batch_size={batching.max_batch_size}: the input example has {rows} rows, and Triton refuses a "
+            f"request of more rows than max_batch_size; pass max_batch_size >= {rows} (the largest request a client "
+            "will send) or a smaller example"
+        )
+
+
+def prove_row_independence(predict_tensors, tensors: dict) -> dict:
+    """Predict the example as batches and row by row; refuse batching where they disagree.
+
+    ``predict_tensors(input tensors) -> output tensors`` runs the model through the runtime's codecs.
+    Returns the record for validation.json.
+    """
+    rows = min(len(next(iter(tensors.values()))), MAX_PROOF_ROWS)
+    alone = [predict_tensors(_take(tensors, [row])) for row in range(rows)]
+    order = np.random.default_rng(_SHUFFLE_SEED).permutation(rows).tolist()
+    half = max(1, rows // 2)
+    cases = [
+        ("the example as one batch", list(range(rows))),
+        ("the example shuffled", order),
+        ("the example repeated", list(range(rows)) * 2),
+        ("the example's first half", list(range(half))),
+        ("the example's second half", list(range(half, rows)) or [0]),
+    ]
+    largest: dict[str, float] = {}
+    for what, indices in cases:
+        outputs = predict_tensors(_take(tensors, indices))
+        for name, batch in outputs.items():
+            if len(batch) != len(indices):
+                raise BatchingRefusedError(
+                    f"Batching refused: output `{name}` has {len(batch)} row(s) for {what} ({len(indices)} rows); "
+                    "a batched model must answer one row per input row"
+                )
+            expected = np.concatenate([alone[index][name] for index in indices])
+            ulps = _difference_in_ulps(name, what, expected, batch)
+            largest[name] = max(largest.get(name, 0.0), ulps)
+    return {
+        "proved": True,
+        "rows_predicted_alone": rows,
+        "cases": [{"what": what, "rows": len(indices)} for what, indices in cases],
+        "float_tolerance_ulps": ROW_INDEPENDENCE_ULPS,
+        "largest_difference_ulps": largest,
+        "how": "each batch predicted once and compared row by row with the rows predicted alone: integers, "
+               f"strings and booleans exactly, floats within {ROW_INDEPENDENCE_ULPS} ulps",
+    }
+
+
+def predictor_of_tensors(predict, input_codec, output_codec):
+    """``predict_tensors`` for ``prove_row_independence``: decode, predict, encode, as the runtime does."""
+
+    def predict_tensors(tensors):
+        try:
+            return output_codec.to_tensors(predict(input_codec.from_tensors(tensors)))
+        except MlflowTritonError as error:
+            raise ValidationError(f"Batching proof: a batch of the example failed: {error}") from None
+
+    return predict_tensors
+
+
+def _take(tensors, indices):
+    return {name: array[indices] for name, array in tensors.items()}
+
+
+def _difference_in_ulps(name, what, expected, batch):
+    """The largest float difference in ulps (0 for exact types); BatchingRefusedError beyond the tolerance."""
+    if expected.dtype.kind != "f":
+        if expected.shape != batch.shape or not _exactly_equal(expected, batch):
+            raise BatchingRefusedError(
+                f"Batching refused: output `{name}` differs for {what} from the same rows predicted alone "
+                f"({expected.dtype} values must be equal); the model does not predict each row on its own "
+                "(for example it normalises over the batch); log it with max_batch_size=0"
+            )
+        return 0.0
+    both_nan = np.isnan(expected) & np.isnan(batch)
+    same = (expected == batch) | both_nan
+    with np.errstate(all="ignore"):
+        spacing = np.spacing(np.maximum(np.abs(expected), np.abs(batch))).astype(np.float64)
+        ulps = np.where(same, 0.0, np.abs(expected.astype(np.float64) - batch.astype(np.float64)) / spacing)
+    ulps = np.where(np.isfinite(ulps), ulps, np.inf)
+    worst = float(ulps.max()) if ulps.size else 0.0
+    if worst > ROW_INDEPENDENCE_ULPS:
+        index = int(np.argmax(ulps))
+        alone, joined = expected.ravel()[index].item(), batch.ravel()[index].item()
+        raise BatchingRefusedError(
+            f"Batching refused: output `{name}` differs for {what} from the same rows predicted alone by "
+            f"{worst:.3g} ulps (largest difference {alone!r} vs {joined!r}; "
+            f"allowed: {ROW_INDEPENDENCE_ULPS} ulps); the model does not predict each row on its own (for example "
+            "it normalises over the batch); log it with max_batch_size=0"
+        )
+    return worst
+
+
+def _exactly_equal(expected, batch):
+    return all(a == b for a, b in zip(expected.ravel().tolist(), batch.ravel().tolist()))

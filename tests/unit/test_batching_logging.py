@@ -1,0 +1,184 @@
+"""``max_batch_size=N`` at logging: the batched repository, its proof record, and the default left as it was."""
+
+import json
+
+import mlflow.pyfunc
+import numpy as np
+import pytest
+from google.protobuf import json_format, text_format
+from mlflow.models import Model
+from tritonclient.grpc import model_config_pb2
+
+from mlflow_triton import sklearn
+from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS
+from mlflow_triton.local.compare import predict_outputs
+from mlflow_triton.local.user_input import input_request
+from tests.support import fake_pb_utils
+
+
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory, fitted_pipeline, training_frame):
+    """The repository of the tiny Pipeline saved with ``max_batch_size=8``, and the saved package's path."""
+    path = tmp_path_factory.mktemp("batched") / "classifier"
+    sklearn.save_model(
+        fitted_pipeline, path, input_example=training_frame.iloc[:3], pyfunc_predict_fn="predict_proba",
+        serialization_format="cloudpickle", max_batch_size=8, max_queue_delay_microseconds=200,
+    )
+    return path / "model_repository" / "classifier", path
+
+
+def _config(repository):
+    return text_format.Parse((repository / "config.pbtxt").read_text(encoding="utf-8"), model_config_pb2.ModelConfig())
+
+
+def _model_py(repository):
+    """The generated model.py, initialized from config.pbtxt the way Triton passes it."""
+    config = _config(repository)
+    module = fake_pb_utils.load_model_py(repository / "1" / "model.py", name="batched_sklearn_model_py")
+    model = module.TritonPythonModel()
+    model.initialize({
+        "model_config": json.dumps(json_format.MessageToDict(config, preserving_proto_field_name=True)),
+        "model_repository": str(repository), "model_version": "1",
+        "model_instance_kind": "CPU", "model_instance_device_id": "0",
+    })
+    return model
+
+
+def _as_model_sees(arrays, config):
+    """Triton's ``reshape { shape: [] }``: a ``[rows, 1]`` tensor reaches ``execute`` as ``[rows]``."""
+    reshaped = {entry.name for entry in config.input if entry.HasField("reshape")}
+    return {name: array.reshape(-1) if name in reshaped else array for name, array in arrays.items()}
+
+
+def test_save_model_writes_a_batched_config_when_max_batch_size_is_given(batched):
+    repository, _ = batched
+    config = _config(repository)
+
+    assert config.max_batch_size == 8
+    assert config.dynamic_batching.max_queue_delay_microseconds == 200
+    assert [(t.name, list(t.dims), t.HasField("reshape")) for t in config.input] == [
+        ("age", [1], True), ("city", [1], True), ("visits", [1], True)
+    ]
+    assert [(t.name, list(t.dims)) for t in config.output] == [("output_0", [2])]
+    contract = json.loads(config.parameters["mlflow_contract"].string_value)
+    assert (contract["version"], contract["max_batch_size"]) == (3, 8)
+
+
+def test_save_model_ships_the_request_in_batched_shapes_when_max_batch_size_is_given(batched, read_request):
+    repository, _ = batched
+
+    body, _ = read_request(repository)
+
+    assert [(entry["name"], entry["shape"]) for entry in body["inputs"]] == [
+        ("age", [3, 1]), ("city", [3, 1]), ("visits", [3, 1])
+    ]
+
+
+def test_save_model_records_the_row_independence_proof_in_validation_json_when_batched(batched):
+    repository, path = batched
+
+    report = json.loads((repository / "validation.json").read_text(encoding="utf-8"))
+
+    proof = report["batching"]["row_independence"]
+    assert report["batching"]["max_batch_size"] == 8
+    assert report["mapping_version"] == 3
+    assert proof["proved"] is True
+    assert proof["float_tolerance_ulps"] == ROW_INDEPENDENCE_ULPS
+    assert [case["what"] for case in proof["cases"]] == [
+        "the example as one batch", "the example shuffled", "the example repeated", "the example's first half",
+        "the example's second half",
+    ]
+    assert set(proof["largest_difference_ulps"]) == {"output_0"}
+    assert Model.load(str(path)).flavors["triton"]["mapping_version"] == 3
+
+
+class _CountingPredictor:
+    def __init__(self, predictor):
+        self.predictor = predictor
+        self.rows = []
+
+    def predict(self, model_input):
+        self.rows.append(len(model_input))
+        return self.predictor.predict(model_input)
+
+
+def test_generated_model_py_answers_joined_requests_like_pyfunc_predict_of_each_alone(batched, training_frame):
+    repository, path = batched
+    config = _config(repository)
+    model = _model_py(repository)
+    model.predictor = counting = _CountingPredictor(model.predictor)
+    pyfunc = mlflow.pyfunc.load_model(str(path))
+    frames = [training_frame.iloc[0:1], training_frame.iloc[1:5], training_frame.iloc[5:7]]
+    requests = [
+        fake_pb_utils.request_from_arrays(_as_model_sees({
+            "age": f["age"].to_numpy().reshape(-1, 1),
+            "city": np.array([c.encode() for c in f["city"]], dtype=object).reshape(-1, 1),
+            "visits": f["visits"].to_numpy().reshape(-1, 1),
+        }, config))
+        for f in frames
+    ]
+    answers = model.execute(requests)
+
+    assert counting.rows == [7]
+    for answer, alone in zip(answers, frames):
+        np.testing.assert_array_equal(fake_pb_utils.outputs_of(answer)["output_0"], pyfunc.predict(alone))
+
+
+def test_save_model_writes_the_same_repository_when_max_batch_size_is_zero_or_absent(
+    tmp_path, fitted_pipeline, example_frame
+):
+    kwargs = {"input_example": example_frame, "serialization_format": "cloudpickle"}
+    sklearn.save_model(fitted_pipeline, tmp_path / "plain", **kwargs)
+    sklearn.save_model(fitted_pipeline, tmp_path / "zero", max_batch_size=0, triton_model_name="plain", **kwargs)
+
+    for name in ("config.pbtxt", "request.json"):
+        plain = (tmp_path / "plain" / "model_repository" / "plain" / name).read_bytes()
+        assert plain == (tmp_path / "zero" / "model_repository" / "plain" / name).read_bytes()
+    config = (tmp_path / "plain" / "model_repository" / "plain" / "config.pbtxt").read_text(encoding="utf-8")
+    assert "max_batch_size: 0\n" in config
+    assert "dynamic_batching" not in config and "reshape" not in config
+    assert '\\"version\\":2' in config
+    report = json.loads((tmp_path / "plain" / "model_repository" / "plain" / "validation.json").read_text())
+    assert "batching" not in report
+
+
+def test_check_expects_and_sends_rank_one_tensors_as_rows_by_one_when_the_repository_is_batched(
+    tmp_path, fitted_pipeline, training_frame
+):
+    path = tmp_path / "labels"
+    sklearn.save_model(fitted_pipeline, path, input_example=training_frame.iloc[:3], serialization_format="cloudpickle",
+                       max_batch_size=4)
+    repository = path / "model_repository" / "labels"
+    frame = training_frame.iloc[2:6]
+
+    expected = predict_outputs(mlflow.pyfunc.load_model(str(path)), frame, repository)
+    request = input_request(frame, repository, tmp_path / "requests")
+
+    np.testing.assert_array_equal(expected["output_0"], fitted_pipeline.predict(frame).reshape(4, 1))
+    body = json.loads(request.body_path.read_text(encoding="utf-8"))
+    assert [(entry["name"], entry["shape"]) for entry in body["inputs"]] == [
+        ("age", [4, 1]), ("city", [4, 1]), ("visits", [4, 1])
+    ]
+
+
+def test_pytorch_save_model_batches_a_tensor_model_and_joins_its_requests_when_max_batch_size_is_given(tmp_path):
+    from mlflow_triton import pytorch as mt_pytorch
+    from tests.support import tiny_models
+
+    path = tmp_path / "mlp"
+    mt_pytorch.save_model(tiny_models.shared_tiny_mlp(), path, input_example=tiny_models.mlp_example(3),
+                          code_paths=[str(tiny_models.CUSTOM_NET_DIR)], max_batch_size=16)
+    repository = path / "model_repository" / "mlp"
+    config = _config(repository)
+    model = _model_py(repository)
+    model.predictor = counting = _CountingPredictor(model.predictor)
+    pyfunc = mlflow.pyfunc.load_model(str(path))
+    first, second = tiny_models.mlp_example(1), tiny_models.mlp_example(4)
+
+    answers = model.execute([fake_pb_utils.request_from_arrays({config.input[0].name: x}) for x in (first, second)])
+
+    assert (config.max_batch_size, list(config.input[0].dims), list(config.output[0].dims)) == (16, [4], [3])
+    assert counting.rows == [5]
+    for answer, alone in zip(answers, (first, second)):
+        np.testing.assert_array_max_ulp(fake_pb_utils.outputs_of(answer)[config.output[0].name], pyfunc.predict(alone),
+                                        maxulp=ROW_INDEPENDENCE_ULPS)

@@ -1,0 +1,91 @@
+"""``prove_row_independence``: batches against rows predicted alone, floats within the stated ulps."""
+
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS, prove_row_independence
+from mlflow_triton.errors import BatchingRefusedError
+
+EXAMPLE = {
+    "x": np.array([0.1, 2.5, -3.75, 1e-300, 7.0]),
+    "name": np.array([b"a", b"b", b"c", b"d", b"e"], dtype=object),
+}
+
+
+def model(noise_ulps=0, rows_out=None, nan_at=None):
+    """``predict_tensors`` answering ``x * 3`` and the names; batches of more than one row are off by ``noise_ulps``."""
+
+    def predict_tensors(tensors):
+        x = tensors["x"] * 3.0
+        if len(x) > 1 and noise_ulps:
+            x = x + noise_ulps * np.spacing(x)
+        if nan_at is not None:
+            x = np.where(tensors["x"] == nan_at, np.nan, x)
+        if rows_out is not None:
+            x = x[:rows_out]
+        return {"score": x, "label": tensors["name"].copy()}
+
+    return predict_tensors
+
+
+def test_prove_row_independence_records_every_case_when_rows_are_independent():
+    proof = prove_row_independence(model(), EXAMPLE)
+
+    assert proof["proved"] is True
+    assert proof["rows_predicted_alone"] == 5
+    assert [(case["what"], case["rows"]) for case in proof["cases"]] == [
+        ("the example as one batch", 5), ("the example shuffled", 5), ("the example repeated", 10),
+        ("the example's first half", 2), ("the example's second half", 3),
+    ]
+    assert proof["largest_difference_ulps"] == {"score": 0.0, "label": 0.0}
+
+
+@pytest.mark.parametrize("noise", [1, ROW_INDEPENDENCE_ULPS])
+def test_prove_row_independence_accepts_float_differences_when_within_the_stated_ulps(noise):
+    proof = prove_row_independence(model(noise_ulps=noise), EXAMPLE)
+
+    assert proof["largest_difference_ulps"]["score"] == pytest.approx(noise, abs=0.5)
+
+
+def test_prove_row_independence_refuses_naming_the_output_when_floats_differ_by_more_than_the_stated_ulps():
+    with pytest.raises(BatchingRefusedError, match=re.escape("Batching refused: output `score` differs for the example "
+                                                             "as one batch from the same rows predicted alone by")):
+        prove_row_independence(model(noise_ulps=ROW_INDEPENDENCE_ULPS + 4), EXAMPLE)
+
+
+def test_prove_row_independence_accepts_nan_when_it_stands_at_the_same_rows():
+    proof = prove_row_independence(model(nan_at=2.5), EXAMPLE)
+
+    assert proof["largest_difference_ulps"]["score"] == 0.0
+
+
+def test_prove_row_independence_refuses_naming_the_output_when_a_batch_answers_another_row_count():
+    with pytest.raises(BatchingRefusedError, match=re.escape("Batching refused: output `score` has 1 row(s) for the "
+                                                             "example as one batch (5 rows)")):
+        prove_row_independence(model(rows_out=1), EXAMPLE)
+
+
+def test_prove_row_independence_refuses_naming_the_output_when_text_depends_on_the_batch():
+    def predict_tensors(tensors):
+        label = np.array([str(len(tensors["x"])).encode()] * len(tensors["x"]), dtype=object)
+        return {"label": label}
+
+    with pytest.raises(BatchingRefusedError, match=re.escape("output `label` differs for the example as one batch "
+                                                             "from the same rows predicted alone (object values must "
+                                                             "be equal)")):
+        prove_row_independence(predict_tensors, EXAMPLE)
+
+
+def test_prove_row_independence_uses_both_halves_when_the_example_has_one_row():
+    proof = prove_row_independence(model(), {name: array[:1] for name, array in EXAMPLE.items()})
+
+    assert [case["rows"] for case in proof["cases"]] == [1, 1, 2, 1, 1]
+
+
+def test_docs_state_the_float_tolerance_the_proof_uses():
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "batching.md").read_text(encoding="utf-8")
+
+    assert f"`ROW_INDEPENDENCE_ULPS` = {ROW_INDEPENDENCE_ULPS} units in\nthe last place" in text
