@@ -26,7 +26,7 @@ from mlflow_triton._config import DEVICE_KINDS, read_config
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from ._download import empty_download_dir
-from .compare import compare, expected_outputs, load_input_example, predict_outputs
+from .compare import compare, expected_outputs, load_input_example, load_input_example_params, predict_outputs
 from .errors import InferenceError, ModelSourceError, OraclePredictionError, TritonStartError
 from .installation import TritonInstallation
 from .progress import ProgressLike, as_progress
@@ -153,7 +153,7 @@ def _expected_answers(source, input_file, work_dir):
         raise OraclePredictionError(
             f"mlflow.pyfunc could not load {source.uri}: {type(error).__name__}: {error}") from None
     expected = _predicted(pyfunc_model, load_input_example(source.repository), source.repository,
-                          "the saved input example")
+                          "the saved input example", load_input_example_params(source.repository))
     extra = []
     if input_file is not None:
         value = load_user_input(input_file, pyfunc_model.metadata.get_input_schema())
@@ -167,9 +167,9 @@ def _expected_answers(source, input_file, work_dir):
     return expected, extra
 
 
-def _predicted(pyfunc_model, value, model_dir, what):
+def _predicted(pyfunc_model, value, model_dir, what, params=None):
     try:
-        return predict_outputs(pyfunc_model, value, model_dir)
+        return predict_outputs(pyfunc_model, value, model_dir, params)
     except MlflowTritonError:
         raise
     except Exception as error:  # the model's own predict: report it, go on with the next model

@@ -16,8 +16,8 @@ import numpy as np
 from mlflow_triton._config import declarations, read_config, wire_arrays
 from mlflow_triton.runtime.codecs import StructureCodec
 
-__all__ = ["FLOAT_TOLERANCES", "compare", "differences", "expected_outputs", "load_input_example", "output_codec",
-           "predict_outputs"]
+__all__ = ["FLOAT_TOLERANCES", "compare", "differences", "expected_outputs", "load_input_example",
+           "load_input_example_params", "output_codec", "predict_outputs"]
 
 # Floats are compared with these tolerances (relative, absolute) by the answer's dtype; everything else exactly.
 FLOAT_TOLERANCES = {"float16": (1e-2, 1e-3), "float32": (1e-4, 1e-6), "float64": (1e-6, 1e-9)}
@@ -38,18 +38,29 @@ def load_input_example(model_dir):
     return Model.load(str(artifact / "MLmodel")).load_input_example(str(artifact))
 
 
-def predict_outputs(pyfunc_model, value, model_dir):
-    """``pyfunc_model.predict(value)`` encoded into the configured output tensors, in the shapes Triton answers
-    (a batched repository answers a rank-one output as ``[rows, 1]``)."""
+def load_input_example_params(model_dir):
+    """The params of an ``(input, params)`` example saved under ``model_dir/1/artifact`` (the shipped request
+    carries them as its parameters), or None."""
+    from mlflow.models import Model
+
+    artifact = Path(model_dir) / "1" / "artifact"
+    return Model.load(str(artifact / "MLmodel")).load_input_example_params(str(artifact))
+
+
+def predict_outputs(pyfunc_model, value, model_dir, params=None):
+    """``pyfunc_model.predict(value, params=params)`` encoded into the configured output tensors, in the shapes
+    Triton answers (a batched repository answers a rank-one output as ``[rows, 1]``)."""
+    prediction = pyfunc_model.predict(value) if params is None else pyfunc_model.predict(value, params=params)
     config, _ = read_config(Path(model_dir) / "config.pbtxt")
-    return wire_arrays(config, "output", output_codec(model_dir).to_tensors(pyfunc_model.predict(value)))
+    return wire_arrays(config, "output", output_codec(model_dir).to_tensors(prediction))
 
 
 def expected_outputs(model_uri, model_dir):
-    """``pyfunc.predict`` on the saved input example, encoded into the configured output tensors."""
+    """``pyfunc.predict`` on the saved input example (and its params), encoded into the configured output tensors."""
     import mlflow.pyfunc
 
-    return predict_outputs(mlflow.pyfunc.load_model(str(model_uri)), load_input_example(model_dir), model_dir)
+    return predict_outputs(mlflow.pyfunc.load_model(str(model_uri)), load_input_example(model_dir), model_dir,
+                           load_input_example_params(model_dir))
 
 
 def compare(expected, actual, exact=False):

@@ -23,6 +23,7 @@ SOURCES = (
     ("runtime/conversions.py", _RUNTIME_DIR / "conversions.py"),
     ("runtime/codecs.py", _RUNTIME_DIR / "codecs.py"),
     ("runtime/loading.py", _RUNTIME_DIR / "loading.py"),
+    ("runtime/parameters.py", _RUNTIME_DIR / "parameters.py"),
     ("runtime/triton_model.py", _RUNTIME_DIR / "triton_model.py"),
 )
 _PACKAGE_IMPORTS = re.compile(

@@ -10,6 +10,7 @@ so nothing reaches the tracking store or the Registry. A failure inside
 ``Model.log`` itself deletes the LoggedModel it created (``_undo``).
 """
 
+import copy
 import dataclasses
 import inspect
 import json
@@ -28,7 +29,7 @@ from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.shared_contract import MAPPING_VERSION
 
-from . import _batching, _config, _model_py, _requests, _saved_check, _serving_requirements, _undo
+from . import _batching, _config, _model_py, _model_requirements, _requests, _saved_check, _serving_requirements, _undo
 from ._names import check_model_name, default_model_name
 from ._schema import layout_from_signature, signature_for_pyfunc
 from .errors import CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
@@ -97,6 +98,10 @@ class Framework:
 
     def custom_code_warnings(self, model, options):
         """Messages about custom code the saved model needs and Triton certainly cannot import (``_custom_code``)."""
+        return []
+
+    def requirement_sources(self, model, options):
+        """Classes, functions, values and modules the saved model needs at load time (``_model_requirements``)."""
         return []
 
 
@@ -171,9 +176,10 @@ class _Plan:
     validation: "dict | None"  # None: validate the saved artifact once it exists
     device: str
     triton_model_name: str
-    warnings: tuple  # custom-code warnings, recorded in validation.json
+    warnings: tuple  # custom-code and missing-requirement warnings, recorded in validation.json
     batching: _batching.Batching = _batching.Batching()
     batching_proof: "dict | None" = None  # the row-independence record of a batched model
+    example_params: "dict | None" = None  # the params of an ``(input, params)`` example, shipped with the request
 
 
 def _plan(framework, model, *, input_example, signature, device, triton_model_name, validate_saved_model,
@@ -181,40 +187,51 @@ def _plan(framework, model, *, input_example, signature, device, triton_model_na
     """Check the arguments, predict the example in memory and derive the mapping; writes nothing."""
     options = dict(options)
     declared_init_kwargs = options.pop("architecture_init_kwargs", None)
-    _check_arguments(framework, input_example, device, validate_saved_model, signature, declared_init_kwargs)
+    data, example_params = _split_example(input_example)
+    _check_arguments(framework, data, device, validate_saved_model, signature, declared_init_kwargs)
     triton_model_name = check_model_name(triton_model_name)
     framework.check_native_options(options)
     framework.check_model(model)
+    declared_by_caller = options.get("pip_requirements") is not None or options.get("conda_env") is not None
     options = framework.native_options(options)
-    found = _warn_about_custom_code(framework, model, options) if not validate_saved_model else ()
-    adapter, signature, layout = _predict_and_map(framework, model, input_example, signature, options)
+    needed = _model_requirements.distributions_needed(framework.requirement_sources(model, options))
+    options, missing = _model_requirements.complete_requirements(options, needed, declared_by_caller)
+    # Custom code only with the in-memory validation: validate_saved_model=True reloads the package in a clean
+    # interpreter, which fails on the same code. Missing requirements always: that reload uses this environment.
+    found = (tuple(framework.custom_code_warnings(model, options)) if not validate_saved_model else ()) + tuple(missing)
+    _warn(found)
+    adapter, signature, layout = _predict_and_map(framework, model, data, example_params, signature, options)
     layout = _batching.batched_layout(layout, batching)
-    tensors = _example_tensors(layout, input_example)
+    tensors = _example_tensors(layout, data)
     _batching.check_example_rows(tensors, batching)
     validation = None
     if not validate_saved_model:
-        validation = _validate_in_memory(layout, tensors, adapter, framework.current_device(model))
+        validation = _validate_in_memory(layout, tensors, adapter, framework.current_device(model), example_params)
     proof = None
     if batching.enabled:
         predict = _batching.predictor_of_tensors(
-            lambda value: _predict(adapter, value, "batching proof"), *codecs_for(layout)
+            lambda value: _predict(adapter, value, "batching proof", example_params), *codecs_for(layout)
         )
         proof = _batching.prove_row_independence(predict, tensors)
     return _Plan(framework, model, input_example, options, declared_init_kwargs, signature, layout, tensors,
-                 validation, device, triton_model_name, found, batching, proof)
+                 validation, device, triton_model_name, found, batching, proof, example_params)
 
 
-def _warn_about_custom_code(framework, model, options):
-    """Warn (``CustomCodeWarning``) about custom code Triton will not import; returns the messages.
+def _split_example(input_example):
+    """``(input, params)`` from an example MLflow accepts: the input alone, or an ``(input, params dict)`` tuple."""
+    if isinstance(input_example, tuple) and len(input_example) == 2 and isinstance(input_example[1], dict):
+        data, params = input_example
+        if not all(isinstance(name, str) for name in params):
+            raise InvalidArgumentError("input_example: the params of an (input, params) example need string names")
+        return data, params
+    return input_example, None
 
-    Only with the default in-memory validation: ``validate_saved_model=True``
-    reloads the package in a clean interpreter, which fails on the same code.
-    """
-    found = tuple(framework.custom_code_warnings(model, options))
-    for message in found:
+
+def _warn(messages):
+    """Warn (``CustomCodeWarning``) about code or requirements the serving environment will lack."""
+    for message in messages:
         # stacklevel: the caller of <framework>.log_model / save_model (-> log_model / save_model -> _plan -> here)
         warnings.warn(message, CustomCodeWarning, stacklevel=5)
-    return found
 
 
 def _build(plan, path):
@@ -240,7 +257,7 @@ def _build(plan, path):
         _copy_native_package(staging, artifact)
         validation = plan.validation or _validate_saved_artifact(plan.layout, plan.tensors, artifact)
         _write_repository(repository, plan.triton_model_name, plan.layout, plan.device, plan.tensors, validation,
-                          plan.warnings, plan.batching, plan.batching_proof)
+                          plan.warnings, plan.batching, plan.batching_proof, plan.example_params)
         _add_triton_flavor(staging, plan.triton_model_name, plan.layout.contract.version)
         os.rename(staging, path)
     except BaseException:
@@ -320,8 +337,8 @@ def _is_empty(example):
     return False
 
 
-def _predict_and_map(framework, model, input_example, signature, options):
-    """Predict the example in memory and derive (adapter, signature, layout).
+def _predict_and_map(framework, model, input_example, example_params, signature, options):
+    """Predict the example (with the example's params, if any) in memory and derive (adapter, signature, layout).
 
     An explicit signature is kept and enforced on the example by MLflow's own
     schema enforcement (a single named input tensor is recorded unnamed where the
@@ -331,18 +348,24 @@ def _predict_and_map(framework, model, input_example, signature, options):
     model_meta = Model(signature=signature_for_pyfunc(signature, framework.flavor))
     adapter = framework.pyfunc_adapter(model, options, model_meta)
     examples = None
+    if signature is not None and example_params and signature.params is None:
+        raise InvalidArgumentError(
+            f"input_example carries params ({', '.join(sorted(example_params))}) but the signature has no params "
+            "schema, so a request could not set them; declare them: infer_signature(input, output, params={...})"
+        )
     if signature is None:
-        prediction = _as_plain(_predict(adapter, input_example, "example"))
-        signature = infer_signature(input_example, prediction)
+        # A copy: a model may change its input (a transformer adding a column in place), never the caller's example.
+        prediction = _as_plain(_predict(adapter, copy.deepcopy(input_example), "example", example_params))
+        signature = infer_signature(input_example, prediction, params=example_params)
         model_meta.signature = signature
         examples = {"input": input_example, "output": prediction}
     layout = layout_from_signature(signature, framework.flavor, examples)
     return adapter, model_meta.signature, layout
 
 
-def _predict(adapter, model_input, what):
+def _predict(adapter, model_input, what, params=None):
     try:
-        return adapter.predict(model_input)
+        return adapter.predict(model_input) if params is None else adapter.predict(model_input, params=params)
     except MlflowTritonError:
         raise
     except Exception as error:
@@ -370,6 +393,11 @@ def codecs_for(layout):
 def _example_tensors(layout, input_example):
     """The example as the Triton tensors a client sends, checked by decoding them back."""
     input_codec, _ = codecs_for(layout)
+    inputs = layout.contract.inputs
+    if isinstance(input_example, (str, bytes)) and inputs.structure == "columns" and len(inputs.fields) == 1:
+        # A single text (``input_example="some text"``, as MLflow's docs log a pipeline): MLflow infers one string
+        # column from it, and a request carries it as that column's only row.
+        input_example = [input_example]
     try:
         tensors = input_codec.to_tensors(input_example)
         input_codec.from_tensors(tensors)
@@ -378,10 +406,12 @@ def _example_tensors(layout, input_example):
     return tensors
 
 
-def _validate_in_memory(layout, tensors, adapter, device):
+def _validate_in_memory(layout, tensors, adapter, device, params=None):
     """Decode the example tensors with the runtime codecs, predict in memory, encode the outputs."""
     input_codec, output_codec = codecs_for(layout)
-    prediction = _predict(adapter, input_codec.from_tensors(tensors), "decoded example")
+    # Decoded from copies: the arrays may share memory with the caller's example and the shipped request.
+    decoded = input_codec.from_tensors({name: array.copy() for name, array in tensors.items()})
+    prediction = _predict(adapter, decoded, "decoded example", params)
     try:
         outputs = output_codec.to_tensors(prediction)
     except MlflowTritonError as error:
@@ -409,7 +439,7 @@ def _copy_native_package(source, destination):
 
 
 def _write_repository(repository, model_name, layout, device, tensors, validation, custom_code_warnings,
-                      batching=_batching.Batching(), batching_proof=None):
+                      batching=_batching.Batching(), batching_proof=None, example_params=None):
     config = _config.build_config(model_name, layout, device, batching.max_queue_delay_microseconds)
     _config.write_config(config, repository / "config.pbtxt")
     (repository / VERSION_DIRECTORY / "model.py").write_text(_model_py.compose_model_py(), encoding="utf-8")
@@ -420,6 +450,7 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
         repository, _config.wire_arrays(config, "input", tensors), datatypes, contents,
         {d.name: d.data_type for d in layout.outputs},
         {f.tensor: f.content for f in layout.contract.outputs.fields},
+        parameters=_requests.wire_parameters(example_params),
     )
     report = {
         "mode": validation["mode"],

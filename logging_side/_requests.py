@@ -108,8 +108,26 @@ def _scaled(value, power):
     return value * float(f"1e{power}") if power >= 0 else value / float(f"1e{-power}")
 
 
-def json_request(tensors, datatypes, output_names):
-    """The JSON body as a dict: every input with its concrete shape, every output named."""
+def wire_parameters(params):
+    """An example's params as Triton request parameters (None for none): scalars as they are, lists and objects
+    as JSON text and datetimes as ISO text (Triton's request parameters carry only bool, int, double and string;
+    the runtime decodes them again, see runtime/parameters.py)."""
+    if not params:
+        return None
+    wire = {}
+    for name, value in params.items():
+        if isinstance(value, (list, tuple, dict)):
+            value = json.dumps(value, default=str)
+        elif hasattr(value, "isoformat"):
+            value = value.isoformat()
+        elif isinstance(value, np.generic):
+            value = value.item()
+        wire[name] = value
+    return wire
+
+
+def json_request(tensors, datatypes, output_names, parameters=None):
+    """The JSON body as a dict: every input with its concrete shape, every output named, the request parameters."""
     inputs = []
     for name, array in tensors.items():
         if array.dtype == object:
@@ -119,10 +137,13 @@ def json_request(tensors, datatypes, output_names):
         inputs.append(
             {"name": name, "datatype": wire_datatype(datatypes[name]), "shape": list(array.shape), "data": data}
         )
-    return {"inputs": inputs, "outputs": [{"name": name} for name in output_names]}
+    body = {"inputs": inputs, "outputs": [{"name": name} for name in output_names]}
+    if parameters:
+        body["parameters"] = parameters
+    return body
 
 
-def binary_request(tensors, datatypes, output_names):
+def binary_request(tensors, datatypes, output_names, parameters=None):
     """``(body, headers)`` for the binary tensor extension; outputs are requested as binary."""
     inputs = []
     for name, array in tensors.items():
@@ -130,26 +151,27 @@ def binary_request(tensors, datatypes, output_names):
         infer_input.set_data_from_numpy(array, binary_data=True)
         inputs.append(infer_input)
     outputs = [InferRequestedOutput(name, binary_data=True) for name in output_names]
-    body, json_size = InferenceServerClient.generate_request_body(inputs, outputs=outputs)
+    body, json_size = InferenceServerClient.generate_request_body(inputs, outputs=outputs, parameters=parameters)
     headers = {"Content-Type": "application/octet-stream", JSON_HEADER_LENGTH: str(json_size)}
     return body, headers
 
 
-def write_request(directory, tensors, datatypes, contents, outputs, output_contents=None):
+def write_request(directory, tensors, datatypes, contents, outputs, output_contents=None, parameters=None):
     """Write request.json, or request.bin + request.headers; return the file names written.
 
     ``outputs`` maps each output tensor to its config datatype, in config order;
-    ``output_contents`` each BYTES output to its content (``text`` / ``binary``).
+    ``output_contents`` each BYTES output to its content (``text`` / ``binary``);
+    ``parameters`` are the request parameters (``wire_parameters``), or None.
     """
     output_names = list(outputs)
     if needs_binary(tensors, contents, outputs, output_contents):
-        body, headers = binary_request(tensors, datatypes, output_names)
+        body, headers = binary_request(tensors, datatypes, output_names, parameters)
         (directory / BINARY_REQUEST).write_bytes(body)
         (directory / BINARY_HEADERS).write_text(
             "".join(f"{key}: {value}\n" for key, value in headers.items()), encoding="utf-8"
         )
         return [BINARY_REQUEST, BINARY_HEADERS]
-    body = json_request(tensors, datatypes, output_names)
+    body = json_request(tensors, datatypes, output_names, parameters)
     (directory / JSON_REQUEST).write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return [JSON_REQUEST]
 

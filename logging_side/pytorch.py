@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 FLAVOR_NAME = "pytorch"
 _DEFAULT_SERIALIZATION_FORMAT = "pickle"
+# nn.Module attributes holding tensors and submodules (torch, a default requirement, and covered by modules()).
+_TENSOR_ATTRIBUTES = frozenset({"_parameters", "_buffers", "_modules"})
 
 __all__ = ["FLAVOR_NAME", "TRITON_FLAVOR_NAME", "log_model", "save_model"]
 
@@ -140,10 +142,46 @@ class _PyTorch(_packaging.Framework):
         return _custom_code.unimportable_code_warnings(
             [_custom_code.CodeReference.of("class", type(module)) for module in model.modules()],
             options.get("code_paths"),
-            main_stored_by_value=name == "cloudpickle",
+            main_stored_by_value=pickle_module is None or _pickles_by_value(pickle_module),
             serializer=f"pickle_module={name}",
             remedy="or leave pickle_module unset (MLflow's cloudpickle stores __main__ classes by value)",
         )
+
+    def requirement_sources(self, model: Any, options: dict[str, Any]) -> list[Any]:
+        """The module classes and attribute values a pickled model needs at load time, and the pickle module."""
+        if options.get("export_model") or options.get("serialization_format") != _DEFAULT_SERIALIZATION_FORMAT:
+            return []
+        sources = [options["pickle_module"]] if options.get("pickle_module") is not None else []
+        for module in model.modules():
+            sources.append(type(module))
+            sources.extend(_attribute_values(module))
+        return sources
+
+
+def _attribute_values(module: Any) -> list[Any]:
+    """The values a module's attributes hold (containers opened one level), besides parameters and submodules."""
+    values: list[Any] = []
+    for name, value in vars(module).items():
+        if name in _TENSOR_ATTRIBUTES:
+            continue
+        if isinstance(value, dict):
+            items = list(value.values())
+        else:
+            items = list(value) if isinstance(value, (list, tuple, set)) else [value]
+        values.extend(item for item in items if item is not None)
+    return values
+
+
+def _pickles_by_value(pickle_module: Any) -> bool:
+    """Whether ``torch.save(..., pickle_module=...)`` stores ``__main__`` classes by value: cloudpickle's Pickler.
+
+    torch.save pickles with ``pickle_module.Pickler``; ``mlflow.pytorch.pickle_module`` is cloudpickle's
+    under another module name, so the Pickler is compared, not the name.
+    """
+    import cloudpickle  # MLflow's PyTorch flavor requires it
+
+    pickler = getattr(pickle_module, "Pickler", None)
+    return isinstance(pickler, type) and issubclass(pickler, cloudpickle.Pickler)
 
 
 _FRAMEWORK = _PyTorch()

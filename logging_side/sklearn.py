@@ -68,6 +68,9 @@ class _Sklearn(_packaging.Framework):
             remedy='or use serialization_format="cloudpickle", which stores __main__ definitions by value',
         )
 
+    def requirement_sources(self, model: Any, options: dict[str, Any]) -> list[Any]:
+        return [obj for _, obj in _code_objects(model)]
+
 
 def _code_references(estimator: Any, depth_limit: int = 50) -> list[_custom_code.CodeReference]:
     """The estimator classes and functions (``FunctionTransformer(func=...)``, ...) inside ``estimator``.
@@ -75,7 +78,12 @@ def _code_references(estimator: Any, depth_limit: int = 50) -> list[_custom_code
     Follows ``get_params(deep=False)`` through pipelines, column transformers,
     meta-estimators and lists/tuples/dicts of them.
     """
-    found: list[_custom_code.CodeReference] = []
+    return [_custom_code.CodeReference.of(what, obj) for what, obj in _code_objects(estimator, depth_limit)]
+
+
+def _code_objects(estimator: Any, depth_limit: int = 50) -> list[tuple[str, Any]]:
+    """``(what, class or function)`` for each estimator class and function inside ``estimator``."""
+    found: list[tuple[str, Any]] = []
     seen: set[int] = set()
     pending: list[tuple[Any, int]] = [(estimator, 0)]
     while pending:
@@ -86,15 +94,15 @@ def _code_references(estimator: Any, depth_limit: int = 50) -> list[_custom_code
         if isinstance(item, functools.partial):
             pending.append((item.func, depth + 1))
         elif inspect.isfunction(item):
-            found.append(_custom_code.CodeReference.of("function", item))
+            found.append(("function", item))
         elif inspect.isclass(item):
-            found.append(_custom_code.CodeReference.of("class", item))
+            found.append(("class", item))
         elif isinstance(item, (list, tuple)):
             pending.extend((value, depth + 1) for value in item)
         elif isinstance(item, dict):
             pending.extend((value, depth + 1) for value in item.values())
         elif hasattr(item, "get_params"):
-            found.append(_custom_code.CodeReference.of("class", type(item)))
+            found.append(("class", type(item)))
             try:
                 parameters = item.get_params(deep=False)
             except Exception:  # a broken custom get_params: nothing more to learn here

@@ -14,7 +14,8 @@ are answered normally. The error's code says whose fault it is:
   input tensor missing, of another dtype or shape than configured, column
   tensors of unequal lengths, invalid UTF-8 in a text tensor, a value MLflow's
   schema enforcement rejects, or an empty request (a tensor without elements)
-  that the model's ``predict`` fails on.
+  that the model's ``predict`` fails on, or request parameters the model's
+  params schema does not accept (``parameters.py``).
 * ``INTERNAL`` (HTTP 500): the model's own ``predict`` raised
   (``PredictionError``), the prediction does not fit the configured outputs
   (``OutputError``), or this runtime failed.
@@ -56,6 +57,7 @@ from ..shared_contract.contract import MlflowTritonError, contract_from_model_co
 from .codecs import StructureCodec, tensor_types_from_model_config
 from .conversions import TensorMappingError
 from .loading import device_for_instance, load_predictor
+from .parameters import ParameterError, params_schema_of, request_params
 # </mlflow-triton package imports>
 
 ARTIFACT_DIRECTORY = "artifact"
@@ -80,6 +82,7 @@ class TritonPythonModel:
         self.device = device_for_instance(args.get("model_instance_kind"), args.get("model_instance_device_id"))
         artifact = pathlib.Path(args["model_repository"]) / str(args["model_version"]) / ARTIFACT_DIRECTORY
         self.predictor = _load(artifact, contract.flavor, self.device)
+        self.params_schema = params_schema_of(self.predictor)
 
     def execute(self, requests):
         if self.batching and len(requests) > 1:
@@ -88,15 +91,16 @@ class TritonPythonModel:
 
     def _answer(self, request):
         try:
+            params = self._params(request)
             model_input, empty_tensor = self._decode(request)
         except Exception as error:
             return _failure_response(error)
-        return self._answer_decoded(model_input, empty_tensor)
+        return self._answer_decoded(model_input, empty_tensor, params)
 
-    def _answer_decoded(self, model_input, empty_tensor):
+    def _answer_decoded(self, model_input, empty_tensor, params=None):
         try:
             rows = _rows(model_input) if self.batching else None
-            outputs = self._encode(self._predict(model_input, empty_tensor))
+            outputs = self._encode(self._predict(model_input, empty_tensor, params))
             if rows is not None:
                 _check_rows(outputs, rows)
             output_tensors = [pb_utils.Tensor(name, array) for name, array in outputs.items()]
@@ -126,6 +130,10 @@ class TritonPythonModel:
 
     def _answer_group(self, requests):
         """Decode each request; predict the decodable ones with rows together, the rest alone."""
+        try:
+            params = self._params(requests[0])  # the group's requests share their raw parameters
+        except Exception as error:
+            return [_failure_response(error) for _ in requests]
         responses = [None] * len(requests)
         joined = []  # (position, model input, rows)
         for position, request in enumerate(requests):
@@ -136,23 +144,23 @@ class TritonPythonModel:
                 responses[position] = _failure_response(error)
                 continue
             if empty_tensor is not None or rows == 0:
-                responses[position] = self._answer_decoded(model_input, empty_tensor)
+                responses[position] = self._answer_decoded(model_input, empty_tensor, params)
             else:
                 joined.append((position, model_input, rows))
         if len(joined) == 1:
-            responses[joined[0][0]] = self._answer_decoded(joined[0][1], None)
+            responses[joined[0][0]] = self._answer_decoded(joined[0][1], None, params)
         elif joined:
-            for (position, _, _), answer in zip(joined, self._predict_joined(joined)):
+            for (position, _, _), answer in zip(joined, self._predict_joined(joined, params)):
                 responses[position] = answer
         return responses
 
-    def _predict_joined(self, joined):
+    def _predict_joined(self, joined, params):
         """One prediction for all ``joined`` inputs, split by rows; each request alone if it fails."""
         counts = [rows for _, _, rows in joined]
         try:
-            outputs = self._encode(self._predict(_join([value for _, value, _ in joined]), None))
+            outputs = self._encode(self._predict(_join([value for _, value, _ in joined]), None, params))
         except Exception:  # one bad request must not fail the others: each gets its own answer
-            return [self._answer_decoded(value, None) for _, value, _ in joined]
+            return [self._answer_decoded(value, None, params) for _, value, _ in joined]
         try:
             _check_rows(outputs, sum(counts))
         except OutputError as error:
@@ -176,9 +184,19 @@ class TritonPythonModel:
         empty = next((spec.label for spec in self.inputs.specs if arrays[spec.tensor].size == 0), None)
         return model_input, empty
 
-    def _predict(self, model_input, empty_tensor):
+    def _params(self, request):
+        """The request's parameters, checked against the params schema: ``predict``'s ``params`` or None."""
+        read = getattr(request, "parameters", None)  # backends before request parameters have no such method
         try:
-            return self.predictor.predict(model_input)
+            return request_params(read() if read is not None else None, self.params_schema)
+        except ParameterError as error:
+            raise RequestError(str(error)) from None
+
+    def _predict(self, model_input, empty_tensor, params=None):
+        try:
+            if params is None:  # MLflow applies the params schema's defaults
+                return self.predictor.predict(model_input)
+            return self.predictor.predict(model_input, params=params)
         except Exception as error:
             reason = _schema_refusal(error)
             if reason is not None:

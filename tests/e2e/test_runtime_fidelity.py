@@ -7,7 +7,9 @@ Pins the audit's findings on the real server (issues #17.1-17.3, #17.5, #13.1, #
 * the shipped request of an FP16 model is answered (request.bin + request.headers);
 * integer column labels (``pd.DataFrame(X)``) round-trip, as inputs and as prediction columns;
 * request errors the runtime detects answer 400 / INVALID_ARGUMENT, a model that raises answers
-  500 / INTERNAL, and no response quotes the request or grows with it.
+  500 / INTERNAL, and no response quotes the request or grows with it;
+* a request's parameters reach ``predict(..., params=...)``; an unknown one, or one sent to a model
+  without a params schema, answers 400; Triton's own keys never reach the model (#22.1).
 
 Two servers, one per serving environment: every scikit-learn model shares the sklearn example's
 requirements and every PyTorch model the PyTorch example's (both already built by the example
@@ -27,7 +29,7 @@ import pytest
 import torch
 import tritonclient.grpc as triton_grpc
 import tritonclient.http as triton_http
-from mlflow.models import ModelSignature
+from mlflow.models import ModelSignature, infer_signature
 from mlflow.types import ColSpec, Schema, TensorSpec
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
@@ -37,6 +39,7 @@ from tritonclient.grpc import model_config_pb2
 from tritonclient.utils import InferenceServerException
 
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
+from mlflow_triton.local.compare import expected_outputs
 from mlflow_triton import pytorch, sklearn
 from mlflow_triton._config import read_config, write_config
 from tests.support import tiny_models
@@ -142,15 +145,25 @@ def pytorch_models(tmp_path_factory):
     frame_package = save(pytorch.save_model, tiny_models.shared_tiny_mlp(), repository, "frame_labels",
                          input_example=frame_example, code_paths=code_paths)
 
-    print(f"[timing] logging 3 PyTorch models: {time.monotonic() - started:.1f}s")
+    # forward(x, scale=1.0) with a params schema: `scale` is a request parameter (#22.1); the example's params
+    # (scale 3) travel with the shipped request.
+    scaled = tiny_models.scripted_scaled_linear()
+    scaled_example = tiny_models.mlp_example()
+    scaled_signature = infer_signature(scaled_example, scaled(torch.from_numpy(scaled_example)).detach().numpy(),
+                                       params={"scale": 1.0})
+    scaled_package = save(pytorch.save_model, scaled, repository, "scaled",
+                          input_example=(scaled_example, {"scale": 3.0}), signature=scaled_signature)
+
+    print(f"[timing] logging 4 PyTorch models: {time.monotonic() - started:.1f}s")
 
     started = time.monotonic()
-    server = serve(repository, ["half", "half_output", "frame_labels"])
-    print(f"[timing] PyTorch server with 3 models ready: {time.monotonic() - started:.1f}s")
+    server = serve(repository, ["half", "half_output", "frame_labels", "scaled"])
+    print(f"[timing] PyTorch server with 4 models ready: {time.monotonic() - started:.1f}s")
     examples = {
         "half": (half_package, half_example),
         "half_output": (half_output_package, tiny_models.mlp_example()),
         "frame_labels": (frame_package, frame_example),
+        "scaled": (scaled_package, scaled_example),
     }
     try:
         yield server, repository, examples
@@ -161,9 +174,9 @@ def pytorch_models(tmp_path_factory):
 # -- clients ---------------------------------------------------------------------------------------------
 
 
-def post_json(server, model, inputs):
-    """POST a v2 JSON body; returns (HTTP status, parsed body)."""
-    body = json.dumps({"inputs": inputs}).encode()
+def post_json(server, model, inputs, parameters=None):
+    """POST a v2 JSON body (with the request ``parameters`` if given); returns (HTTP status, parsed body)."""
+    body = json.dumps({"inputs": inputs, **({"parameters": parameters} if parameters is not None else {})}).encode()
     connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
     try:
         connection.request("POST", f"/v2/models/{model}/infer", body=body,
@@ -383,3 +396,66 @@ def test_real_triton_keeps_the_error_body_small_when_a_huge_unknown_category_is_
     assert status == 500
     assert len(body["error"]) <= MAX_MESSAGE_LENGTH and "xxxx" not in body["error"]
     assert len(server.log_text()) < 1_000_000
+
+
+# -- #22.1: request parameters ------------------------------------------------------------------------
+
+
+def shipped_inputs(repository, model):
+    """The inputs of the model's shipped request.json."""
+    return json.loads((repository / model / "request.json").read_text())["inputs"]
+
+
+@pytest.mark.parametrize("scale", [2.0, 3])
+def test_real_triton_answers_like_pyfunc_predict_with_the_request_params_when_the_signature_has_a_params_schema(
+    pytorch_models, scale
+):
+    server, repository, examples = pytorch_models
+    package, example = examples["scaled"]
+
+    status, body = post_json(server, "scaled", shipped_inputs(repository, "scaled"), parameters={"scale": scale})
+
+    assert status == 200, body
+    [output] = body["outputs"]
+    expected = mlflow.pyfunc.load_model(str(package)).predict(example, params={"scale": scale})
+    np.testing.assert_array_equal(np.array(output["data"], dtype=np.float32).reshape(output["shape"]), expected)
+
+
+def test_real_triton_answers_the_shipped_request_with_the_example_params_like_the_check_oracle(pytorch_models):
+    server, repository, examples = pytorch_models
+    package, example = examples["scaled"]
+
+    outputs, form = send_shipped_request(server.url, repository / "scaled")
+
+    assert form == "json"
+    expected = mlflow.pyfunc.load_model(str(package)).predict(example, params={"scale": 3.0})
+    np.testing.assert_array_equal(outputs["output_0"], expected)
+    np.testing.assert_array_equal(outputs["output_0"], expected_outputs(package, repository / "scaled")["output_0"])
+
+
+def test_real_triton_answers_400_naming_the_parameter_when_a_request_parameter_is_unknown(pytorch_models):
+    server, repository, _ = pytorch_models
+
+    status, body = post_json(server, "scaled", shipped_inputs(repository, "scaled"),
+                             parameters={"scale": 2.0, "scael": 2.0})
+
+    assert status == 400, body
+    assert body["error"] == (
+        "Request parameter(s) `scael` not accepted by this model; accepted: scale (a double, default 1.0)"
+    )
+
+
+def test_real_triton_answers_400_when_a_model_without_params_schema_gets_a_parameter_but_not_for_triton_keys(
+    pytorch_models,
+):
+    server, repository, _ = pytorch_models
+    inputs = shipped_inputs(repository, "frame_labels")
+
+    refused, body = post_json(server, "frame_labels", inputs, parameters={"scale": 2.0})
+    answered, _ = post_json(server, "frame_labels", inputs, parameters={
+        "priority": 0, "timeout": 60_000_000, "sequence_id": 0, "binary_data_output": False,
+    })
+
+    assert refused == 400, body
+    assert body["error"].startswith("Request parameter(s) `scale`: this model takes no parameters")
+    assert answered == 200

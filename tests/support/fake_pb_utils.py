@@ -1,7 +1,7 @@
 """A small stand-in for Triton's ``triton_python_backend_utils``.
 
 Just enough of the real module's surface for the runtime: Tensor,
-InferenceRequest, InferenceResponse, TritonError (with the backend's error
+InferenceRequest (with its ``parameters()`` JSON text), InferenceResponse, TritonError (with the backend's error
 codes), Logger and get_input_tensor_by_name. It drives the generated model.py
 in-process for fast tests; real Triton runs in tests/e2e.
 
@@ -9,6 +9,7 @@ in-process for fast tests; real Triton runs in tests/e2e.
 error codes (a message only); tests swap it in to check the runtime's fallback.
 """
 
+import json
 import sys
 
 import numpy as np
@@ -86,9 +87,14 @@ class Tensor:
 
 
 class InferenceRequest:
+    """``parameters``: the request's ``parameters``, as the JSON text the real backend gives (``"{}"`` when
+    none) or as a dict, written as that text."""
+
     def __init__(self, inputs, requested_output_names=(), parameters="{}"):
         self._inputs = list(inputs)
         self._requested = list(requested_output_names)
+        if parameters is None or isinstance(parameters, dict):
+            parameters = json.dumps(parameters or {}, separators=(",", ":"))
         self._parameters = parameters
 
     def inputs(self):

@@ -110,6 +110,52 @@ def scripted_half_output():
     return torch.jit.script(HalfOutput().eval())
 
 
+def scripted_scaled_linear():
+    """A scripted ``Linear(4, 3)`` whose ``forward(x, scale=1.0)`` multiplies its answer by ``scale``.
+
+    MLflow's PyTorch pyfunc passes ``params`` to ``forward`` as keyword arguments, so a signature with
+    a params schema (``infer_signature(x, y, params={"scale": 1.0})``) makes ``scale`` a request parameter.
+    Scripted: no class code to package.
+    """
+    import torch
+
+    class ScaledLinear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 3)
+
+        def forward(self, x, scale: float = 1.0):
+            return self.linear(x) * scale
+
+    generator_state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(0)
+        module = ScaledLinear()
+    finally:
+        torch.random.set_rng_state(generator_state)
+    return torch.jit.script(module.eval())
+
+
+def tiny_bert_subclass():
+    """``custom_net.bert.MyBertModel`` over a 1-layer, 16-dim ``BertConfig`` (no model hub), seeded, in eval mode."""
+    import importlib
+
+    from transformers import BertConfig
+
+    import_custom_net()
+    bert = importlib.import_module(f"{CUSTOM_NET_MODULE}.bert")
+    config = BertConfig(
+        vocab_size=len(_SPECIAL_TOKENS) + len(_WORDS), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=32,
+    )
+    return _seeded(lambda: bert.MyBertModel(config))
+
+
+def token_ids_example():
+    """An int64 ``(2, 5)`` batch of token ids for ``tiny_bert_subclass()``."""
+    return np.array([[2, 5, 6, 7, 3], [2, 8, 9, 3, 0]], dtype=np.int64)
+
+
 def mlp_example(rows=2):
     """A float32 ``(rows, 4)`` input for the tiny MLP."""
     return np.linspace(-1.0, 1.0, rows * MLP_SIZES["input_size"], dtype=np.float32).reshape(rows, -1)

@@ -263,6 +263,31 @@ def test_pytorch_save_model_warns_about_a_main_class_only_with_a_by_reference_pi
     assert _custom_code_warnings(default_record) == []
 
 
+@pytest.mark.parametrize("pickle_module_name", ["mlflow.pytorch.pickle_module", "cloudpickle"])
+def test_pytorch_save_model_does_not_warn_about_a_main_class_when_the_pickle_module_is_cloudpickle_by_another_name(
+    tmp_path, monkeypatch, pickle_module_name
+):
+    """MLflow's own ``mlflow.pytorch.pickle_module`` is cloudpickle's Pickler under another module name (#22.5)."""
+    import importlib
+
+    class MainNet(torch.nn.Module):
+        def forward(self, x):
+            return x * 2.0
+
+    MainNet.__module__, MainNet.__qualname__ = "__main__", "MainNet"
+    monkeypatch.setattr(sys.modules["__main__"], "MainNet", MainNet, raising=False)
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        mt_pytorch.save_model(
+            MainNet().eval(), tmp_path / "package", input_example=tiny_models.mlp_example(),
+            pickle_module=importlib.import_module(pickle_module_name),
+        )
+
+    assert _custom_code_warnings(record) == []
+    assert _validation_report(tmp_path / "package")["warnings"] == []
+
+
 def test_sklearn_code_references_follow_pipelines_column_transformers_and_functions(local_module, frame):
     from sklearn.compose import ColumnTransformer
     from sklearn.linear_model import LogisticRegression

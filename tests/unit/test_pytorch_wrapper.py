@@ -345,3 +345,22 @@ def test_gpu_repository_declares_kind_gpu_and_loads_on_the_assigned_cuda_device_
     assert requested_devices == ["cuda:1"]
     assert instance.device == "cuda:1"
     assert DEVICE_VARIABLE not in os.environ
+
+
+@pytest.mark.filterwarnings("ignore::mlflow_triton.errors.CustomCodeWarning")  # the class lives in tests/
+def test_save_model_leaves_the_example_and_the_shipped_request_unchanged_when_the_module_changes_its_input(tmp_path):
+    """#22.3's sibling: torch.from_numpy shares memory, so an in-place forward doubled the caller's array."""
+
+    class InPlace(torch.nn.Module):
+        def forward(self, x):
+            x.mul_(2.0)
+            return x + 0.0
+
+    example = tiny_models.mlp_example()
+    before = example.copy()
+
+    mt_pytorch.save_model(InPlace().eval(), tmp_path / "package", input_example=example)
+
+    np.testing.assert_array_equal(example, before)
+    body = json.loads((_repository(tmp_path / "package") / "request.json").read_text())
+    np.testing.assert_array_equal(np.array(body["inputs"][0]["data"], dtype=np.float32), before.ravel())

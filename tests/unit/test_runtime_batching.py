@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from google.protobuf import json_format
-from mlflow.models import ModelSignature
+from mlflow.models import Model, ModelSignature
 from mlflow.types import ColSpec, DataType, Schema, TensorSpec
+from mlflow.types.schema import ParamSchema, ParamSpec
 from tests.support import fake_pb_utils
 
 from mlflow_triton._batching import Batching, batched_layout
@@ -44,23 +45,30 @@ DICT_OF_TENSORS = ModelSignature(
 
 
 class ScriptedPredictor:
-    """Answers with ``respond(model_input)``; remembers every input it saw."""
+    """Answers with ``respond(model_input)``; remembers every input (and the params) it saw.
 
-    def __init__(self, respond):
+    With a ``params_schema`` it has pyfunc's ``metadata``, so the runtime accepts request parameters.
+    """
+
+    def __init__(self, respond, params_schema=None):
         self.respond = respond
         self.seen = []
+        self.params_seen = []
+        if params_schema is not None:
+            self.metadata = Model(signature=ModelSignature(inputs=None, params=params_schema))
 
-    def predict(self, model_input):
+    def predict(self, model_input, params=None):
         self.seen.append(model_input)
+        self.params_seen.append(params)
         return self.respond(model_input)
 
 
-def serve(monkeypatch, signature, respond, max_batch_size=16):
+def serve(monkeypatch, signature, respond, max_batch_size=16, params_schema=None):
     """(model, predictor, input codec, output codec) for a batched config built from ``signature``."""
     fake_pb_utils.install()
     from mlflow_triton.runtime.triton_model import TritonPythonModel
 
-    predictor = ScriptedPredictor(respond)
+    predictor = ScriptedPredictor(respond, params_schema)
     monkeypatch.setattr(mlflow.pyfunc, "load_model", lambda uri: predictor)
     layout = batched_layout(layout_from_signature(signature, "pyfunc"), Batching(max_batch_size=max_batch_size))
     config = json_format.MessageToDict(build_config("model", layout), preserving_proto_field_name=True)
@@ -186,13 +194,15 @@ def test_execute_keeps_text_and_nan_exact_when_requests_are_joined(monkeypatch):
 
 
 def test_execute_joins_only_requests_with_equal_parameters_when_batched(monkeypatch):
-    model, predictor, inputs, outputs = serve(monkeypatch, PRICES, doubled)
+    schema = ParamSchema([ParamSpec("threshold", "double", 0.0)])
+    model, predictor, inputs, outputs = serve(monkeypatch, PRICES, doubled, params_schema=schema)
     plain = requests_of(inputs, ONE, TWO)
     tuned = requests_of(inputs, THREE, ONE, parameters='{"threshold": 0.5}')
 
     answers = model.execute([plain[0], tuned[0], plain[1], tuned[1]])
 
     assert sorted(len(seen) for seen in predictor.seen) == [3, 4]
+    assert sorted(predictor.params_seen, key=str) == [None, {"threshold": 0.5}]
     for answer, sent in zip(answers, (ONE, THREE, TWO, ONE)):
         np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(answer)), doubled(sent))
 
@@ -248,3 +258,17 @@ def test_execute_predicts_each_request_alone_when_batching_is_off(monkeypatch, r
     model.execute(requests_of(inputs, *[TWO] * requests))
 
     assert [len(seen) for seen in predictor.seen] == [2] * requests
+
+
+def test_execute_refuses_every_request_of_a_group_whose_parameters_are_unknown_and_answers_the_others(monkeypatch):
+    model, predictor, inputs, outputs = serve(monkeypatch, PRICES, doubled)
+    plain = requests_of(inputs, ONE, TWO)
+    tuned = requests_of(inputs, THREE, ONE, parameters='{"threshold": 0.5}')
+
+    answers = model.execute([plain[0], tuned[0], plain[1], tuned[1]])
+
+    for refused in (answers[1], answers[3]):
+        assert error_of(refused, INVALID_ARG).startswith("Request parameter(s) `threshold`: this model takes no ")
+    for answer, sent in ((answers[0], ONE), (answers[2], TWO)):
+        np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(answer)), doubled(sent))
+    assert [len(seen) for seen in predictor.seen] == [3]

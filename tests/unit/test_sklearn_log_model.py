@@ -13,6 +13,7 @@ import pathlib
 import mlflow
 import mlflow.sklearn
 import numpy as np
+import pandas as pd
 import pytest
 from google.protobuf import text_format
 from mlflow.models import Model, ModelSignature
@@ -316,3 +317,29 @@ def test_log_model_names_the_repository_directory_when_triton_model_name_is_deri
     config, _ = parse_config((repository / "config.pbtxt").read_text(encoding="utf-8"))
     assert repository.name == config.name == directory
     assert Model.load(info.model_uri).flavors["triton"]["data"] == f"model_repository/{directory}"
+
+
+def _insert_doubled_age(frame):
+    """Mutates its input, as the custom transformer of MLflow's ``training_mutations`` test does."""
+    frame.insert(len(frame.columns), "doubled_age", frame["age"] * 2)  # raises if the column exists already
+    return frame
+
+
+@pytest.mark.filterwarnings("ignore::mlflow_triton.errors.CustomCodeWarning")  # the function lives in tests/
+def test_log_model_leaves_the_callers_example_unchanged_when_the_pipeline_mutates_its_input(
+    tracking_store, training_frame, example_frame
+):
+    """#22.3: predicting the caller's frame itself added the column, so logging failed with the model's error."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    pipeline = make_pipeline(FunctionTransformer(_insert_doubled_age), LogisticRegression())
+    pipeline.fit(training_frame[["age", "visits"]].copy(), [0, 1, 0, 1, 1, 0, 1, 0])
+    example = example_frame[["age", "visits"]].copy()
+    before = example.copy()
+
+    info = sklearn.log_model(pipeline, input_example=example, serialization_format="cloudpickle")
+
+    pd.testing.assert_frame_equal(example, before)
+    assert [spec.name for spec in info.signature.inputs.inputs] == ["age", "visits"]

@@ -299,3 +299,26 @@ def test_gpu_repository_declares_kind_gpu_and_loads_on_the_assigned_device_index
     assert DEVICE_VARIABLE not in os.environ
     report = json.loads((repository / "validation.json").read_text())
     assert (report["target_device"], report["validation_device"]) == ("gpu", "cpu")
+
+
+@pytest.mark.parametrize("task", ["text-classification", "text-generation"])
+def test_generated_model_py_answers_like_pyfunc_on_the_text_when_the_example_is_a_single_string(tmp_path, task):
+    """#22.4: ``input_example="some text"`` (MLflow's docs and tests) was refused: a str has no rows."""
+    from mlflow_triton.local.compare import predict_outputs
+
+    generation = task == "text-generation"
+    pipeline = (tiny_models.shared_text_generation_pipeline() if generation
+                else tiny_models.shared_text_classification_pipeline())
+    package = tmp_path / "package"
+    options = {"model_config": tiny_models.GENERATION_CONFIG} if generation else {}
+
+    mt_transformers.save_model(pipeline, package, input_example="hello world", **options)
+
+    [repository] = (package / "model_repository").iterdir()
+    request = json.loads((repository / "request.json").read_text())
+    assert [entry["data"] for entry in request["inputs"]] == [["hello world"]]
+    expected = predict_outputs(mlflow.pyfunc.load_model(str(package)), "hello world", repository)
+    answered = tiny_models.serve_request(repository)
+    assert sorted(answered) == sorted(expected)
+    for name, array in expected.items():
+        np.testing.assert_array_equal(answered[name], array)

@@ -1,0 +1,230 @@
+"""Request parameters: a Triton request's ``parameters`` become ``pyfunc.predict(data, params=...)``.
+
+Issue #22.1: a request carrying ``"parameters": {"scale": 2.0}`` was answered with the params
+schema's default. Now the parameters reach ``predict`` after MLflow's own type and shape check;
+an unknown or ill-typed parameter, or any parameter sent to a model without a params schema, is
+the client's error (INVALID_ARG, HTTP 400) naming the parameter and the accepted ones.
+"""
+
+import json
+
+import mlflow
+import numpy as np
+import pytest
+from mlflow.models import Model, infer_signature
+from mlflow.types.schema import ParamSchema, ParamSpec
+
+import mlflow_triton.pytorch as mt_pytorch
+from mlflow_triton.errors import InvalidArgumentError
+from mlflow_triton.runtime.parameters import ParameterError, request_params
+from tests.support import fake_pb_utils, tiny_models
+
+SCALE = ParamSchema([ParamSpec("scale", "double", 1.0)])
+LISTS = ParamSchema([ParamSpec("stop", "string", ["."], (-1,)), ParamSpec("top_k", "long", 5)])
+INVALID_ARG = fake_pb_utils.TritonError.INVALID_ARG
+
+
+# -- request_params: the text request.parameters() returns -> predict's params --------------------
+
+
+@pytest.mark.parametrize("raw", [None, "", "{}"])
+def test_request_params_returns_none_when_the_request_carries_no_parameters(raw):
+    assert request_params(raw, SCALE) is None
+    assert request_params(raw, None) is None
+
+
+def test_request_params_converts_an_integer_to_a_double_when_the_schema_declares_a_double():
+    params = request_params('{"scale":2}', SCALE)
+
+    assert params == {"scale": 2.0}
+    assert type(params["scale"]) is float
+
+
+def test_request_params_decodes_json_text_when_the_parameter_is_a_list():
+    assert request_params(json.dumps({"stop": '["x", "y"]', "top_k": 3}), LISTS) == {"stop": ["x", "y"], "top_k": 3}
+
+
+def test_request_params_refuses_naming_the_parameter_and_the_accepted_ones_when_a_parameter_is_unknown():
+    with pytest.raises(ParameterError, match=r"^Request parameter\(s\) `temperature` not accepted by this model; "
+                                             r"accepted: scale \(a double, default 1\.0\)$"):
+        request_params('{"scale":2.0,"temperature":0.5}', SCALE)
+
+
+def test_request_params_refuses_without_quoting_the_value_when_a_value_has_another_type():
+    with pytest.raises(ParameterError, match=r"^Request parameter `scale` must be a double, got a str; "
+                                             r"accepted: scale \(a double, default 1\.0\)$"):
+        request_params('{"scale":"SECRET-abc"}', SCALE)
+
+
+def test_request_params_refuses_when_a_list_parameter_is_not_json_text():
+    with pytest.raises(ParameterError, match=r"^Request parameter `stop` must be a list of string values, sent as "
+                                             r"JSON text .*not valid JSON$"):
+        request_params('{"stop":"[unclosed"}', LISTS)
+
+
+def test_request_params_refuses_when_a_list_parameter_is_a_scalar():
+    with pytest.raises(ParameterError, match=r"^Request parameter `stop` must be a list of string values, got a "
+                                             r"str; "):
+        request_params('{"stop":"\\"x\\""}', LISTS)
+
+
+def test_request_params_refuses_naming_every_parameter_when_the_model_has_no_params_schema():
+    with pytest.raises(ParameterError, match=r"^Request parameter\(s\) `a`, `scale`: this model takes no parameters "
+                                             r"\(its MLflow signature has no params schema\)"):
+        request_params('{"scale":2.0,"a":1}', None)
+
+
+def test_request_params_refuses_when_the_parameters_are_not_a_json_object():
+    with pytest.raises(ParameterError, match=r"^The request's parameters are not a JSON object$"):
+        request_params("[1]", SCALE)
+
+
+# -- a real PyTorch model (forward(x, scale=1.0)) behind the generated model.py ---------------------
+
+
+@pytest.fixture(scope="module")
+def scaled(tmp_path_factory):
+    """(package path, repository) of the scaled linear model, logged with a params schema."""
+    model = tiny_models.scripted_scaled_linear()
+    example = tiny_models.mlp_example()
+    signature = infer_signature(example, model(torch_tensor(example)).detach().numpy(), params={"scale": 1.0})
+    package = tmp_path_factory.mktemp("scaled") / "package"
+    mt_pytorch.save_model(model, package, input_example=example, signature=signature)
+    [repository] = (package / "model_repository").iterdir()
+    return package, repository
+
+
+@pytest.fixture(scope="module")
+def unscaled(tmp_path_factory):
+    """The same model logged without a params schema (its signature inferred from the example)."""
+    package = tmp_path_factory.mktemp("unscaled") / "package"
+    mt_pytorch.save_model(tiny_models.scripted_scaled_linear(), package, input_example=tiny_models.mlp_example())
+    [repository] = (package / "model_repository").iterdir()
+    return repository
+
+
+def torch_tensor(array):
+    import torch
+
+    return torch.from_numpy(array)
+
+
+def answer(instance, requests):
+    return instance.execute([fake_pb_utils.request_from_arrays(arrays, parameters) for arrays, parameters in requests])
+
+
+def test_save_model_keeps_the_params_schema_in_the_package_and_in_the_served_artifact_when_the_signature_has_one(
+    scaled,
+):
+    package, repository = scaled
+
+    for directory in (package, repository / "1" / "artifact"):
+        assert Model.load(str(directory / "MLmodel")).get_params_schema() == SCALE
+
+
+def test_log_model_records_the_params_schema_when_the_signature_has_one(tmp_path):
+    model = tiny_models.scripted_scaled_linear()
+    example = tiny_models.mlp_example()
+    signature = infer_signature(example, model(torch_tensor(example)).detach().numpy(), params={"scale": 1.0})
+
+    with tiny_models.sqlite_tracking(tmp_path):
+        info = mt_pytorch.log_model(model, input_example=example, signature=signature)
+        logged = mlflow.models.get_model_info(info.model_uri)
+
+    assert info.signature.params == SCALE
+    assert logged.signature.params == SCALE
+
+
+def test_execute_answers_like_pyfunc_predict_with_the_request_params_when_the_signature_has_a_params_schema(scaled):
+    package, repository = scaled
+    instance = tiny_models.initialized_model_py(repository)
+    arrays = tiny_models.request_arrays(repository)
+    expected = mlflow.pyfunc.load_model(str(package)).predict(tiny_models.mlp_example(), params={"scale": 2.0})
+
+    [response] = answer(instance, [(arrays, {"scale": 2.0})])
+
+    [output] = fake_pb_utils.outputs_of(response).values()
+    np.testing.assert_array_equal(output, expected)
+    assert not np.array_equal(output, mlflow.pyfunc.load_model(str(package)).predict(tiny_models.mlp_example()))
+
+
+def test_execute_answers_with_the_schema_defaults_when_the_request_carries_no_parameters(scaled):
+    package, repository = scaled
+    instance = tiny_models.initialized_model_py(repository)
+    expected = mlflow.pyfunc.load_model(str(package)).predict(tiny_models.mlp_example())
+
+    [response] = answer(instance, [(tiny_models.request_arrays(repository), None)])
+
+    [output] = fake_pb_utils.outputs_of(response).values()
+    np.testing.assert_array_equal(output, expected)
+
+
+def test_execute_refuses_only_the_request_with_an_unknown_parameter_with_invalid_arg(scaled):
+    _, repository = scaled
+    instance = tiny_models.initialized_model_py(repository)
+    arrays = tiny_models.request_arrays(repository)
+
+    first, broken = answer(instance, [(arrays, {"scale": 3}), (arrays, {"scael": 2.0})])
+
+    assert broken.error().code() == INVALID_ARG
+    assert broken.error().message() == (
+        "Request parameter(s) `scael` not accepted by this model; accepted: scale (a double, default 1.0)"
+    )
+    assert not first.has_error()
+
+
+def test_execute_refuses_parameters_with_invalid_arg_when_the_model_has_no_params_schema(unscaled):
+    instance = tiny_models.initialized_model_py(unscaled)
+
+    [response] = answer(instance, [(tiny_models.request_arrays(unscaled), {"scale": 2.0})])
+
+    assert response.error().code() == INVALID_ARG
+    assert response.error().message().startswith(
+        "Request parameter(s) `scale`: this model takes no parameters (its MLflow signature has no params schema)"
+    )
+
+
+# -- an (input, params) example: its params are predicted with and shipped with the request ------------------
+
+
+def test_save_model_ships_the_example_params_as_request_parameters_when_the_example_is_an_input_params_tuple(
+    tmp_path,
+):
+    from mlflow_triton.local.compare import expected_outputs
+
+    model = tiny_models.scripted_scaled_linear()
+    example = tiny_models.mlp_example()
+    signature = infer_signature(example, model(torch_tensor(example)).detach().numpy(), params={"scale": 1.0})
+    package = tmp_path / "package"
+
+    mt_pytorch.save_model(model, package, input_example=(example, {"scale": 3.0}), signature=signature)
+
+    [repository] = (package / "model_repository").iterdir()
+    body = json.loads((repository / "request.json").read_text())
+    assert body["parameters"] == {"scale": 3.0}
+    instance = tiny_models.initialized_model_py(repository)
+    [response] = answer(instance, [(tiny_models.request_arrays(repository), body["parameters"])])
+    [output] = fake_pb_utils.outputs_of(response).values()
+    expected = mlflow.pyfunc.load_model(str(package)).predict(example, params={"scale": 3.0})
+    np.testing.assert_array_equal(output, expected)
+    [oracle] = expected_outputs(package, repository).values()  # what `mlflow-triton check` compares with
+    np.testing.assert_array_equal(oracle, expected)
+
+
+def test_save_model_infers_the_params_schema_from_the_example_params_when_no_signature_is_given(tmp_path):
+    package = tmp_path / "package"
+
+    mt_pytorch.save_model(tiny_models.scripted_scaled_linear(), package,
+                          input_example=(tiny_models.mlp_example(), {"scale": 2.0}))
+
+    assert Model.load(str(package / "MLmodel")).get_params_schema() == ParamSchema([ParamSpec("scale", "double", 2.0)])
+
+
+def test_save_model_refuses_example_params_when_the_signature_has_no_params_schema(tmp_path):
+    example = tiny_models.mlp_example()
+    signature = infer_signature(example, example[:, :3])
+
+    with pytest.raises(InvalidArgumentError, match=r"^input_example carries params \(scale\) but the signature has no "
+                                                   r"params schema"):
+        mt_pytorch.save_model(tiny_models.scripted_scaled_linear(), tmp_path / "package",
+                              input_example=(example, {"scale": 2.0}), signature=signature)
