@@ -6,4 +6,4 @@ contract) into the generated ``1/model.py``. Importing it here lets tests and th
 logging side exercise the very same codecs.
 """
 
-RUNTIME_VERSION = "2.0.0"
+RUNTIME_VERSION = "2.1.0"
