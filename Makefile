@@ -31,7 +31,7 @@ N ?= 1000
 FIDELITY_WORKERS ?= 2
 
 .PHONY: demo docs test test-fast test-mlflow-floor lint bench soak fidelity venv venv-numpy2 venv-py310 venv-mlflow-floor \
-	clean
+	soak-batched clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
@@ -71,6 +71,12 @@ bench: venv
 # error answered 5xx, an unexpected answer, a server not ready afterwards or stub RSS growth over 20 MiB.
 soak: venv
 	$(VENV)/bin/python -m benchmarks.soak --results benchmarks/soak-results.md
+
+# The same soak against the example logged with max_batch_size=64 (docs/batching.md): batched shapes, no 0-row
+# requests (they crash Triton 2.51's Python backend for a batched model), executions < requests.
+soak-batched: venv
+	$(VENV)/bin/python -m benchmarks.soak --batched --work-dir .work/soak-batched \
+		--results benchmarks/soak-results-batched.md
 
 fidelity: venv
 	$(VENV)/bin/python -m tests.support.fidelity.run --cases $(N) --workers $(FIDELITY_WORKERS)

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m benchmarks.soak                         # 10,000 requests (make soak), ~3 min
     .venv/bin/python -m benchmarks.soak --requests 1000         # the size CI runs (tests/e2e/test_soak.py)
+    .venv/bin/python -m benchmarks.soak --batched               # a batched repository (make soak-batched)
 
 The example Pipeline (``examples/sklearn_example.py``: two FP64 columns and a text column,
 ``predict_proba``) is saved with ``mlflow_triton.sklearn.save_model``; its generated repository is
@@ -25,6 +26,10 @@ answer each must get), plus two requests of ``--huge-mb`` MiB. Then every answer
   allocator keeps part of what a large request freed, so a figure taken right after a 50 MiB
   request and one taken after small ones differ by tens of MiB without any leak.
 
+With ``--batched`` the example is logged with ``max_batch_size`` (``--max-batch-size``, default 64)
+and the same traffic is sent in the batched shapes; ``benchmarks/soak_batched.py`` says what
+changes (the request kinds, the ulp tolerance, Triton's statistics).
+
 Prints a report (and writes it with ``--results``; JSON beside it in the work directory); exit
 status 1 when any check failed.
 """
@@ -46,9 +51,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .soak_batched import batched_section, batched_violations, check_batched_settings, make_oracle
 from .soak_client import RUNTIME_CLIENT_ERROR_AS_5XX, Client, memory_mb, rss_mb, stub_pids
-from .soak_requests import ANSWERED, GRPC, HOSTILE, HUGE, KINDS, MODEL_500, RUNTIME_400, TRANSPORTS, VALID, \
-    Layout, Request, build_request, huge_request
+from .soak_requests import ANSWERED, GRPC, HUGE, KINDS, MODEL_500, RUNTIME_400, TRANSPORTS, VALID, \
+    Layout, Request, build_request, hostile_kinds, huge_request
 
 ROOT = Path(__file__).resolve().parent.parent
 # Classes whose requests reach model.py; Triton's own checks and parsers stop the others before it.
@@ -67,6 +73,8 @@ class SoakSettings:
     max_rss_growth_mb: float = 20.0
     warmup_rounds: int = 2
     work_dir: Path = ROOT / ".work" / "soak"
+    max_batch_size: int = 0  # > 0: the batched soak (benchmarks/soak_batched.py)
+    max_queue_delay_microseconds: int = 5000  # with max_batch_size: how long Triton may gather a batch
 
 
 @dataclasses.dataclass
@@ -114,6 +122,7 @@ class SoakReport:
     requests_per_second: float = 0.0
     triton_statistics: dict = dataclasses.field(default_factory=dict)
     log_bytes: int = 0
+    batching: dict = dataclasses.field(default_factory=dict)  # the batched soak's figures (soak_batched.py)
 
     def reached_model(self):
         """Requests whose class says they reached the model (warm-up and settling included)."""
@@ -130,7 +139,9 @@ class SoakReport:
         if not all(status == 200 for status in self.ready_after.values()):
             failed.append(f"not ready after the run: {self.ready_after}")
         reached = self.reached_model()
-        if reached != self.triton_statistics.get("inference_count"):
+        if self.settings.get("max_batch_size"):
+            failed.extend(batched_violations(self))
+        elif reached != self.triton_statistics.get("inference_count"):
             failed.append(f"{reached} requests were classed as having reached the model (answered, runtime-400, "
                           f"model-500) but Triton counted {self.triton_statistics.get('inference_count')} inferences")
         if self.settle.answers_compared != len(settle_plan()):
@@ -148,7 +159,7 @@ class SoakReport:
 # -- the model and the server ---------------------------------------------------------------------------------
 
 
-def save_soak_model(work_dir):
+def save_soak_model(work_dir, max_batch_size=0, max_queue_delay_microseconds=None):
     """The example Pipeline saved with mlflow-triton; returns (MLflow package, served copy of its repository)."""
     sys.path.insert(0, str(ROOT))  # examples/ is a folder of the checkout, not of the installed package
     from examples.sklearn_example import fitted_pipeline
@@ -160,7 +171,8 @@ def save_soak_model(work_dir):
     shutil.rmtree(repository, ignore_errors=True)
     pipeline, frame = fitted_pipeline()
     triton_sklearn.save_model(pipeline, package, input_example=frame.iloc[:3], pyfunc_predict_fn="predict_proba",
-                              triton_model_name=MODEL_NAME)
+                              triton_model_name=MODEL_NAME, max_batch_size=max_batch_size,
+                              max_queue_delay_microseconds=max_queue_delay_microseconds if max_batch_size else None)
     repository.mkdir(parents=True)
     shutil.copytree(package / "model_repository" / MODEL_NAME, repository / MODEL_NAME)
     return package, repository / MODEL_NAME
@@ -220,17 +232,17 @@ def settle_plan():
         (VALID, TRANSPORTS[number % len(TRANSPORTS)]) for number in range(SETTLE_VALID)]
 
 
-def warmup_plan(settings):
+def warmup_plan(settings, layout):
     """Every kind over every transport it uses (``warmup_rounds`` times), ``WARMUP_MIXED`` requests mixed like the
     run's, then the settling requests."""
-    plan = [(kind, transport) for _ in range(settings.warmup_rounds) for kind in (VALID, *HOSTILE)
+    plan = [(kind, transport) for _ in range(settings.warmup_rounds) for kind in (VALID, *hostile_kinds(layout))
             for transport in kind.transports]
     return plan + [(None, None)] * WARMUP_MIXED + settle_plan()
 
 
 def planned_request(layout, settings, stream, number):
     """Request ``number`` of the warm-up or the settling after the run; its index is negative, unique per stream."""
-    kind, transport = (warmup_plan(settings) if stream == WARMUP else settle_plan())[number]
+    kind, transport = (warmup_plan(settings, layout) if stream == WARMUP else settle_plan())[number]
     index = -(stream * 10**6 + number)
     if kind is HUGE:
         return huge_request(layout, transport, settings.seed + stream, index, settings.huge_mb)
@@ -244,7 +256,7 @@ def planned_request(layout, settings, stream, number):
 
 def send_planned(server, layout, settings, stream):
     """Send a whole stream from one client; returns the outcomes."""
-    plan = warmup_plan(settings) if stream == WARMUP else settle_plan()
+    plan = warmup_plan(settings, layout) if stream == WARMUP else settle_plan()
     sender = Client(server.http_port, server.grpc_url, MODEL_NAME)
     try:
         return [sender.send(planned_request(layout, settings, stream, number)) for number in range(len(plan))]
@@ -338,7 +350,9 @@ def _settled_statistics(url, *, settle_s=0.5, timeout_s=15.0):
         with urllib.request.urlopen(f"{url}/v2/models/{MODEL_NAME}/stats", timeout=10) as response:
             stats = json.loads(response.read())["model_stats"][0]
         counts = {"inference_count": int(stats.get("inference_count", 0)),
-                  "execution_count": int(stats.get("execution_count", 0))}
+                  "execution_count": int(stats.get("execution_count", 0)),
+                  "request_count": sum(int(stats.get("inference_stats", {}).get(outcome, {}).get("count", 0))
+                                       for outcome in ("success", "fail"))}
         if counts == previous or time.monotonic() > deadline:
             return counts
         previous = counts
@@ -407,6 +421,7 @@ def run_soak(settings, progress=print):
         raise ValueError(f"--hostile must be at least {MIN_HOSTILE_FRACTION}")
     if settings.clients < 1 or settings.requests < 1:
         raise ValueError("--clients and --requests must be at least 1")
+    check_batched_settings(settings)
     from .run import machine
 
     work_dir = Path(settings.work_dir).resolve()
@@ -414,9 +429,9 @@ def run_soak(settings, progress=print):
     report = SoakReport(settings={**dataclasses.asdict(settings), "work_dir": str(work_dir)}, machine=machine(),
                         started=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     clock = time.monotonic()
-    package, model_dir = save_soak_model(work_dir)
+    package, model_dir = save_soak_model(work_dir, settings.max_batch_size, settings.max_queue_delay_microseconds)
     layout = Layout.from_repository(model_dir)
-    oracle = Oracle(package, model_dir)
+    oracle = make_oracle(settings, package, model_dir) if settings.max_batch_size else Oracle(package, model_dir)
     report.seconds["save_model"] = round(time.monotonic() - clock, 1)
 
     clock = time.monotonic()
@@ -435,6 +450,8 @@ def run_soak(settings, progress=print):
     report.settle = check_outcomes(settle_outcomes, _rebuild(layout, settings, SETTLE), oracle)
     report.run = check_outcomes(outcomes, lambda index: request_number(layout, settings, index), oracle)
     report.latency_ms = latency_summary(outcomes)
+    if settings.max_batch_size:
+        report.batching = oracle.figures(layout)
     report.seconds["check"] = round(time.monotonic() - clock, 1)
     report.machine["load_average_end"] = _load_average()
     return report
@@ -507,7 +524,7 @@ def render(report):
     s, m, run = report.settings, report.machine, report.run
     classes = list(CLASS_ORDER) + sorted({c for k in run.by_kind.values() for c in k["classes"]} - set(CLASS_ORDER))
     rows = []
-    for name in [VALID.name, *(kind.name for kind in HOSTILE), HUGE.name]:
+    for name in KINDS:
         entry = run.by_kind.get(name)
         if entry is None:
             continue
@@ -566,6 +583,7 @@ def render(report):
         f"{report.reached_model()} -- the `triton-*` ones never reached the model |",
         f"| server log | {report.log_bytes / 1e6:.1f} MB |",
         "",
+        *batched_section(report),
         "Answers by kind and class (who answered: `triton-400` Triton's front end or config checks, before model code; "
         "`triton-parse-500` Triton's front end could not parse the body, before model code; `runtime-400` the "
         "generated runtime; `model-500` the model's `predict` raised):",
@@ -596,10 +614,15 @@ def parse_args(argv):
     parser.add_argument("--max-rss-growth-mb", type=float, default=defaults.max_rss_growth_mb)
     parser.add_argument("--work-dir", type=Path, default=defaults.work_dir)
     parser.add_argument("--results", type=Path, help="write the markdown report here too")
+    parser.add_argument("--batched", action="store_true", help="log the example with max_batch_size (batched soak)")
+    parser.add_argument("--max-batch-size", type=int, default=64, help="with --batched (default 64)")
+    parser.add_argument("--max-queue-delay-us", type=int, default=defaults.max_queue_delay_microseconds,
+                        help="with --batched: dynamic_batching's max_queue_delay_microseconds")
     args = parser.parse_args(argv)
     settings = SoakSettings(requests=args.requests, clients=args.clients, hostile_fraction=args.hostile,
                             seed=args.seed, huge_mb=args.huge_mb, max_rss_growth_mb=args.max_rss_growth_mb,
-                            work_dir=args.work_dir)
+                            work_dir=args.work_dir, max_batch_size=args.max_batch_size if args.batched else 0,
+                            max_queue_delay_microseconds=args.max_queue_delay_us)
     return settings, args.results
 
 

@@ -18,6 +18,11 @@ Answer classes -- who detected the problem, and how it is answered:
 
 The model is a columns model (a DataFrame in, one output tensor): FP64 columns and text columns,
 such as ``examples/sklearn_example.py``'s Pipeline.
+
+A batched repository (``max_batch_size`` > 0, docs/batching.md) takes every column as ``[rows, 1]``:
+:func:`row_shape` gives each request that shape, :func:`hostile_kinds` translates the hostile kinds
+(``wrong-rank`` sends other ranks, ``unequal-lengths`` becomes ``unequal-batch-sizes`` that Triton
+refuses itself, ``too-many-rows`` is added) and leaves out the 0-row kind (``EXCLUDED_WHEN_BATCHED``).
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ class Layout:
     numeric: tuple[tuple[str, str], ...]
     text: tuple[tuple[str, str], ...]
     outputs: tuple[str, ...]
+    max_batch_size: int = 0  # > 0: a batched repository, every column sent as [rows, 1]
 
     @classmethod
     def from_repository(cls, model_dir):
@@ -73,7 +79,13 @@ class Layout:
                 raise ValueError(f"the soak sends FP64 and text columns only; {field.tensor} is {types[field.tensor]}")
         if not numeric or not text:
             raise ValueError("the soak needs at least one FP64 column and one text column")
-        return cls(config.name, tuple(numeric), tuple(text), tuple(declaration.name for declaration in outputs))
+        return cls(config.name, tuple(numeric), tuple(text), tuple(declaration.name for declaration in outputs),
+                   int(config.max_batch_size))
+
+
+def row_shape(layout: Layout, rows: int) -> list:
+    """The shape a column of ``rows`` rows is sent in: ``[rows]``, or ``[rows, 1]`` to a batched repository."""
+    return [rows, 1] if layout.max_batch_size else [rows]
 
 
 
@@ -120,11 +132,12 @@ def column_tensors(layout, frame):
     """The frame as the configured tensors (text as UTF-8 bytes)."""
     tensors = []
     for column, tensor in layout.numeric:
-        tensors.append(Tensor(tensor, "FP64", [len(frame)], np.array(frame[column], dtype=np.float64)))
+        values = np.array(frame[column], dtype=np.float64)
+        tensors.append(Tensor(tensor, "FP64", row_shape(layout, len(frame)), values))
     for column, tensor in layout.text:
         values = np.empty(len(frame), dtype=object)
         values[:] = [value.encode("utf-8") for value in frame[column]]
-        tensors.append(Tensor(tensor, "BYTES", [len(frame)], values))
+        tensors.append(Tensor(tensor, "BYTES", row_shape(layout, len(frame)), values))
     return tensors
 
 
@@ -210,6 +223,7 @@ def random_frame(rng, layout, rows=None):
 
 def _valid(rng, layout, transport):
     frame = random_frame(rng, layout)
+    frame.attrs["transport"] = transport  # the batched oracle's tolerance depends on it (soak_batched.py)
     body, headers = encode(layout, column_tensors(layout, frame), transport)
     return {"frame": frame, "body": body, "headers": headers}
 
@@ -219,6 +233,7 @@ def _long_strings(rng, layout, transport):
     frame = random_frame(rng, layout, rows=int(rng.integers(1, 3)))
     column = layout.text[int(rng.integers(len(layout.text)))][0]
     frame.loc[0, column] = str(rng.choice(["é", "z", "☃"])) * int(rng.integers(1_000_000, 4_000_001))
+    frame.attrs["transport"] = transport
     body, headers = encode(layout, column_tensors(layout, frame), transport)
     return {"frame": frame, "body": body, "headers": headers}
 
@@ -253,7 +268,7 @@ def _unknown_tensor(rng, layout, transport):
     tensors = _base(rng, layout)
     n = tensors[0].shape[0]
     tensors.insert(int(rng.integers(len(tensors) + 1)),
-                   Tensor(f"unexpected_{int(rng.integers(100))}", "FP64", [n], rng.normal(size=n)))
+                   Tensor(f"unexpected_{int(rng.integers(100))}", "FP64", row_shape(layout, n), rng.normal(size=n)))
     return _encoded(layout, tensors, transport)
 
 
@@ -263,13 +278,14 @@ def _wrong_dtype(rng, layout, transport):
     tensor = tensors[position]
     n = tensor.shape[0]
     if tensor.datatype == "BYTES":
-        tensors[position] = Tensor(tensor.name, "FP64", [n], rng.normal(size=n))
+        tensors[position] = Tensor(tensor.name, "FP64", row_shape(layout, n), rng.normal(size=n))
     else:
         datatype = _pick(rng, ["FP32", "INT64", "INT32", "BOOL"])
         values = rng.integers(0, 2, n) if datatype in ("INT64", "INT32", "BOOL") else tensor.values
         if datatype == "BOOL":
             values = values.astype(bool)
-        tensors[position] = Tensor(tensor.name, datatype, [n], np.asarray(values, dtype=_NUMPY[datatype]))
+        values = np.asarray(values, dtype=_NUMPY[datatype])
+        tensors[position] = Tensor(tensor.name, datatype, row_shape(layout, n), values)
     return _encoded(layout, tensors, transport)
 
 
@@ -277,7 +293,8 @@ def _wrong_rank(rng, layout, transport):
     tensors = _base(rng, layout)
     tensor = tensors[int(rng.integers(len(tensors)))]
     n = tensor.shape[0]
-    tensor.shape = _pick(rng, [[1, n], [n, 1], [1, 1, n]])
+    # A batched repository takes [n, 1]: rank one and rank three are wrong there.
+    tensor.shape = _pick(rng, [[n], [n, 1, 1], [1, 1, n]] if layout.max_batch_size else [[1, n], [n, 1], [1, 1, n]])
     return _encoded(layout, tensors, transport)
 
 
@@ -291,7 +308,7 @@ def _unequal_lengths(rng, layout, transport):
         values[:] = [b"red"] * new
     else:
         values = rng.normal(size=new)
-    victim.values, victim.shape = values, [new]
+    victim.values, victim.shape = values, row_shape(layout, new)
     return _encoded(layout, tensors, transport)
 
 
@@ -305,6 +322,12 @@ def _invalid_utf8(rng, layout, transport):
 
 def _empty_batch(rng, layout, transport):
     return _encoded(layout, column_tensors(layout, random_frame(rng, layout, rows=0)), transport)
+
+
+def _too_many_rows(rng, layout, transport):
+    """Valid rows, but more of them than a batched repository's ``max_batch_size``."""
+    rows = layout.max_batch_size + int(rng.integers(1, 9))
+    return _encoded(layout, column_tensors(layout, random_frame(rng, layout, rows=rows)), transport)
 
 
 def _non_finite(rng, layout, transport):
@@ -363,10 +386,10 @@ def _json_data_mismatch(rng, layout, transport):
     document = json.loads(body)
     entry = _pick(rng, document["inputs"])
     if rng.random() < 0.5:
-        entry["shape"] = [entry["shape"][0] + int(rng.integers(1, 4))]  # more elements declared than sent
+        entry["shape"] = [entry["shape"][0] + int(rng.integers(1, 4)), *entry["shape"][1:]]  # more declared than sent
     elif entry["datatype"] == "BYTES":
         entry["data"] = [int(rng.integers(100)) for _ in entry["data"]] or [1]  # numbers where text belongs
-        entry["shape"] = [len(entry["data"])]
+        entry["shape"] = [len(entry["data"]), *entry["shape"][1:]]
     else:
         entry["data"] = ["1.5" for _ in entry["data"]]  # text where numbers belong
     return {"body": json.dumps(document).encode(), "headers": headers}
@@ -415,7 +438,8 @@ HOSTILE = (
     Kind("unknown-tensor", (TRITON_400,), JSON_OR_GRPC, _unknown_tensor,
          "an extra tensor the config does not declare"),
     Kind("wrong-dtype", (TRITON_400,), JSON_OR_GRPC, _wrong_dtype, "FP32/INT64/INT32/BOOL for FP64, FP64 for text"),
-    Kind("wrong-rank", (TRITON_400,), JSON_OR_GRPC, _wrong_rank, "shape [1, n], [n, 1] or [1, 1, n] for a column"),
+    Kind("wrong-rank", (TRITON_400,), JSON_OR_GRPC, _wrong_rank,
+         "shape [1, n], [n, 1] or [1, 1, n] for a column (batched: [n], [n, 1, 1] or [1, 1, n])"),
     Kind("truncated-binary-body", (TRITON_400,), (HTTP_BINARY,), _truncated_binary_body,
          "binary tensor data cut short"),
     Kind("header-length-past-body", (TRITON_400,), (HTTP_BINARY,), _header_length_past_body,
@@ -444,14 +468,36 @@ HOSTILE = (
     Kind("empty-batch", (RUNTIME_400,), ALL, _empty_batch, "every tensor with 0 rows"),
     Kind("non-finite", (MODEL_500,), BINARY_OR_GRPC, _non_finite, "NaN or ±inf in a numeric column"),
 )
+# A batched repository: Triton compares the inputs' first (batch) axes and the batch size itself before any model
+# code runs, so unequal lengths are Triton's 400 there, not the runtime's.
+BATCHED_ONLY = (
+    Kind("unequal-batch-sizes", (TRITON_400,), ALL, _unequal_lengths,
+         "one column with more or fewer rows than the others (batched: Triton compares the batch axes)"),
+    Kind("too-many-rows", (TRITON_400,), ALL, _too_many_rows, "more rows than max_batch_size (batched only)"),
+)
+EXCLUDED_WHEN_BATCHED = {
+    "empty-batch": "a 0-row request ([0, 1]) to a batched repository crashes the bundled Triton 2.51's Python "
+                   "backend (signal 11 in TRITONBACKEND_ModelInstanceExecute, before the model's code runs; "
+                   "docs/batching.md, 'Known limit: requests without rows'): the server exits and every client "
+                   "loses its connection, so the batched soak does not send it",
+    "unequal-lengths": "sent as unequal-batch-sizes: Triton refuses unequal batch axes itself (triton-400)",
+}
 HUGE = Kind("huge-request", (ANSWERED,), (HTTP_BINARY, GRPC), None, "one row whose text makes the request ≥ 50 MiB")
-KINDS = {kind.name: kind for kind in (VALID, *HOSTILE, HUGE)}
+KINDS = {kind.name: kind for kind in (VALID, *HOSTILE, *BATCHED_ONLY, HUGE)}
+
+
+def hostile_kinds(layout: Layout) -> tuple[Kind, ...]:
+    """The hostile kinds sent to this repository: ``HOSTILE``, or their batched equivalents for a batched one."""
+    if not layout.max_batch_size:
+        return HOSTILE
+    return tuple(kind for kind in HOSTILE if kind.name not in EXCLUDED_WHEN_BATCHED) + BATCHED_ONLY
 
 
 def build_request(layout, seed, index, hostile_fraction):
     """The request number ``index`` of a soak with this seed: valid, or one of the hostile kinds."""
     rng = np.random.default_rng([seed, index])
-    kind = VALID if rng.random() >= hostile_fraction else HOSTILE[int(rng.integers(len(HOSTILE)))]
+    hostile = hostile_kinds(layout)
+    kind = VALID if rng.random() >= hostile_fraction else hostile[int(rng.integers(len(hostile)))]
     transport = kind.transports[int(rng.integers(len(kind.transports)))]
     fields = kind.build(rng, layout, transport)
     return Request(index, kind.name, transport, kind.expected, **fields)

@@ -1,0 +1,167 @@
+"""The soak against a batched repository: what ``python -m benchmarks.soak --batched`` changes.
+
+The example Pipeline is logged with ``max_batch_size`` (docs/batching.md) and gets the same valid and
+hostile traffic, in the batched shapes (every column ``[rows, 1]``; ``soak_requests.hostile_kinds``
+translates the hostile kinds and leaves out the 0-row kind, which crashes the bundled Triton 2.51's
+Python backend for a batched model). The zero-tolerance checks stay; three change:
+
+* an answer is compared with ``pyfunc.predict`` of that request alone, floats within
+  ``ROW_INDEPENDENCE_ULPS`` units in the last place (the tolerance batching is proven with at
+  logging: joined requests may be summed in another order), everything else exactly;
+* Triton's ``inference_count`` counts rows for a batched model, so the requests classed as having
+  reached the model are compared with its request statistics (success + fail) instead;
+* Triton's statistics must show fewer executions than requests: requests were joined.
+
+One exception to the ulp tolerance, which is Triton's and not batching's: Triton 2.51's JSON front end
+does not read every double exactly. A number with more than 15 significant digits (the soak rounds
+its numbers to 1-16 decimals) can arrive a few ulps off, so its prediction is too (seen: 5 ulps for
+a request sent alone; the same request over binary HTTP and gRPC: 0). Such ``http-json`` answers are
+compared with ``check``'s tolerances, as in the unbatched soak, and counted apart; every other answer
+is held to the ulps.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS
+
+from .soak_requests import EXCLUDED_WHEN_BATCHED, HTTP_JSON, Layout
+
+DEFAULT_MAX_BATCH_SIZE = 64
+LARGEST_VALID_ROWS = 64  # soak_requests.random_frame sends at most 64 rows in a request that must be answered
+
+
+def check_batched_settings(settings: object) -> None:
+    """Refuse a ``max_batch_size`` below the largest request that must be answered (Triton would refuse it)."""
+    size = settings.max_batch_size
+    if size and size < LARGEST_VALID_ROWS:
+        raise ValueError(f"--max-batch-size must be 0 (unbatched) or at least {LARGEST_VALID_ROWS} (the largest "
+                         f"request the soak must get answered), not {size}")
+    if size < 0:
+        raise ValueError(f"--max-batch-size must be 0 (unbatched) or at least {LARGEST_VALID_ROWS}, not {size}")
+
+
+def make_oracle(settings: object, package: Path, model_dir: Path) -> BatchedOracle:
+    return BatchedOracle(package, model_dir, settings.max_batch_size)
+
+
+def read_exactly_from_json(frame: object) -> bool:
+    """Whether every number of ``frame`` has at most 15 significant digits, which Triton's JSON reader reads
+    exactly (a double's guaranteed decimal precision)."""
+    numbers = frame.select_dtypes("number").to_numpy(dtype=np.float64).ravel()
+    return all(float(f"{value:.15g}") == value for value in numbers[np.isfinite(numbers)].tolist())
+
+
+def ulps_apart(expected: np.ndarray, got: np.ndarray) -> float:
+    """The largest difference of two float arrays of one shape in units in the last place (NaN equals NaN;
+    ``inf`` where one side is not finite and the other differs)."""
+    expected, got = np.asarray(expected), np.asarray(got)
+    same = (expected == got) | (np.isnan(expected) & np.isnan(got))
+    with np.errstate(all="ignore"):
+        spacing = np.spacing(np.maximum(np.abs(expected), np.abs(got))).astype(np.float64)
+        ulps = np.where(same, 0.0, np.abs(expected.astype(np.float64) - got.astype(np.float64)) / spacing)
+    ulps = np.where(np.isfinite(ulps), ulps, np.inf)
+    return float(ulps.max()) if ulps.size else 0.0
+
+
+class BatchedOracle:
+    """``pyfunc.predict`` of each request alone, encoded into the outputs in the shapes a batched repository
+    answers (as ``check`` does); floats within ``ROW_INDEPENDENCE_ULPS``, everything else exactly."""
+
+    def __init__(self, package: Path, model_dir: Path, max_batch_size: int) -> None:
+        import mlflow.pyfunc
+
+        self.model = mlflow.pyfunc.load_model(str(package))
+        self.model_dir = model_dir
+        self.max_batch_size = max_batch_size
+        self.compared = 0
+        self.max_ulps = 0.0
+        self.answers_off_by_ulps = 0  # answers equal within the tolerance but not bit for bit
+        self.json_inexact = {"answers": 0, "max_ulps": 0.0}  # http-json numbers Triton may read inexactly
+
+    def differences(self, frame: object, outputs: dict | None) -> tuple[bool, float]:
+        """``(equal, largest absolute float difference)`` of ``outputs`` against the prediction for ``frame``."""
+        from mlflow_triton.local.compare import compare, predict_outputs
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # unknown categories: the model encodes them as zeros, by design
+            expected = predict_outputs(self.model, frame, self.model_dir)
+        outputs = outputs or {}
+        equal, largest, worst_ulps = set(outputs) == set(expected), 0.0, 0.0
+        for name, want in expected.items():
+            want, got = np.asarray(want), outputs.get(name)
+            if got is None or got.dtype != want.dtype or got.shape != want.shape:
+                equal = False
+            elif want.dtype.kind == "f":
+                worst_ulps = max(worst_ulps, ulps_apart(want, got))
+                finite = np.isfinite(want) & np.isfinite(got)
+                gaps = np.abs(want[finite].astype(np.float64) - got[finite].astype(np.float64))
+                largest = max(largest, float(gaps.max()) if gaps.size else 0.0)
+            else:
+                equal = equal and compare({name: want}, {name: got}, exact=True)[name]["equal"]
+        self.compared += 1
+        if frame.attrs.get("transport") == HTTP_JSON and not read_exactly_from_json(frame):
+            self.json_inexact["answers"] += 1
+            self.json_inexact["max_ulps"] = max(self.json_inexact["max_ulps"], worst_ulps)
+            return equal and all(result["equal"] for result in compare(expected, outputs).values()), largest
+        self.max_ulps = max(self.max_ulps, worst_ulps)
+        self.answers_off_by_ulps += 0 < worst_ulps <= ROW_INDEPENDENCE_ULPS
+        return equal and worst_ulps <= ROW_INDEPENDENCE_ULPS, largest
+
+    def figures(self, layout: Layout) -> dict:
+        """What the batched soak records besides the unbatched report's figures."""
+        return {"max_batch_size": layout.max_batch_size, "tolerance_ulps": ROW_INDEPENDENCE_ULPS,
+                "answers_compared": self.compared, "max_ulps": self.max_ulps,
+                "answers_off_by_ulps": self.answers_off_by_ulps, "json_inexact": dict(self.json_inexact),
+                "excluded_kinds": dict(EXCLUDED_WHEN_BATCHED)}
+
+
+def batched_violations(report: object) -> list[str]:
+    """The batched soak's own failed checks: Triton's request count, joining, no excluded kind sent."""
+    failed = []
+    statistics = report.triton_statistics
+    requests, executions = statistics.get("request_count"), statistics.get("execution_count")
+    if report.reached_model() != requests:
+        failed.append(f"{report.reached_model()} requests were classed as having reached the model (answered, "
+                      f"runtime-400, model-500) but Triton counted {requests} requests (success + fail)")
+    if requests is None or executions is None or executions >= requests:
+        failed.append(f"no requests were joined: Triton counted {executions} executions for {requests} requests")
+    sent = {name for checked in (report.warmup, report.run, report.settle) for name in checked.by_kind}
+    for name in sorted(sent & set(EXCLUDED_WHEN_BATCHED)):
+        failed.append(f"the kind `{name}` must not be sent to a batched repository: {EXCLUDED_WHEN_BATCHED[name]}")
+    return failed
+
+
+def batched_section(report: object) -> list[str]:
+    """Markdown lines about batching for the report (none for the unbatched soak)."""
+    figures = report.batching
+    if not figures:
+        return []
+    statistics = report.triton_statistics
+    requests, executions = statistics.get("request_count") or 0, statistics.get("execution_count") or 0
+    lines = [
+        f"Batched repository: `max_batch_size: {figures['max_batch_size']}`, `dynamic_batching "
+        f"{{ max_queue_delay_microseconds: {report.settings.get('max_queue_delay_microseconds')} }}`; every column "
+        "sent as `[rows, 1]`. Triton counted "
+        f"{requests:,} requests ({statistics.get('inference_count', 0):,} rows: its `inference_count` counts rows for "
+        f"a batched model) in {executions:,} executions: "
+        f"**{requests / max(executions, 1):.2f} requests per execution** (warm-up and settling included). "
+        f"Every answer was compared with `pyfunc.predict` of that request alone, floats within "
+        f"{figures['tolerance_ulps']} ulps (`ROW_INDEPENDENCE_ULPS`), the rest exactly: "
+        f"{figures['answers_compared']:,} answers (warm-up, run and settling), the largest float difference "
+        f"{figures['max_ulps']:.3g} ulps, "
+        f"{figures['answers_off_by_ulps']:,} answers not bit for bit equal (within the tolerance). "
+        f"{figures['json_inexact']['answers']:,} of the answers were to `http-json` requests holding a number of more "
+        "than 15 significant digits, which Triton 2.51's JSON reader does not always read exactly: those were "
+        "compared with `check`'s tolerances, as in the unbatched soak (largest difference "
+        f"{figures['json_inexact']['max_ulps']:.3g} ulps; over binary HTTP and gRPC the same numbers arrive exactly).",
+        "",
+        "Not sent to the batched repository:",
+        "",
+    ]
+    lines.extend(f"- `{name}`: {why}" for name, why in figures["excluded_kinds"].items())
+    return lines + [""]

@@ -1,0 +1,147 @@
+"""The batched soak's requests and checks without a server (``benchmarks/soak_batched.py``).
+
+A batched repository takes every column as ``[rows, 1]``; the hostile kinds are translated to their
+batched equivalents and the 0-row kind is never sent (it crashes Triton 2.51's Python backend for a
+batched model). Its own checks fail when Triton joined nothing or an excluded kind was sent.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks.soak import Checked, SoakReport, SoakSettings
+from benchmarks.soak_batched import (
+    BatchedOracle,
+    batched_section,
+    batched_violations,
+    check_batched_settings,
+    read_exactly_from_json,
+    ulps_apart,
+)
+from benchmarks.soak_requests import (
+    BATCHED_ONLY,
+    EXCLUDED_WHEN_BATCHED,
+    HOSTILE,
+    HTTP_JSON,
+    Layout,
+    build_request,
+    hostile_kinds,
+)
+
+COLUMNS = (("x (cm)", "x_cm"), ("y", "y")), (("colour", "colour"),), ("output_0",)
+BATCHED = Layout("soak", *COLUMNS, max_batch_size=64)
+UNBATCHED = Layout("soak", *COLUMNS)
+
+
+def json_shapes(request):
+    return [entry["shape"] for entry in json.loads(request.body)["inputs"]]
+
+
+def test_build_request_sends_every_column_as_rows_by_one_when_the_repository_batches():
+    requests = [build_request(BATCHED, 3, index, 0.0) for index in range(40)]
+
+    for request in (r for r in requests if r.transport == HTTP_JSON):
+        assert json_shapes(request) == [[len(request.frame), 1]] * 3
+
+
+def test_hostile_kinds_leave_out_the_0_row_kind_and_add_the_batched_ones_when_the_repository_batches():
+    kinds = {build_request(BATCHED, 5, index, 1.0).kind for index in range(400)}
+
+    assert "empty-batch" in EXCLUDED_WHEN_BATCHED and "empty-batch" not in kinds
+    assert "unequal-lengths" not in kinds
+    assert kinds == {kind.name for kind in hostile_kinds(BATCHED)}
+    assert {kind.name for kind in BATCHED_ONLY} <= kinds
+
+
+def test_hostile_kinds_stay_the_unbatched_ones_when_the_repository_does_not_batch():
+    assert hostile_kinds(UNBATCHED) == HOSTILE
+    kinds = {build_request(UNBATCHED, 5, index, 1.0).kind for index in range(400)}
+    assert not kinds & {kind.name for kind in BATCHED_ONLY}
+
+
+def test_wrong_rank_never_sends_the_batched_shape_when_the_repository_batches():
+    wrong = [request for request in (build_request(BATCHED, 9, index, 1.0) for index in range(400))
+             if request.kind == "wrong-rank" and request.transport == HTTP_JSON]
+
+    assert wrong
+    for request in wrong:
+        assert any(len(shape) != 2 for shape in json_shapes(request))
+
+
+def test_too_many_rows_sends_more_rows_than_max_batch_size_when_the_repository_batches():
+    too_many = [request for request in (build_request(BATCHED, 2, index, 1.0) for index in range(400))
+                if request.kind == "too-many-rows" and request.transport == HTTP_JSON]
+
+    assert too_many
+    assert all(json_shapes(request)[0][0] > 64 for request in too_many)
+
+
+@pytest.mark.parametrize(("value", "exact"), [(4.25, True), (0.1, True), (1.234567890123456, False),
+                                               (-7.0000000000000036, False)])
+def test_read_exactly_from_json_is_false_when_a_number_has_more_than_15_significant_digits(value, exact):
+    assert read_exactly_from_json(pd.DataFrame({"x": [1.5, value], "colour": ["red", "blue"]})) is exact
+
+
+def test_ulps_apart_counts_units_in_the_last_place_when_two_float_arrays_differ():
+    one = np.array([[0.25, 0.75], [np.nan, 1.0]])
+    other = one.copy()
+    other[0, 1] = np.nextafter(np.nextafter(0.75, 1.0), 1.0)
+
+    assert ulps_apart(one, one) == 0.0
+    assert ulps_apart(one, other) == 2.0
+
+
+def test_batched_oracle_holds_binary_answers_to_the_ulps_and_inexact_json_to_checks_tolerance(monkeypatch):
+    oracle = BatchedOracle.__new__(BatchedOracle)
+    oracle.model, oracle.model_dir, oracle.compared, oracle.max_ulps, oracle.answers_off_by_ulps = None, None, 0, 0.0, 0
+    oracle.json_inexact = {"answers": 0, "max_ulps": 0.0}
+    expected = np.array([[0.25, 0.75]])
+    monkeypatch.setattr("mlflow_triton.local.compare.predict_outputs", lambda *_: {"output_0": expected})
+    off = {"output_0": expected + np.array([[0.0, 8 * np.spacing(0.75)]])}
+    frame = pd.DataFrame({"x": [1.234567890123456]})
+
+    frame.attrs["transport"] = "grpc"
+    assert oracle.differences(frame, off)[0] is False
+    frame.attrs["transport"] = HTTP_JSON
+    assert oracle.differences(frame, off)[0] is True
+    assert oracle.json_inexact["answers"] == 1 and oracle.max_ulps == 8.0
+
+
+def test_check_batched_settings_refuses_a_max_batch_size_below_the_largest_valid_request():
+    with pytest.raises(ValueError, match="--max-batch-size must be 0 .* or at least 64"):
+        check_batched_settings(SoakSettings(max_batch_size=32))
+
+
+def batched_report(statistics, sent_kinds=("valid",)):
+    report = SoakReport(settings={"max_batch_size": 64, "max_queue_delay_microseconds": 5000},
+                        triton_statistics=statistics)
+    report.run = Checked(by_kind={name: {"classes": {"answered": 5}} for name in sent_kinds})
+    report.batching = {"max_batch_size": 64, "tolerance_ulps": 4, "answers_compared": 5, "max_ulps": 1.0,
+                       "answers_off_by_ulps": 2, "json_inexact": {"answers": 0, "max_ulps": 0.0},
+                       "excluded_kinds": dict(EXCLUDED_WHEN_BATCHED)}
+    return report
+
+
+def test_batched_violations_find_nothing_when_requests_were_joined_and_counted():
+    assert batched_violations(batched_report({"request_count": 5, "execution_count": 2})) == []
+
+
+def test_batched_violations_find_no_joining_when_triton_ran_one_execution_per_request():
+    [failed] = batched_violations(batched_report({"request_count": 5, "execution_count": 5}))
+
+    assert failed == "no requests were joined: Triton counted 5 executions for 5 requests"
+
+
+def test_batched_violations_find_an_excluded_kind_when_a_0_row_request_was_sent():
+    failed = batched_violations(batched_report({"request_count": 10, "execution_count": 2}, ("valid", "empty-batch")))
+
+    assert any(line.startswith("the kind `empty-batch` must not be sent") for line in failed)
+
+
+def test_batched_section_writes_why_the_0_row_kind_is_not_sent_when_the_soak_is_batched():
+    text = "\n".join(batched_section(batched_report({"request_count": 5, "execution_count": 2})))
+
+    assert "2.50 requests per execution" in text
+    assert "- `empty-batch`: a 0-row request ([0, 1]) to a batched repository crashes" in text
