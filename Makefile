@@ -5,6 +5,8 @@
 #               the oldest supported MLflow (3.14, pandas 2): unit + property tests and one real-server check
 # and one long campaign:
 #   make fidelity [N=1000] [FIDELITY_SEED=...]   N generated cases on one real Triton, report in .work/fidelity/
+# and, outside CI, mutation testing of the comparator, the codecs and the contract (docs/test-oracles.md):
+#   make mutation [MUTATION_MODULES="compare conversions codecs contract"]
 PYTHON ?= python3
 VENV ?= .venv
 VENV_NUMPY2 ?= .venv-numpy2
@@ -26,7 +28,10 @@ PIP_FLAGS ?= --disable-pip-version-check -q
 N ?= 1000
 FIDELITY_WORKERS ?= 2
 
-.PHONY: demo test test-fast test-mlflow-floor bench soak fidelity venv venv-numpy2 venv-py310 venv-mlflow-floor clean
+# make mutation: cosmic-ray sessions (tests/mutation/<module>.toml), run one after the other, each resumable
+MUTATION_MODULES ?= compare conversions codecs contract
+
+.PHONY: demo test test-fast mutation test-mlflow-floor bench soak fidelity venv venv-numpy2 venv-py310 venv-mlflow-floor clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
@@ -52,6 +57,10 @@ soak: venv
 
 fidelity: venv
 	$(VENV)/bin/python -m tests.support.fidelity.run --cases $(N) --workers $(FIDELITY_WORKERS)
+
+mutation: venv
+	test -x $(VENV)/bin/cosmic-ray || $(VENV)/bin/python -m pip install $(PIP_FLAGS) "cosmic-ray>=8.7,<9"
+	for module in $(MUTATION_MODULES); do tests/mutation/run.sh $$module $(VENV) || exit 1; done
 
 test-fast: venv
 	$(VENV)/bin/python -m pytest -p no:cacheprovider tests/unit tests/property
