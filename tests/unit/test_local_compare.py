@@ -182,3 +182,24 @@ def test_predict_outputs_and_expected_outputs_encode_pyfunc_predict_like_arrays_
     assert (from_example["output_0"].dtype, from_example["output_0"].shape) == (np.float64, (3, 2))
     np.testing.assert_array_equal(from_example["output_0"], by_hand["output_0"])
     np.testing.assert_array_equal(from_frame["output_0"], by_hand["output_0"][1:3])
+
+
+@pytest.mark.parametrize("want, got", [(2.0, 1.0), (1.0, 2.0), (0.0, -0.0), (np.nan, 1.0), (1.0, np.nan),
+                                       (np.inf, np.nan)],
+                         ids=["smaller", "larger", "negative-zero-answer", "nan-expected", "nan-answered", "inf-nan"])
+def test_compare_finds_floats_unequal_bit_for_bit_when_one_element_differs_in_any_way(want, got):
+    expected, actual = np.array([want, 5.0]), np.array([got, 5.0])
+
+    assert compare({"y": expected}, {"y": actual}, exact=True)["y"]["equal"] is False
+
+
+def test_compare_reports_a_largest_difference_of_zero_when_no_element_is_finite_on_both_sides():
+    result = compare({"y": np.array([np.nan, np.inf])}, {"y": np.array([np.nan, np.inf])})["y"]
+
+    assert (result["equal"], result["max_abs_diff"]) == (True, 0.0)
+
+
+def test_compare_names_the_first_of_several_differing_elements_when_outputs_differ():
+    how = compare({"y": np.array([1, 2, 3], dtype=np.int64)}, {"y": np.array([1, 7, 9], dtype=np.int64)})["y"]["how"]
+
+    assert how == "2 of 3 element(s) differ (exact), first at flat index 1: got 7, expected 2"
