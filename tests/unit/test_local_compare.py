@@ -133,11 +133,12 @@ def test_verdict_passes_saying_what_it_compared_when_every_output_is_equal():
                                       "(output_0)")
 
 
-def test_compare_finds_a_difference_in_the_second_element_when_the_first_is_equal():
-    result = compare({"y": np.array([1.0, 2.0])}, {"y": np.array([1.0, 2.5])})["y"]
+@pytest.mark.parametrize("got, gap", [(2.5, 0.5), (0.5, 1.5), (-2.0, 4.0)])
+def test_compare_reports_the_largest_absolute_difference_when_the_second_element_differs(got, gap):
+    result = compare({"y": np.array([1.0, 2.0])}, {"y": np.array([1.0, got])})["y"]
 
-    assert (result["equal"], result["max_abs_diff"]) == (False, 0.5)
-    assert result["how"].endswith("first at flat index 1: got 2.5, expected 2.0")
+    assert (result["equal"], result["max_abs_diff"]) == (False, gap)
+    assert result["how"].endswith(f"first at flat index 1: got {got}, expected 2.0")
 
 
 @pytest.mark.parametrize("got", [np.array([1.0]), np.array([1.0, 1.0]), np.array([[1.0, 1.0, 1.0]])],
