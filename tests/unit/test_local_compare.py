@@ -204,3 +204,18 @@ def test_compare_names_the_first_of_several_differing_elements_when_outputs_diff
     how = compare({"y": np.array([1, 2, 3], dtype=np.int64)}, {"y": np.array([1, 7, 9], dtype=np.int64)})["y"]["how"]
 
     assert how == "2 of 3 element(s) differ (exact), first at flat index 1: got 7, expected 2"
+
+
+def test_compare_counts_and_names_the_only_differing_element_when_floats_are_compared_bit_for_bit():
+    how = compare({"y": np.array([5.0, 1.0, 7.0])}, {"y": np.array([5.0, 2.0, 7.0])}, exact=True)["y"]["how"]
+
+    assert how == ("1 of 3 element(s) differ (bit for bit (NaN equal to NaN)), first at flat index 1: got 2.0, "
+                   "expected 1.0")
+
+
+def test_compare_finds_outputs_equal_when_their_dtypes_are_equal_but_distinct_objects():
+    """A dtype carrying metadata equals the plain one: the comparison is by dtype equality, not identity."""
+    tagged = np.dtype(np.float64, metadata={"source": "decoder"})
+    assert tagged == np.dtype(np.float64) and tagged is not np.dtype(np.float64)
+
+    assert compare({"y": np.array([1.5])}, {"y": np.array([1.5], dtype=tagged)})["y"]["equal"] is True
