@@ -6,6 +6,8 @@
 #               supported MLflow (3.14, pandas 2): unit + property tests and one real-server check
 # and one long campaign:
 #   make fidelity [N=1000] [FIDELITY_SEED=...]   N generated cases on one real Triton, report in .work/fidelity/
+# and, outside CI, mutation testing of the comparator, the codecs and the contract (docs/test-oracles.md):
+#   make mutation [MUTATION_MODULES="compare conversions codecs contract"]
 PYTHON ?= python3
 VENV ?= .venv
 VENV_NUMPY2 ?= .venv-numpy2
@@ -30,8 +32,11 @@ XDIST ?= -n 2
 N ?= 1000
 FIDELITY_WORKERS ?= 2
 
-.PHONY: demo docs test test-fast test-mlflow-floor lint bench soak fidelity venv venv-numpy2 venv-py310 venv-mlflow-floor \
-	soak-batched clean
+# make mutation: cosmic-ray sessions (tests/mutation/<module>.toml), run one after the other, each resumable
+MUTATION_MODULES ?= compare conversions codecs contract
+
+.PHONY: demo docs test test-fast test-mlflow-floor lint bench soak fidelity mutation venv venv-numpy2 venv-py310 \
+	venv-mlflow-floor soak-batched clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
@@ -80,6 +85,10 @@ soak-batched: venv
 
 fidelity: venv
 	$(VENV)/bin/python -m tests.support.fidelity.run --cases $(N) --workers $(FIDELITY_WORKERS)
+
+mutation: venv
+	test -x $(VENV)/bin/cosmic-ray || $(VENV)/bin/python -m pip install $(PIP_FLAGS) "cosmic-ray>=8.7,<9"
+	for module in $(MUTATION_MODULES); do tests/mutation/run.sh $$module $(VENV) || exit 1; done
 
 test-fast: venv
 	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property

@@ -25,8 +25,9 @@ import pytest
 
 from mlflow_triton import sklearn as triton_sklearn
 from mlflow_triton.local import check_command
-from mlflow_triton.local.compare import compare, expected_outputs
+from mlflow_triton.local.compare import FLOAT_TOLERANCES, compare
 from mlflow_triton.local.send import decode_response
+from tests.support.oracle import expected_example_tensors
 from tests.support.ports import free_ports
 from tests.support.processes import (LineReader, listening_sockets, processes_mentioning, stop_politely,
                                      triton_processes_under)
@@ -133,7 +134,7 @@ def test_serve_answers_the_printed_curl_commands_and_stops_everything_when_signa
             answer = subprocess.run(["bash", "-c", curl], capture_output=True, timeout=120)
             served = work / "repository" / name
             root = next((work / "download").glob(f"*/model_repository/{name}")).parents[1]
-            comparison = compare(expected_outputs(root, served), decode_response(answer.stdout, {}))
+            comparison = compare(expected_example_tensors(root, served), decode_response(answer.stdout, {}))
             assert all(result["equal"] for result in comparison.values()), (name, comparison, answer.stdout[:500])
 
         [server_pid] = [pid for pid in triton_processes_under(work)
@@ -202,8 +203,9 @@ def add_one_to_every_output(model_dir):
     ("edit", "reason"),
     [
         (add_one_to_every_output,
-         r"outputs differ from pyfunc.predict: output_0: \d+ of \d+ element\(s\) differ \(allclose rtol=1e-06 "
-         r"atol=1e-09\), first at flat index 0: got \S+, expected \S+$"),
+         r"outputs differ from pyfunc.predict: output_0: \d+ of \d+ element\(s\) differ \(allclose "
+         rf"rtol={FLOAT_TOLERANCES['float64'][0]} atol={FLOAT_TOLERANCES['float64'][1]}\), first at flat index 0: "
+         r"got \S+, expected \S+$"),
         (set_max_batch_size, r"Triton did not load the model: .*max_batch_size.* \(log: .+\.log\)"),
         (change_first_input_datatype,
          r"Triton rejected the shipped request \(HTTP 400\): .*data-type is 'FP64', but model '\w+' expects 'FP32'"),

@@ -20,6 +20,7 @@ import mlflow.pyfunc
 import numpy as np
 import pytest
 
+from mlflow_triton.export._parity import FLOAT_TOLERANCES as PARITY_TOLERANCES
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from mlflow_triton.local.send import decode_response
 from tests.support import tiny_models
@@ -97,7 +98,8 @@ def test_console_script_export_answers_its_shipped_request_like_pyfunc_when_serv
     [answer] = outputs.values()
     assert (config["backend"], config["max_batch_size"], "dynamic_batching" in config) == ("python", 16, True)
     assert form == "json"
-    np.testing.assert_allclose(answer, expected, rtol=1e-4, atol=1e-5)
+    rtol, atol = PARITY_TOLERANCES["TYPE_FP32"]  # the export's parity tolerance for what the graph computes in FP32
+    np.testing.assert_allclose(answer, expected, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize(("uri", "out", "message"), [
@@ -139,7 +141,8 @@ def test_serve_answers_the_export_directory_like_pyfunc_when_given_a_python_back
         assert "request.json" in curl
         answer = subprocess.run(["bash", "-c", curl], capture_output=True, timeout=120)
         [values] = decode_response(answer.stdout, {}).values()
-        np.testing.assert_allclose(np.asarray(values), expected, rtol=1e-6, atol=1e-9)
+        rtol, atol = PARITY_TOLERANCES["TYPE_FP64"]
+        np.testing.assert_allclose(np.asarray(values), expected, rtol=rtol, atol=atol)
 
         server.send_signal(signal.SIGTERM)
         assert server.wait(60) == 0, stderr.text()

@@ -4,15 +4,23 @@ The example sklearn Pipeline (``predict_proba``; and once more with ``predict`` 
 ``[batch]`` needs ``reshape``) and the example PyTorch network are logged to a sqlite MLflow store, exported from
 their Registry URIs, and served one at a time. Each answers its shipped request like ``pyfunc.predict``; then
 8 clients send 1-row requests concurrently (closed loop, bounded count) and every answer is compared with
-``pyfunc.predict`` of its row, while Triton's statistics show fewer executions than inferences: requests were
-batched. One serving environment (onnxruntime + numpy<2, no MLflow) serves all exports.
+``pyfunc.predict`` of its row. Batching is shown without depending on timing: with the model's stub process
+paused (SIGSTOP) the first request occupies the instance and the others queue -- Triton's
+``nv_inference_pending_request_count`` metric is polled until at least two wait together -- and once the
+stub continues, the dynamic batcher runs those in one execution: Triton's statistics show fewer executions
+than inferences. One serving environment
+(onnxruntime + numpy<2, no MLflow) serves all exports.
 """
 
 import concurrent.futures
 import http.client
 import json
+import os
+import re
+import signal
 import time
 import urllib.parse
+import urllib.request
 
 import mlflow
 import mlflow.pyfunc
@@ -22,14 +30,16 @@ import pytest
 
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from mlflow_triton import sklearn as mt_sklearn
+from benchmarks.soak_client import stub_pids
 from mlflow_triton.export import export_onnx
+from mlflow_triton.export._parity import FLOAT_TOLERANCES as PARITY_TOLERANCES
 from tests.support import tiny_models
 
 pytestmark = pytest.mark.triton
 
 CLIENTS = 8
 REQUESTS_PER_CLIENT = 25
-RTOL, ATOL = 1e-4, 1e-5  # the export's parity tolerance
+RTOL, ATOL = PARITY_TOLERANCES["TYPE_FP32"]  # the export's parity tolerance for what its graphs compute in FP32
 
 
 def _timing(label, started):
@@ -135,7 +145,7 @@ def test_served_export_answers_shipped_request_like_pyfunc_when_sent_as_curl_wou
     _assert_equal(answer.reshape(want.shape), want)
 
 
-def test_served_export_batches_concurrent_requests_and_answers_each_like_pyfunc_when_under_load(served):
+def test_served_export_answers_each_of_many_concurrent_requests_like_pyfunc_when_under_load(served):
     server, case, directory, rows, expected = served
     tensors = json.loads((directory / "handoff.json").read_text())["tensors"]
     before = _stats(server)
@@ -163,7 +173,52 @@ def test_served_export_batches_concurrent_requests_and_answers_each_like_pyfunc_
     executions = after["execution_count"] - before["execution_count"]
     print(f"[stats] {case}: {inferences} inferences in {executions} executions")
     assert inferences == len(expected)
+
+
+def test_served_export_runs_requests_queued_behind_a_busy_instance_in_one_batch_when_the_stub_continues(served):
+    server, case, directory, rows, expected = served
+    tensors = json.loads((directory / "handoff.json").read_text())["tensors"]
+    [stub] = stub_pids(server.pid)
+    before = _stats(server)
+
+    def one(position):
+        connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=300)
+        try:
+            return position, _infer(connection, server.model_name, _row_body(tensors, rows, position))
+        finally:
+            connection.close()
+
+    os.kill(stub, signal.SIGSTOP)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
+            futures = [pool.submit(one, position) for position in range(CLIENTS)]
+            deadline = time.monotonic() + 120
+            while _pending(server) < 2:  # one request is in the paused instance; two or more wait behind it
+                assert time.monotonic() < deadline, f"requests not queued within 120s: {_pending(server)} pending"
+                time.sleep(0.05)
+            os.kill(stub, signal.SIGCONT)
+            answered = [future.result() for future in futures]
+    finally:
+        os.kill(stub, signal.SIGCONT)
+    after = _stats(server)
+
+    for position, answer in answered:
+        _assert_equal(answer.reshape(expected[position].shape), expected[position])
+    inferences = after["inference_count"] - before["inference_count"]
+    executions = after["execution_count"] - before["execution_count"]
+    print(f"[stats] {case}, stub paused: {inferences} inferences in {executions} executions")
+    assert inferences == CLIENTS
     assert executions < inferences
+
+
+def _pending(server):
+    """Triton's ``nv_inference_pending_request_count`` of the served model: requests queued, not yet executing."""
+    with urllib.request.urlopen(server.metrics_url, timeout=30) as response:
+        text = response.read().decode()
+    found = re.search(rf'^nv_inference_pending_request_count{{model="{re.escape(server.model_name)}",'
+                      r'version="1"} (\d+)', text, re.M)
+    assert found, "Triton reports no nv_inference_pending_request_count for the model"
+    return int(found.group(1))
 
 
 def _assert_equal(got, want):

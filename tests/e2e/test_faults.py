@@ -24,6 +24,13 @@ Observed on Triton 2.51 (and asserted here, as the README documents it):
   ``tests/e2e/test_cli.py``.)
 * **A killed stub outlives its unload**: the unloaded instance stays "live" in Triton, so stopping the
   server later waits the whole exit timeout and ends with "Exit timeout expired. Exiting immediately."
+
+How the tests synchronise: on what the clients and the server report, polled with a deadline
+(``BackgroundLoad.wait_for_answers`` / ``wait_for_failures``, ``wait_until``), never on a sleep. The stub
+and unload tests share one module-scoped server and do not depend on their order: each starts from the
+``served`` fixture, which first brings the model back to ready with one live stub whatever an earlier
+test left. The load-error tests load broken copies under other names beside it; the ``serve`` tests
+start their own servers, on explicit free ports chosen again when one was taken meanwhile.
 """
 
 import json
@@ -44,8 +51,8 @@ from benchmarks.soak import MODEL_NAME, Oracle, save_soak_model, start_server
 from benchmarks.soak_client import stub_pids
 from benchmarks.soak_requests import Layout
 from tests.support.background_load import BackgroundLoad
-from tests.support.ports import free_ports
-from tests.support.processes import LineReader, triton_processes_under
+from tests.support.ports import PORT_TAKEN_MESSAGE, PortTaken, with_free_ports
+from tests.support.processes import LineReader, stop_politely, triton_processes_under
 
 pytestmark = pytest.mark.triton
 
@@ -77,6 +84,17 @@ def server(soak_model):
         yield server
     finally:
         server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def served(server):
+    """The module's server with the model ready and one live stub, whatever an earlier test left behind."""
+    if status(server, f"/v2/models/{MODEL_NAME}/ready") != 200 or len(stub_pids(server.pid)) != 1:
+        assert control(server, "unload") == (200, "")
+        assert control(server, "load") == (200, "")
+    wait_until(lambda: status(server, f"/v2/models/{MODEL_NAME}/ready") == 200 and len(stub_pids(server.pid)) == 1,
+               120, "the model ready with one stub")
+    return server
 
 
 def control(server, action, model=MODEL_NAME):
@@ -111,8 +129,9 @@ def failure_messages(load, **window):
 
 
 def test_triton_answers_500_stub_not_healthy_until_unload_and_load_when_the_stub_process_is_killed(
-    server, soak_model
+    served, soak_model
 ):
+    server = served
     _, _, layout, oracle = soak_model
     [stub] = stub_pids(server.pid)
 
@@ -120,7 +139,8 @@ def test_triton_answers_500_stub_not_healthy_until_unload_and_load_when_the_stub
         load.wait_for_answers(30)
         killed = time.monotonic()
         os.kill(stub, signal.SIGKILL)
-        time.sleep(6)
+        wait_until(lambda: stub_pids(server.pid) == [], 60, "the killed stub is still listed")
+        load.wait_for_failures(3, sent_after=killed + 0.5)  # a request sent at the kill may still be answered
         after_kill = (status(server, f"/v2/models/{MODEL_NAME}/ready"), status(server, "/v2/health/ready"),
                       stub_pids(server.pid))
         reload_started = time.monotonic()
@@ -133,7 +153,7 @@ def test_triton_answers_500_stub_not_healthy_until_unload_and_load_when_the_stub
     [new_stub] = stub_pids(server.pid)
     assert new_stub != stub
     assert load.wrong_answers(oracle) == []
-    assert load.failures(sent_before=killed - 1) == {}
+    assert load.failures(answered_before=killed) == {}
     assert failure_messages(load) <= {STUB_NOT_HEALTHY, UNKNOWN_MODEL}
     dead_window = load.failures(sent_after=killed + 0.5, sent_before=reload_started)
     assert {(code, message) for code, message in dead_window} <= {("500", STUB_NOT_HEALTHY),
@@ -145,8 +165,9 @@ def test_triton_answers_500_stub_not_healthy_until_unload_and_load_when_the_stub
 
 
 def test_triton_answers_404_meanwhile_and_correctly_afterwards_when_the_model_is_unloaded_and_loaded(
-    server, soak_model
+    served, soak_model
 ):
+    server = served
     _, _, layout, oracle = soak_model
     [stub] = stub_pids(server.pid)
 
@@ -155,8 +176,8 @@ def test_triton_answers_404_meanwhile_and_correctly_afterwards_when_the_model_is
         unloading = time.monotonic()
         assert control(server, "unload") == (200, "")
         wait_until(lambda: status(server, f"/v2/models/{MODEL_NAME}/ready") != 200, 30, "model still ready")
-        time.sleep(1)
-        unloaded_failures = load.failures(sent_after=time.monotonic() - 0.9)
+        not_ready = time.monotonic()
+        unloaded_failures = load.wait_for_failures(1, sent_after=not_ready)
         assert control(server, "load") == (200, "")
         loaded = time.monotonic()
         load.wait_for_answers(30, after=loaded)
@@ -165,7 +186,7 @@ def test_triton_answers_404_meanwhile_and_correctly_afterwards_when_the_model_is
                                                                         ("NOT_FOUND", UNKNOWN_MODEL)}
     assert unloaded_failures
     assert load.wrong_answers(oracle) == []
-    assert load.failures(sent_before=unloading) == {}
+    assert load.failures(answered_before=unloading) == {}
     assert failure_messages(load, sent_after=unloading, sent_before=loaded) <= {UNKNOWN_MODEL}
     assert load.failures(sent_after=loaded) == {}
     [new_stub] = stub_pids(server.pid)
@@ -181,16 +202,9 @@ def test_serve_exits_leaving_no_process_and_no_wrong_answer_when_tritonserver_ge
     no process behind.)
     """
     _, model_dir, layout, oracle = soak_model
-    http, grpc, metrics = free_ports()
-    work = tmp_path / "work"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_") or k == "MLFLOW_TRITON_CACHE"}
-    command = subprocess.Popen(
-        [str(CONSOLE_SCRIPT), "serve", str(model_dir), "--http-port", str(http), "--grpc-port", str(grpc),
-         "--metrics-port", str(metrics), "--work-dir", str(work)],
-        env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stdout, stderr = LineReader(command.stdout), LineReader(command.stderr)
+    command, stderr, work, (http, grpc, _) = with_free_ports(
+        lambda *ports: start_serve(model_dir, tmp_path / f"work-{ports[0]}", *ports))
     try:
-        stdout.wait_for("Press Ctrl-C", timeout=600)
         [server_pid] = [pid for pid in triton_processes_under(work)
                         if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"tritonserver")]
         with BackgroundLoad(http, f"127.0.0.1:{grpc}", layout, seed=3) as load:
@@ -199,24 +213,43 @@ def test_serve_exits_leaving_no_process_and_no_wrong_answer_when_tritonserver_ge
             os.kill(server_pid, signal.SIGTERM)
             exit_status = command.wait(120)
             exited = time.monotonic()
-            time.sleep(1)
+            load.wait_for_failures(1, sent_after=exited)  # the server is gone: nothing answers any more
     finally:
-        if command.poll() is None:
-            command.send_signal(signal.SIGINT)
-            command.wait(60)
+        stop_politely(command)
     print(f"[timing] SIGTERM to tritonserver -> serve exited: {exited - signalled:.1f}s; outcomes: "
           f"{sum(1 for r in load.snapshot() if r.outcome.answer_class == 'answered')} answers, "
           f"{load.failures(sent_after=signalled)}")
 
     assert load.wrong_answers(oracle) == []
-    assert load.failures(sent_before=signalled) == {}
+    assert load.failures(answered_before=signalled) == {}
     unexplained = {message for message in failure_messages(load, sent_after=signalled)
                    if not CONNECTION_ERRORS.search(message) and message != UNKNOWN_MODEL}
     assert unexplained == set()
-    assert load.failures(sent_after=exited)  # the server is gone: nothing answers any more
+    assert load.failures(sent_after=exited)
     assert exit_status == 1, stderr.text()
     assert re.search(r"tritonserver exited by itself with status -?\d+", stderr.text())
     assert triton_processes_under(work) == []
+
+
+def start_serve(model_dir, work, http, grpc, metrics):
+    """``mlflow-triton serve model_dir`` on those ports, once it says it serves; (process, stderr, work, ports).
+
+    Raises :class:`PortTaken` when the command exits because one of the ports was taken meanwhile.
+    """
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_") or k == "MLFLOW_TRITON_CACHE"}
+    command = subprocess.Popen(
+        [str(CONSOLE_SCRIPT), "serve", str(model_dir), "--http-port", str(http), "--grpc-port", str(grpc),
+         "--metrics-port", str(metrics), "--work-dir", str(work)],
+        env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = LineReader(command.stdout), LineReader(command.stderr)
+    try:
+        stdout.wait_for("Press Ctrl-C", timeout=600)
+    except AssertionError:
+        stop_politely(command)
+        if PORT_TAKEN_MESSAGE.search(stderr.text()):
+            raise PortTaken(stderr.text()) from None
+        raise
+    return command, stderr, work, (http, grpc, metrics)
 
 
 # -- a model whose initialize fails: the runtime's message is Triton's load error -------------------------------
@@ -319,13 +352,18 @@ def test_serve_fails_quoting_the_runtime_load_error_when_the_model_file_is_damag
     broken = tmp_path / "source" / MODEL_NAME
     shutil.copytree(model_dir, broken, ignore=shutil.ignore_patterns("__pycache__"))
     damage_model_file(broken)
-    http, grpc, metrics = free_ports()
 
-    exit_status = serve_command([str(broken)], http_port=http, grpc_port=grpc, metrics_port=metrics,
-                                work_dir=tmp_path / "work", out=lambda line: None)
+    def serve(http, grpc, metrics):
+        exit_status = serve_command([str(broken)], http_port=http, grpc_port=grpc, metrics_port=metrics,
+                                    work_dir=tmp_path / "work", out=lambda line: None)
+        error = capsys.readouterr().err
+        if exit_status == 1 and PORT_TAKEN_MESSAGE.search(error):
+            raise PortTaken(error)
+        return exit_status, error
+
+    exit_status, error = with_free_ports(serve)
 
     assert exit_status == 1
-    error = capsys.readouterr().err
     assert re.search(rf"^mlflow-triton serve: error: model '{MODEL_NAME}' failed to load\nTriton says: Internal: "
                      r"ModelLoadError: MLflow could not load the sklearn model in \S+/1/artifact: BadZipFile: File is "
                      r"not a zip file\. Its files may be damaged or incomplete \(fetch the directory again with "

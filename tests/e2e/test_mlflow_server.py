@@ -18,8 +18,10 @@ from sklearn.linear_model import LogisticRegression
 
 from mlflow_triton import sklearn as mlflow_triton_sklearn
 from mlflow_triton import triton
+from mlflow_triton.local.compare import differences
 from tests.support import tiny_models
 from tests.support.mlflow_server import file_tree, mlflow_server, using_tracking, write_triton_repository  # noqa: F401
+from tests.support.oracle import expected_example_tensors
 
 pytestmark = pytest.mark.mlflow_server
 
@@ -151,7 +153,13 @@ def _log_transformers(registered):
 
 
 @pytest.mark.parametrize("log", [_log_pytorch, _log_transformers], ids=["pytorch", "transformers"])
-def test_framework_wrapper_logs_registers_and_serves_through_the_server(server, log):
+def test_framework_wrapper_repository_fetched_from_the_server_answers_like_pyfunc_with_the_fake_pb_utils(server, log):
+    """Logged and registered through the server, fetched back, answered by its model.py in this process.
+
+    The generated model.py runs under the in-process fake ``triton_python_backend_utils`` on CPU (a real
+    Triton serves these examples in ``tests/e2e/test_runner.py``); its answer to the shipped request is
+    compared with ``pyfunc.predict`` of the saved example, encoded independently (``tests/support/oracle.py``).
+    """
     registered = _registered_name(log.__name__.removeprefix("_log_"))
     info = log(registered)
 
@@ -160,12 +168,9 @@ def test_framework_wrapper_logs_registers_and_serves_through_the_server(server, 
     files = file_tree(repository)
     assert {"config.pbtxt", "1/model.py", "1/artifact/MLmodel", "1/artifact/architecture.json"} <= set(files)
     assert files == file_tree(triton.load_model(info.model_uri))
-    assert _served_shapes(repository) == _validated_shapes(repository)
-
-
-def _served_shapes(repository):
-    """Output shapes of the generated model.py answering the shipped request (fake pb_utils, CPU)."""
-    return {name: list(array.shape) for name, array in tiny_models.serve_request(repository).items()}
+    answer = tiny_models.serve_request(repository)
+    assert {name: list(array.shape) for name, array in answer.items()} == _validated_shapes(repository)
+    assert differences(expected_example_tensors(repository / "1" / "artifact", repository), answer) == []
 
 
 def _validated_shapes(repository):

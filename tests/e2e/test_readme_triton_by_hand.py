@@ -25,8 +25,9 @@ import pytest
 
 from mlflow_triton import triton
 from mlflow_triton.local import send_shipped_request
-from mlflow_triton.local.compare import compare, expected_outputs
+from mlflow_triton.local.compare import compare
 from tests.support.environment import preserved_environment
+from tests.support.oracle import expected_example_tensors
 from tests.support.ports import free_ports
 from tests.support.processes import triton_processes_under
 
@@ -108,7 +109,7 @@ def test_readme_triton_by_hand_block_serves_the_model_like_pyfunc_when_run_as_wr
             assert time.monotonic() < deadline, f"not ready after 900s:\n{log_path.read_text()[-6000:]}"
             time.sleep(1)
         response = send_shipped_request(url, serving_copy)
-        comparison = compare(expected_outputs(str(serving_copy.parents[1]), serving_copy), response.outputs)
+        comparison = compare(expected_example_tensors(str(serving_copy.parents[1]), serving_copy), response.outputs)
     finally:
         stop(process)
 

@@ -15,7 +15,7 @@ import pytest
 
 from mlflow_triton import triton
 from mlflow_triton.local import TritonInstallation, ensure_serving_env, validate_repository
-from mlflow_triton.local.compare import expected_outputs
+from tests.support.oracle import expected_example_tensors
 from tests.support.processes import triton_processes_under
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -67,7 +67,7 @@ def test_validate_repository_reuses_serving_env_when_run_again(logged_sklearn_re
     ensure_serving_env(repository / "requirements.txt", installation.serving_constraints, progress=None)
     messages = []
 
-    report = validate_repository(repository, expected_outputs(model_uri, repository), tmp_path / "work",
+    report = validate_repository(repository, expected_example_tensors(model_uri, repository), tmp_path / "work",
                                  installation, progress=messages.append)
 
     assert report.passed, report.reason

@@ -3,6 +3,10 @@
 The codecs are built the way Triton builds them: signature -> layout -> ``build_config`` ->
 the JSON model config ``initialize()`` receives (dims as strings from protobuf's JSON form,
 or as integers as real Triton passes them) -> ``tensor_types_from_model_config``.
+
+A round trip proves the two directions symmetric, not right: the output tensors themselves are also
+compared with the tests' own encoder of a prediction (``tests/support/fidelity/expectations.py``:
+numpy from the value and the declared tensor types, no runtime code).
 """
 
 import json
@@ -25,8 +29,9 @@ from tests.property.strategies import (
     single_tensors,
 )
 from tests.support import fake_pb_utils
+from tests.support.fidelity.expectations import Answer, expected_answer
 
-from mlflow_triton._config import build_config
+from mlflow_triton._config import build_config, declarations
 from mlflow_triton._schema import layout_from_signature
 from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
 from mlflow_triton.shared_contract import BYTES_TYPE, TRITON_TO_NUMPY
@@ -61,6 +66,21 @@ def codec_for(schema, side, integer_dims):
     contract = layout_from_signature(signature, "sklearn").contract
     mapping = contract.inputs if side == "input" else contract.outputs
     return StructureCodec(mapping, tensor_types_from_model_config(config, side))
+
+
+def independently_encoded(signature, prediction):
+    """``{tensor: array}`` the outputs of ``signature`` must carry for ``prediction``, built without the runtime."""
+    layout = layout_from_signature(signature, "sklearn")
+    _, outputs = declarations(build_config("model", layout))
+    answer = expected_answer(layout.contract, outputs, prediction=prediction)
+    assert isinstance(answer, Answer), answer
+    return answer.outputs
+
+
+def assert_same_tensors(actual, expected):
+    assert sorted(actual) == sorted(expected)
+    for name, array in expected.items():
+        assert_same_array(actual[name], array)
 
 
 def assert_tensors_fit_config(codec, tensors):
@@ -130,6 +150,7 @@ def test_structure_codec_returns_the_prediction_when_outputs_are_encoded_and_dec
     tensors = codec.to_tensors(prediction)
 
     assert_tensors_fit_config(codec, tensors)
+    assert_same_tensors(tensors, independently_encoded(ModelSignature(inputs=OTHER_SIDE, outputs=schema), prediction))
     assert_same_value(codec.from_tensors(tensors), prediction)
 
 
@@ -183,6 +204,7 @@ def test_triton_python_model_answers_with_the_request_when_the_predictor_echoes_
     [model_input] = predictor.seen
     _enforce_schema(model_input, schema)
     assert_same_value(model_input, value)
+    assert_same_tensors(fake_pb_utils.outputs_of(response), independently_encoded(signature, value))
     assert_same_value(outputs.from_tensors(fake_pb_utils.outputs_of(response)), value)
 
 

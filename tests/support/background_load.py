@@ -90,6 +90,16 @@ class BackgroundLoad:
                                      f"{[r.outcome.as_dict() for r in self.snapshot()[-5:]]}")
             time.sleep(0.05)
 
+    def wait_for_failures(self, count, *, sent_after=0.0, timeout=120.0):
+        """Block until ``count`` requests sent after ``sent_after`` got no answer; their ``{(status, message): n}``."""
+        deadline = time.monotonic() + timeout
+        while sum((found := self.failures(sent_after=sent_after)).values()) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"fewer than {count} failed requests within {timeout}s; last outcomes: "
+                                     f"{[r.outcome.as_dict() for r in self.snapshot()[-5:]]}")
+            time.sleep(0.05)
+        return found
+
     def wrong_answers(self, oracle):
         """Answers that differ from ``pyfunc.predict`` of their request (``benchmarks.soak.Oracle``)."""
         wrong = []
@@ -101,11 +111,18 @@ class BackgroundLoad:
                     wrong.append({**outcome.as_dict(), "difference": difference})
         return wrong
 
-    def failures(self, *, sent_after=0.0, sent_before=float("inf")):
-        """``{(status, message): count}`` of the requests sent in that window that got no answer."""
+    def failures(self, *, sent_after=0.0, sent_before=float("inf"), answered_before=float("inf")):
+        """``{(status, message): count}`` of the requests sent in that window (and, with ``answered_before``,
+        whose outcome came back before that time) that got no answer.
+
+        A request's send time is taken just before the client writes it: on a loaded machine the thread may
+        be paused in between, so "the outcome came back before the fault" is the safe way to pick requests
+        the fault cannot have touched.
+        """
         found = {}
         for record in self.snapshot():
-            if sent_after <= record.sent < sent_before and record.outcome.answer_class != ANSWERED:
+            if sent_after <= record.sent < sent_before and record.answered < answered_before \
+                    and record.outcome.answer_class != ANSWERED:
                 key = (record.outcome.status, record.outcome.message)
                 found[key] = found.get(key, 0) + 1
         return found

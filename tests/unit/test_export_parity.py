@@ -34,10 +34,13 @@ def _comparison():
     return comparison
 
 
-def test_parity_check_accepts_equal_infinities_when_both_sides_answer_inf():
+def test_parity_check_accepts_equal_infinities_recording_no_difference_when_both_sides_answer_inf():
     both = np.array([np.inf, -np.inf, 1.0])
+    comparison = _comparison()
 
-    _comparison()._check(_output("TYPE_FP64"), both, both.copy(), "here", [{"x": np.zeros(3)}], 0)
+    comparison._check(_output("TYPE_FP64"), both, both.copy(), "here", [{"x": np.zeros(3)}], 0)
+
+    assert comparison.largest == {"y": 0.0}
 
 
 def test_parity_check_raises_when_only_one_side_answers_inf():

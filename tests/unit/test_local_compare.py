@@ -1,15 +1,16 @@
 """``mlflow-triton check``'s comparator: Triton's answer against pyfunc.predict's, output by output."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mlflow_triton.local.check import ValidationReport, _verdict
-from mlflow_triton.local.compare import FLOAT_TOLERANCES, compare, differences
+from mlflow_triton.local.compare import compare, differences, expected_outputs, predict_outputs
+from tests.support import tolerance_table
 
-# The README's table ("compares: ... floats within rtol 1e-6 (FP64) / 1e-4 (FP32) / 1e-2 (FP16)").
-README_RTOL = {"float64": 1e-6, "float32": 1e-4, "float16": 1e-2}
+DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "test-oracles.md"
 EXPECTED = {"output_0": np.array([[0.5, 1.5], [2.5, 3.5]], dtype=np.float32)}
 
 
@@ -19,8 +20,9 @@ def verdict(expected, actual):
     return _verdict(report)
 
 
-def test_float_tolerances_are_the_readmes_when_read():
-    assert {name: rtol for name, (rtol, _) in FLOAT_TOLERANCES.items()} == README_RTOL
+def test_docs_tolerance_table_is_the_one_generated_from_float_tolerances_when_read():
+    """``docs/test-oracles.md`` states the tolerances; regenerate with ``python -m tests.support.tolerance_table``."""
+    assert tolerance_table.current_block(DOCS_PAGE.read_text(encoding="utf-8")) == tolerance_table.block()
 
 
 def test_compare_finds_every_output_equal_when_the_answer_is_the_expected_one():
@@ -129,3 +131,91 @@ def test_verdict_passes_saying_what_it_compared_when_every_output_is_equal():
 
     assert (passed, reason) == (True, "Triton 2.51.0 answered the shipped json request like pyfunc.predict "
                                       "(output_0)")
+
+
+@pytest.mark.parametrize("got, gap", [(2.5, 0.5), (0.5, 1.5), (-2.0, 4.0)])
+def test_compare_reports_the_largest_absolute_difference_when_the_second_element_differs(got, gap):
+    result = compare({"y": np.array([1.0, 2.0])}, {"y": np.array([1.0, got])})["y"]
+
+    assert (result["equal"], result["max_abs_diff"]) == (False, gap)
+    assert result["how"].endswith(f"first at flat index 1: got {got}, expected 2.0")
+
+
+@pytest.mark.parametrize("got", [np.array([1.0]), np.array([1.0, 1.0]), np.array([[1.0, 1.0, 1.0]])],
+                         ids=["broadcastable", "shorter", "one-more-axis"])
+def test_verdict_fails_naming_both_shapes_when_the_answer_has_another_shape_numpy_could_broadcast(got):
+    passed, reason = verdict({"y": np.array([1.0, 1.0, 1.0])}, {"y": got})
+
+    assert (passed, reason) == (False, f"outputs differ from pyfunc.predict: y: shape {list(got.shape)} != "
+                                       "expected [3]")
+
+
+@pytest.mark.parametrize("size, shown", [(57, repr(b"x" * 57)), (58, repr(b"x" * 58)[:57] + "...")],
+                         ids=["60-characters", "61-characters"])
+def test_compare_shows_an_element_whole_up_to_60_characters_and_cut_to_57_and_dots_beyond_when_text_differs(
+    size, shown
+):
+    how = compare({"t": np.array([b"x" * size], dtype=object)}, {"t": np.array([b"y"], dtype=object)})["t"]["how"]
+
+    assert how.endswith(f"expected {shown}")
+
+
+def test_predict_outputs_and_expected_outputs_encode_pyfunc_predict_like_arrays_built_in_numpy_when_a_pipeline_is_saved(
+    tmp_path,
+):
+    """The product's own expectation (``check``) against the prediction written out by hand."""
+    import mlflow.pyfunc
+
+    from examples.sklearn_example import fitted_pipeline
+    from mlflow_triton import sklearn as triton_sklearn
+
+    pipeline, frame = fitted_pipeline()
+    package = tmp_path / "package"
+    triton_sklearn.save_model(pipeline, package, input_example=frame.iloc[:3], pyfunc_predict_fn="predict_proba",
+                              serialization_format="cloudpickle", triton_model_name="m")
+    model_dir = package / "model_repository" / "m"
+    by_hand = {"output_0": np.asarray(pipeline.predict_proba(frame.iloc[:3]), dtype=np.float64)}
+
+    from_example = expected_outputs(package, model_dir)
+    from_frame = predict_outputs(mlflow.pyfunc.load_model(str(package)), frame.iloc[1:3], model_dir)
+
+    assert sorted(from_example) == ["output_0"]
+    assert (from_example["output_0"].dtype, from_example["output_0"].shape) == (np.float64, (3, 2))
+    np.testing.assert_array_equal(from_example["output_0"], by_hand["output_0"])
+    np.testing.assert_array_equal(from_frame["output_0"], by_hand["output_0"][1:3])
+
+
+@pytest.mark.parametrize("want, got", [(2.0, 1.0), (1.0, 2.0), (0.0, -0.0), (np.nan, 1.0), (1.0, np.nan),
+                                       (np.inf, np.nan)],
+                         ids=["smaller", "larger", "negative-zero-answer", "nan-expected", "nan-answered", "inf-nan"])
+def test_compare_finds_floats_unequal_bit_for_bit_when_one_element_differs_in_any_way(want, got):
+    expected, actual = np.array([want, 5.0]), np.array([got, 5.0])
+
+    assert compare({"y": expected}, {"y": actual}, exact=True)["y"]["equal"] is False
+
+
+def test_compare_reports_a_largest_difference_of_zero_when_no_element_is_finite_on_both_sides():
+    result = compare({"y": np.array([np.nan, np.inf])}, {"y": np.array([np.nan, np.inf])})["y"]
+
+    assert (result["equal"], result["max_abs_diff"]) == (True, 0.0)
+
+
+def test_compare_names_the_first_of_several_differing_elements_when_outputs_differ():
+    how = compare({"y": np.array([1, 2, 3], dtype=np.int64)}, {"y": np.array([1, 7, 9], dtype=np.int64)})["y"]["how"]
+
+    assert how == "2 of 3 element(s) differ (exact), first at flat index 1: got 7, expected 2"
+
+
+def test_compare_counts_and_names_the_only_differing_element_when_floats_are_compared_bit_for_bit():
+    how = compare({"y": np.array([5.0, 1.0, 7.0])}, {"y": np.array([5.0, 2.0, 7.0])}, exact=True)["y"]["how"]
+
+    assert how == ("1 of 3 element(s) differ (bit for bit (NaN equal to NaN)), first at flat index 1: got 2.0, "
+                   "expected 1.0")
+
+
+def test_compare_finds_outputs_equal_when_their_dtypes_are_equal_but_distinct_objects():
+    """A dtype carrying metadata equals the plain one: the comparison is by dtype equality, not identity."""
+    tagged = np.dtype(np.float64, metadata={"source": "decoder"})
+    assert tagged == np.dtype(np.float64) and tagged is not np.dtype(np.float64)
+
+    assert compare({"y": np.array([1.5])}, {"y": np.array([1.5], dtype=tagged)})["y"]["equal"] is True

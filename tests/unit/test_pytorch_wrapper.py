@@ -329,7 +329,7 @@ def test_validate_saved_model_checks_the_saved_artifact_when_the_architecture_is
 # --- GPU target ---------------------------------------------------------------------------------
 
 
-def test_gpu_repository_declares_kind_gpu_and_loads_on_the_assigned_cuda_device_when_initialized(
+def test_gpu_repository_declares_kind_gpu_and_asks_the_loader_for_the_assigned_cuda_device_when_initialized(
     tmp_path, monkeypatch
 ):
     mt_pytorch.save_model(

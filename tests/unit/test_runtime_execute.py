@@ -78,6 +78,15 @@ def error_message(response, code=INVALID_ARG):
     return response.error().message()
 
 
+def assert_raw_outputs(response, expected):
+    """The response's output tensors are ``expected``: arrays built in numpy, not decoded by the runtime's codec."""
+    got = fake_pb_utils.outputs_of(response)
+    assert sorted(got) == sorted(expected)
+    for name, want in expected.items():
+        assert (got[name].dtype, got[name].shape) == (want.dtype, want.shape), name
+        np.testing.assert_array_equal(got[name], want)
+
+
 @pytest.fixture(autouse=True)
 def triton_log(monkeypatch):
     """What the model writes to Triton's log during the test: ``[(level, message), ...]``."""
@@ -159,7 +168,7 @@ MALFORMED = {
 
 @pytest.mark.parametrize("malform", MALFORMED, ids=lambda malform: malform.__name__)
 def test_execute_answers_only_the_malformed_request_with_an_error_when_a_batch_mixes_requests(sklearn_serving, malform):
-    model, pipeline, inputs, outputs = sklearn_serving
+    model, pipeline, inputs, _ = sklearn_serving
     bad = inputs.to_tensors(GOOD_A)
     malform(bad)
     batch = [inputs.to_tensors(GOOD_A), bad, inputs.to_tensors(GOOD_B)]
@@ -168,8 +177,21 @@ def test_execute_answers_only_the_malformed_request_with_an_error_when_a_batch_m
 
     pattern, code = MALFORMED[malform]
     assert re.search(pattern, error_message(broken, code))
-    np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(first)), pipeline.predict(GOOD_A))
-    np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(last)), pipeline.predict(GOOD_B))
+    assert_raw_outputs(first, {"output_0": np.array(pipeline.predict(GOOD_A), dtype=np.int64)})
+    assert_raw_outputs(last, {"output_0": np.array(pipeline.predict(GOOD_B), dtype=np.int64)})
+
+
+def test_execute_answers_the_pipelines_prediction_as_an_int64_tensor_when_the_request_is_built_in_numpy(
+    sklearn_serving
+):
+    """Request and answer as Triton carries them, written without the runtime's codecs: rank-one columns."""
+    model, pipeline, _, _ = sklearn_serving
+    request = {"age": np.array([35.0, 60.0]), "city": np.array(["東京".encode(), b"Paris"], dtype=object),
+               "n": np.array([9, 0], dtype=np.int64)}
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(request)])
+
+    assert_raw_outputs(response, {"output_0": np.array(pipeline.predict(GOOD_B), dtype=np.int64)})
 
 
 def test_execute_answers_a_schema_error_without_the_request_data_when_mlflow_refuses_the_decoded_input(
@@ -272,13 +294,13 @@ def test_execute_names_the_field_and_its_tensor_when_an_input_with_a_sanitized_n
 
 
 def test_execute_hands_predict_a_frame_with_the_original_column_names_when_inputs_are_columns(monkeypatch):
-    model, predictor, inputs, outputs = serve(monkeypatch, PRICES, lambda frame: np.arange(len(frame)))
+    model, predictor, inputs, _ = serve(monkeypatch, PRICES, lambda frame: np.arange(len(frame)))
 
     [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PRICES_FRAME))])
 
     [frame] = predictor.seen
     pd.testing.assert_frame_equal(frame, PRICES_FRAME)
-    np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(response)), [0, 1])
+    assert_raw_outputs(response, {"output_0": np.array([0, 1], dtype=np.int64)})
 
 
 def test_execute_answers_other_requests_when_predict_raises_for_one(monkeypatch):
@@ -287,7 +309,7 @@ def test_execute_answers_other_requests_when_predict_raises_for_one(monkeypatch)
             raise RuntimeError("exploded on purpose")
         return np.arange(len(frame))
 
-    model, _, inputs, outputs = serve(monkeypatch, PRICES, respond)
+    model, _, inputs, _ = serve(monkeypatch, PRICES, respond)
     boom = PRICES_FRAME.assign(label=["boom", "b"])
     requests = [fake_pb_utils.request_from_arrays(inputs.to_tensors(f)) for f in (PRICES_FRAME, boom, PRICES_FRAME)]
 
@@ -295,7 +317,7 @@ def test_execute_answers_other_requests_when_predict_raises_for_one(monkeypatch)
 
     assert error_message(broken, INTERNAL).startswith("Prediction failed: RuntimeError; its message may quote")
     for response in (first, last):
-        np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(response)), [0, 1])
+        assert_raw_outputs(response, {"output_0": np.array([0, 1], dtype=np.int64)})
 
 
 OUTPUT_MISFIT = r"^The prediction does not fit the configured outputs: "
@@ -463,11 +485,11 @@ def test_execute_answers_an_internal_error_when_the_model_fails_on_a_request_wit
 
 
 def test_execute_answers_an_empty_request_when_the_model_predicts_it(monkeypatch):
-    model, predictor, inputs, outputs = serve(monkeypatch, PRICES, lambda frame: np.arange(len(frame)))
+    model, predictor, inputs, _ = serve(monkeypatch, PRICES, lambda frame: np.arange(len(frame)))
 
     [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PRICES_FRAME.iloc[:0]))])
 
-    assert outputs.from_tensors(fake_pb_utils.outputs_of(response)).tolist() == []
+    assert_raw_outputs(response, {"output_0": np.zeros(0, dtype=np.int64)})
     assert len(predictor.seen) == 1
 
 
@@ -503,3 +525,4 @@ def test_execute_rebuilds_integer_column_labels_when_the_signature_has_them(monk
     pd.testing.assert_frame_equal(frame, example, check_column_type=False)
     answer = outputs.from_tensors(fake_pb_utils.outputs_of(response))
     pd.testing.assert_frame_equal(answer, example * 2, check_column_type=False)
+    assert_raw_outputs(response, {"_0_2": np.array([0.0, 4.0, 8.0]), "_1_2": np.array([2.0, 6.0, 10.0])})

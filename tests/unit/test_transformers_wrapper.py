@@ -281,7 +281,7 @@ def test_save_model_writes_nothing_when_the_pipeline_model_is_in_training_mode(t
 # --- GPU target ---------------------------------------------------------------------------------
 
 
-def test_gpu_repository_declares_kind_gpu_and_loads_on_the_assigned_device_index_when_initialized(
+def test_gpu_repository_declares_kind_gpu_and_asks_the_loader_for_the_assigned_device_index_when_initialized(
     tmp_path, monkeypatch
 ):
     mt_transformers.save_model(
