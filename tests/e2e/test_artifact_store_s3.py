@@ -151,7 +151,8 @@ def test_check_from_store_answers_like_pyfunc_and_adds_no_object_to_the_store_wh
 def test_serve_from_store_answers_the_shipped_request_like_pyfunc_when_triton_reads_s3(user_env, tmp_path):
     from mlflow_triton import triton
     from mlflow_triton.deploy import serve_from_store_command
-    from mlflow_triton.local import expected_outputs, send_shipped_request
+    from mlflow_triton.local import send_shipped_request
+    from tests.support.oracle import expected_example_tensors
     from mlflow_triton.local.compare import compare
 
     before = user_env.objects(BUCKET)
@@ -170,7 +171,7 @@ def test_serve_from_store_answers_the_shipped_request_like_pyfunc_when_triton_re
 
     assert status == 0
     reference = triton.load_model("models:/user-classifier/1", dst_path=str(tmp_path / "reference"))
-    expected = expected_outputs("models:/user-classifier/1", reference)
+    expected = expected_example_tensors("models:/user-classifier/1", reference)
     assert all(result["equal"] for result in compare(expected, answers["outputs"]).values())
     assert "classifier" in listing[0] and "curl" in listing[0]
     assert not (tmp_path / "work" / "download" / "1" / "classifier" / "1").exists()  # only the small files came

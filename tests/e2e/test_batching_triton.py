@@ -27,7 +27,8 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from mlflow_triton import sklearn
 from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
-from mlflow_triton.local.compare import compare, expected_outputs
+from mlflow_triton.local.compare import compare
+from tests.support.oracle import expected_example_tensors
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
@@ -145,5 +146,5 @@ def test_batched_repository_answers_its_shipped_request_in_batched_shapes_like_p
     response = send_shipped_request(server.url, model_dir)
 
     assert response.outputs["output_0"].shape == (3, 2)
-    comparison = compare(expected_outputs(package, model_dir), response.outputs)
+    comparison = compare(expected_example_tensors(package, model_dir), response.outputs)
     assert all(result["equal"] for result in comparison.values()), comparison

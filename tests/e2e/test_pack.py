@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from mlflow_triton.local import TritonInstallation, TritonServer, TritonStartError, check_command, validate_repository
-from mlflow_triton.local.compare import expected_outputs
+from tests.support.oracle import expected_example_tensors
 from mlflow_triton.local.installation import stub_python_version
 from tests.support.processes import LineReader, processes_mentioning, stop_politely, triton_processes_under
 from tests.support.tree_digest import changes, tree_digest
@@ -110,7 +110,7 @@ def test_validate_repository_passes_when_the_backend_default_stub_is_of_another_
     other = "3.12" if RUNNING != "3.12" else "3.10"
     installation = TritonInstallation.bundled(python=other, progress=None)
 
-    report = validate_repository(model_dir, expected_outputs(model_uri, model_dir), tmp_path, installation,
+    report = validate_repository(model_dir, expected_example_tensors(model_uri, model_dir), tmp_path, installation,
                                  progress=None)
 
     assert report.passed, (report.reason, report.triton_log_tail)

@@ -39,10 +39,10 @@ from tritonclient.grpc import model_config_pb2
 from tritonclient.utils import InferenceServerException
 
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
-from mlflow_triton.local.compare import expected_outputs
 from mlflow_triton import pytorch, sklearn
 from mlflow_triton._config import read_config, write_config
 from tests.support import tiny_models
+from tests.support.oracle import expected_example_tensors
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
@@ -430,7 +430,7 @@ def test_real_triton_answers_the_shipped_request_with_the_example_params_like_th
     assert form == "json"
     expected = mlflow.pyfunc.load_model(str(package)).predict(example, params={"scale": 3.0})
     np.testing.assert_array_equal(outputs["output_0"], expected)
-    np.testing.assert_array_equal(outputs["output_0"], expected_outputs(package, repository / "scaled")["output_0"])
+    np.testing.assert_array_equal(outputs["output_0"], expected_example_tensors(package, repository / "scaled")["output_0"])
 
 
 def test_real_triton_answers_400_naming_the_parameter_when_a_request_parameter_is_unknown(pytorch_models):

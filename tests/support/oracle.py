@@ -30,8 +30,10 @@ def expected_tensors(model_dir: str | Path, prediction: object) -> dict[str, np.
 
 
 def expected_example_tensors(model_uri: str | Path, model_dir: str | Path) -> dict[str, np.ndarray]:
-    """:func:`expected_tensors` of ``pyfunc.predict`` on the input example saved under ``model_dir/1/artifact``."""
-    return ExpectedAnswers(model_uri, model_dir).for_input(_input_example(model_dir))
+    """:func:`expected_tensors` of ``pyfunc.predict`` on the input example saved under ``model_dir/1/artifact``
+    (with the example's params, which the shipped request carries as its parameters, when it has some)."""
+    value, params = _input_example(model_dir)
+    return ExpectedAnswers(model_uri, model_dir).for_input(value, params=params)
 
 
 class ExpectedAnswers:
@@ -43,10 +45,10 @@ class ExpectedAnswers:
         self.model = mlflow.pyfunc.load_model(str(model_uri))
         self.model_dir = Path(model_dir)
 
-    def for_input(self, value: object) -> dict[str, np.ndarray]:
+    def for_input(self, value: object, params: dict[str, object] | None = None) -> dict[str, np.ndarray]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. unknown categories, which the soak's model encodes as zeros
-            prediction = self.model.predict(value)
+            prediction = self.model.predict(value, params=params) if params else self.model.predict(value)
         return expected_tensors(self.model_dir, prediction)
 
 
@@ -54,4 +56,5 @@ def _input_example(model_dir):
     from mlflow.models import Model
 
     artifact = Path(model_dir) / "1" / "artifact"
-    return Model.load(str(artifact / "MLmodel")).load_input_example(str(artifact))
+    model = Model.load(str(artifact / "MLmodel"))
+    return model.load_input_example(str(artifact)), model.load_input_example_params(str(artifact))

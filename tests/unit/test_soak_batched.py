@@ -93,12 +93,22 @@ def test_ulps_apart_counts_units_in_the_last_place_when_two_float_arrays_differ(
     assert ulps_apart(one, other) == 2.0
 
 
-def test_batched_oracle_holds_binary_answers_to_the_ulps_and_inexact_json_to_checks_tolerance(monkeypatch):
+class _Expected:
+    """Stands in for the independent encoder: the same expected tensors for every input."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+
+    def for_input(self, frame):
+        return self.outputs
+
+
+def test_batched_oracle_holds_binary_answers_to_the_ulps_and_inexact_json_to_checks_tolerance():
     oracle = BatchedOracle.__new__(BatchedOracle)
-    oracle.model, oracle.model_dir, oracle.compared, oracle.max_ulps, oracle.answers_off_by_ulps = None, None, 0, 0.0, 0
+    oracle.model_dir, oracle.compared, oracle.max_ulps, oracle.answers_off_by_ulps = None, 0, 0.0, 0
     oracle.json_inexact = {"answers": 0, "max_ulps": 0.0}
     expected = np.array([[0.25, 0.75]])
-    monkeypatch.setattr("mlflow_triton.local.compare.predict_outputs", lambda *_: {"output_0": expected})
+    oracle.expected_answers = _Expected({"output_0": expected})
     off = {"output_0": expected + np.array([[0.0, 8 * np.spacing(0.75)]])}
     frame = pd.DataFrame({"x": [1.234567890123456]})
 
