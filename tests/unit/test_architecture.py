@@ -140,7 +140,7 @@ def test_pytorch_architecture_holds_no_tensor_values_when_saved(pytorch_package)
 def test_pytorch_architecture_lists_packaged_code_configuration_and_data_files_when_saved(pytorch_package):
     files = _report(pytorch_package)["files"]
 
-    assert files["python"] == ["code/custom_net/__init__.py", "code/custom_net/mlp.py"]
+    assert files["python"] == ["code/custom_net/__init__.py", "code/custom_net/bert.py", "code/custom_net/mlp.py"]
     assert {"data/model.pth", "data/pickle_module_info.txt"} <= set(files["data"])
     assert {"MLmodel", "requirements.txt"} <= set(files["mlflow_package"])
     assert files["configuration"] == []
