@@ -54,8 +54,14 @@ def save_batched(work_dir: Path) -> Path:
     package = work_dir / "classifier-batched"
     shutil.rmtree(package, ignore_errors=True)
     pipeline, frame = fitted_pipeline()
-    triton_sklearn.save_model(pipeline, package, input_example=frame.iloc[:3], pyfunc_predict_fn="predict_proba",
-                              triton_model_name=BATCHED_MODEL, max_batch_size=MAX_BATCH_SIZE)
+    triton_sklearn.save_model(
+        pipeline,
+        package,
+        input_example=frame.iloc[:3],
+        pyfunc_predict_fn="predict_proba",
+        triton_model_name=BATCHED_MODEL,
+        max_batch_size=MAX_BATCH_SIZE,
+    )
     return package / "model_repository" / BATCHED_MODEL
 
 
@@ -107,17 +113,30 @@ def measure(work_dir: Path, *, cells=CELLS, duration=10.0, rounds=2, warmup=3, p
         requests[rows] = {"expected": np.asarray(pyfunc_model.predict(frame), dtype=float), **request_bodies}
 
     progress("[batching] starting tritonserver (a and a') and MLServer with adaptive batching (d') ...")
-    with TritonServer(repo_root, (model_dir.name, BATCHED_MODEL), installation=installation, serving_env=env,
-                      log_path=work_dir / "tritonserver.log") as server, \
-            MLServer(mlserver_env, package, model_dir.name, work_dir / "mlserver", work_dir / "mlserver.log",
-                     adaptive_batching=MLSERVER_ADAPTIVE_BATCHING) as mlserver:
+    with (
+        TritonServer(
+            repo_root,
+            (model_dir.name, BATCHED_MODEL),
+            installation=installation,
+            serving_env=env,
+            log_path=work_dir / "tritonserver.log",
+        ) as server,
+        MLServer(
+            mlserver_env,
+            package,
+            model_dir.name,
+            work_dir / "mlserver",
+            work_dir / "mlserver.log",
+            adaptive_batching=MLSERVER_ADAPTIVE_BATCHING,
+        ) as mlserver,
+    ):
         _wait_model_ready(server, BATCHED_MODEL)
         endpoints = {
             "a": (server.http_port, f"/v2/models/{model_dir.name}/infer"),
             "a'": (server.http_port, f"/v2/models/{BATCHED_MODEL}/infer"),
             "d'": (mlserver.port, f"/v2/models/{model_dir.name}/infer"),
         }
-        for rows, request in requests.items():
+        for request in requests.values():
             for key, (port, path) in endpoints.items():
                 answer = _post(port, path, request[key])
                 (output,) = answer["outputs"]
@@ -132,19 +151,34 @@ def measure(work_dir: Path, *, cells=CELLS, duration=10.0, rounds=2, warmup=3, p
             before = _counts(server.http_port, BATCHED_MODEL)
             for number in range(rounds):
                 for key, (port, path) in endpoints.items():
-                    result = run_load(port, path, requests[rows][key], concurrency=clients, duration=duration,
-                                      warmup=warmup, work_dir=work_dir / "load")
+                    result = run_load(
+                        port,
+                        path,
+                        requests[rows][key],
+                        concurrency=clients,
+                        duration=duration,
+                        warmup=warmup,
+                        work_dir=work_dir / "load",
+                    )
                     per_target[key].append(result)
-                    progress(f"[batching] rows={rows:<5} clients={clients:<2} round {number + 1}/{rounds} "
-                             f"{key:<2}: {result.rps:8.1f} req/s  p50 {result.percentile_ms(50):7.2f} ms"
-                             + (f"  ERRORS: {result.errors[:2]}" if result.errors else ""))
+                    progress(
+                        f"[batching] rows={rows:<5} clients={clients:<2} round {number + 1}/{rounds} "
+                        f"{key:<2}: {result.rps:8.1f} req/s  p50 {result.percentile_ms(50):7.2f} ms"
+                        + (f"  ERRORS: {result.errors[:2]}" if result.errors else "")
+                    )
             after = _counts(server.http_port, BATCHED_MODEL)
             executed = {name: after[name] - before[name] for name in after}
             pooled = {key: summarize(LoadResult.pooled(runs)) for key, runs in per_target.items()}
             results.append({"rows": rows, "clients": clients, "targets": pooled, "batched_counts": executed})
         triton_version = server.version()
-    return {"cells": results, "triton_version": triton_version, "duration": duration, "rounds": rounds,
-            "mlserver_adaptive_batching": MLSERVER_ADAPTIVE_BATCHING, "max_batch_size": MAX_BATCH_SIZE}
+    return {
+        "cells": results,
+        "triton_version": triton_version,
+        "duration": duration,
+        "rounds": rounds,
+        "mlserver_adaptive_batching": MLSERVER_ADAPTIVE_BATCHING,
+        "max_batch_size": MAX_BATCH_SIZE,
+    }
 
 
 def _counts(port: int, model: str) -> dict:
@@ -155,14 +189,19 @@ def _counts(port: int, model: str) -> dict:
         [stats] = json.loads(connection.getresponse().read())["model_stats"]
     finally:
         connection.close()
-    return {"requests": int(stats["inference_stats"]["success"]["count"]), "rows": int(stats["inference_count"]),
-            "executions": int(stats["execution_count"])}
+    return {
+        "requests": int(stats["inference_stats"]["success"]["count"]),
+        "rows": int(stats["inference_count"]),
+        "executions": int(stats["execution_count"]),
+    }
 
 
 # ----------------------------------------------------------------------------- targets and report
 
+
 def targets(cells: list) -> list:
     """``[(target, met, measured)]`` for the three targets of issue #25."""
+
     def rps(cell, key):
         return cell["targets"][key]["rps"]
 
@@ -191,10 +230,18 @@ def report(measured: dict, info: dict, load_end: str) -> str:
         counts = cell["batched_counts"]
         per_execution = counts["requests"] / counts["executions"] if counts["executions"] else float("nan")
         plain, batched, mlserver = (t[key]["rps"] for key in TARGETS)
-        rows.append([cell["rows"], cell["clients"], *(f"{t[k]['rps']:.1f}" for k in TARGETS),
-                     f"{batched / plain:.2f}" if plain else "—", f"{batched / mlserver:.2f}" if mlserver else "—",
-                     *(f"{t[k]['p50_ms']:.1f}" for k in TARGETS), f"{per_execution:.1f}",
-                     sum(len(t[k]["errors"]) for k in TARGETS)])
+        rows.append(
+            [
+                cell["rows"],
+                cell["clients"],
+                *(f"{t[k]['rps']:.1f}" for k in TARGETS),
+                f"{batched / plain:.2f}" if plain else "—",
+                f"{batched / mlserver:.2f}" if mlserver else "—",
+                *(f"{t[k]['p50_ms']:.1f}" for k in TARGETS),
+                f"{per_execution:.1f}",
+                sum(len(t[k]["errors"]) for k in TARGETS),
+            ]
+        )
     checks = targets(measured["cells"])
     lines = [
         "## Dynamic batching: a' (batched generated repository) vs a (unbatched) and d' (MLServer adaptive batching)",
@@ -205,8 +252,23 @@ def report(measured: dict, info: dict, load_end: str) -> str:
         f"a' max_batch_size {measured['max_batch_size']}, no queue delay. {measured['rounds']} round(s) of "
         f"{measured['duration']:g} s per target and cell, alternating a, a', d'.",
         "",
-        _table(["rows", "clients", "a req/s", "a' req/s", "d' req/s", "a'/a", "a'/d'", "a p50 ms", "a' p50 ms",
-                "d' p50 ms", "a' requests/execution", "errors"], rows),
+        _table(
+            [
+                "rows",
+                "clients",
+                "a req/s",
+                "a' req/s",
+                "d' req/s",
+                "a'/a",
+                "a'/d'",
+                "a p50 ms",
+                "a' p50 ms",
+                "d' p50 ms",
+                "a' requests/execution",
+                "errors",
+            ],
+            rows,
+        ),
         "",
         "Targets (issue #25):",
         "",

@@ -60,9 +60,19 @@ class LoadResult:
         return total
 
 
-def run_load(port: int, path: str, body: bytes, *, headers: dict[str, str] | None = None, concurrency: int = 1,
-             duration: float = 10.0, warmup: int = 5, max_requests: int = MAX_REQUESTS_PER_CLIENT,
-             work_dir: Path, timeout_margin: float = 60.0) -> LoadResult:
+def run_load(
+    port: int,
+    path: str,
+    body: bytes,
+    *,
+    headers: dict[str, str] | None = None,
+    concurrency: int = 1,
+    duration: float = 10.0,
+    warmup: int = 5,
+    max_requests: int = MAX_REQUESTS_PER_CLIENT,
+    work_dir: Path,
+    timeout_margin: float = 60.0,
+) -> LoadResult:
     """Drive ``POST http://127.0.0.1:<port><path>`` from a separate process; see the module docstring."""
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ValueError(f"concurrency must be 1..{MAX_CONCURRENCY}")
@@ -72,24 +82,37 @@ def run_load(port: int, path: str, body: bytes, *, headers: dict[str, str] | Non
     body_file = work_dir / "body.bin"
     body_file.write_bytes(body)
     spec = {
-        "port": port, "path": path, "body_file": str(body_file),
+        "port": port,
+        "path": path,
+        "body_file": str(body_file),
         "headers": {"Content-Type": "application/json", **(headers or {})},
-        "concurrency": concurrency, "duration": duration, "warmup": warmup,
+        "concurrency": concurrency,
+        "duration": duration,
+        "warmup": warmup,
         "max_requests": min(int(max_requests), MAX_REQUESTS_PER_CLIENT),
     }
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.load"], input=json.dumps(spec), capture_output=True, text=True,
+        [sys.executable, "-m", "benchmarks.load"],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
         timeout=duration + 2 * SOCKET_TIMEOUT_S + timeout_margin,
         cwd=Path(__file__).resolve().parent.parent,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"load generator failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     data = json.loads(proc.stdout)
-    return LoadResult(requests=data["requests"], seconds=data["seconds"], rps=data["rps"],
-                      latencies=data["latencies"], errors=data["errors"])
+    return LoadResult(
+        requests=data["requests"],
+        seconds=data["seconds"],
+        rps=data["rps"],
+        latencies=data["latencies"],
+        errors=data["errors"],
+    )
 
 
 # ----------------------------------------------------------------------------- load process
+
 
 def _client(spec, body, barrier, results):
     latencies: list[float] = []
@@ -136,8 +159,10 @@ def _main():
     ctx = multiprocessing.get_context("fork")  # this process is single-threaded and light
     barrier = ctx.Barrier(spec["concurrency"])
     results = ctx.Queue()
-    clients = [ctx.Process(target=_client, args=(spec, body, barrier, results), daemon=True)
-               for _ in range(spec["concurrency"])]
+    clients = [
+        ctx.Process(target=_client, args=(spec, body, barrier, results), daemon=True)
+        for _ in range(spec["concurrency"])
+    ]
     for c in clients:
         c.start()
     limit = time.monotonic() + spec["duration"] + 2 * SOCKET_TIMEOUT_S
@@ -169,6 +194,7 @@ def _main():
 
 
 if __name__ == "__main__":
-    argparse.ArgumentParser(prog="python -m benchmarks.load",
-                            description="closed-loop load process; reads its spec as JSON on stdin").parse_args()
+    argparse.ArgumentParser(
+        prog="python -m benchmarks.load", description="closed-loop load process; reads its spec as JSON on stdin"
+    ).parse_args()
     _main()

@@ -55,6 +55,7 @@ DISK_SLACK_BYTES = 2 * 1024 * 1024
 
 # ----------------------------------------------------------------------------- parent side
 
+
 def measure(work_dir: Path, *, size_mb: float = 200.0, repeats: int = 2, progress=print) -> dict:
     work_dir = Path(work_dir)
     runs: dict[str, list[dict]] = {mode: [] for mode in MODES}
@@ -62,9 +63,11 @@ def measure(work_dir: Path, *, size_mb: float = 200.0, repeats: int = 2, progres
         for mode in MODES:
             result = _run_child(mode, work_dir / mode, size_mb)
             runs[mode].append(result)
-            progress(f"[logging] {mode:<12} run {r + 1}/{repeats}: {result['wall_s']:6.2f} s, "
-                     f"peak disk {result['peak_disk_bytes'] / 1e6:7.1f} MB, "
-                     f"peak RSS +{(result['rss_peak_bytes'] - result['rss_before_bytes']) / 1e6:6.1f} MB")
+            progress(
+                f"[logging] {mode:<12} run {r + 1}/{repeats}: {result['wall_s']:6.2f} s, "
+                f"peak disk {result['peak_disk_bytes'] / 1e6:7.1f} MB, "
+                f"peak RSS +{(result['rss_peak_bytes'] - result['rss_before_bytes']) / 1e6:6.1f} MB"
+            )
     summary = {mode: _median_run(results) for mode, results in runs.items()}
     return {"size_mb": size_mb, "repeats": repeats, "modes": summary, "checks": _checks(summary)}
 
@@ -75,9 +78,21 @@ def _run_child(mode: str, directory: Path, size_mb: float) -> dict:
     env = dict(os.environ, TMPDIR=str(directory / "tmp"), PYTHONUNBUFFERED="1")
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "benchmarks.logging_cost", "--child", mode, "--dir", str(directory),
-             "--size-mb", str(size_mb)],
-            capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S,
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.logging_cost",
+                "--child",
+                mode,
+                "--dir",
+                str(directory),
+                "--size-mb",
+                str(size_mb),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=CHILD_TIMEOUT_S,
             cwd=Path(__file__).resolve().parent.parent,
         )
     finally:
@@ -112,6 +127,7 @@ def _checks(summary: dict) -> dict:
 
 
 # ----------------------------------------------------------------------------- child side
+
 
 class DiskSampler:
     """Peak of the sum of file sizes under ``roots`` (hard links counted once).
@@ -167,6 +183,7 @@ class DiskSampler:
                 return function(*args, **kwargs)
             finally:
                 self._deleting -= 1
+
         return before_deleting
 
     def __enter__(self):
@@ -250,8 +267,10 @@ def _child(mode: str, directory: Path, size_mb: float) -> dict:
         mlflow.set_tracking_uri(f"sqlite:///{store / 'mlflow.db'}")
         experiment = mlflow.create_experiment("bench", artifact_location=(store / "artifacts").as_uri())
         mlflow.set_experiment(experiment_id=experiment)
-    native_options = {"serialization_format": "pickle",
-                      "pip_requirements": mlflow.pytorch.get_default_pip_requirements()}
+    native_options = {
+        "serialization_format": "pickle",
+        "pip_requirements": mlflow.pytorch.get_default_pip_requirements(),
+    }
 
     # One call with a tiny model first: one-time costs of a fresh process (lazy imports, MLflow's
     # scan of the installed distributions for its requirement-mismatch warning) are paid here,
@@ -279,9 +298,14 @@ def _child(mode: str, directory: Path, size_mb: float) -> dict:
     final = sampler.size()
     rss_peak = _rss_bytes("VmHWM") if peak_reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     result = {
-        "mode": mode, "wall_s": wall, **timings,
-        "peak_disk_bytes": sampler.peak - baseline, "final_disk_bytes": final - baseline,
-        "rss_before_bytes": rss_before, "rss_peak_bytes": rss_peak, "rss_peak_covers_call_only": peak_reset,
+        "mode": mode,
+        "wall_s": wall,
+        **timings,
+        "peak_disk_bytes": sampler.peak - baseline,
+        "final_disk_bytes": final - baseline,
+        "rss_before_bytes": rss_before,
+        "rss_peak_bytes": rss_peak,
+        "rss_peak_covers_call_only": peak_reset,
         "model_param_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
     }
     if mode == "native_copy":
@@ -290,8 +314,9 @@ def _child(mode: str, directory: Path, size_mb: float) -> dict:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.logging_cost",
-                                     description="one logging-cost measurement (used by benchmarks.run)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.logging_cost", description="one logging-cost measurement (used by benchmarks.run)"
+    )
     parser.add_argument("--child", choices=MODES, required=True)
     parser.add_argument("--dir", type=Path, required=True)
     parser.add_argument("--size-mb", type=float, default=200.0)

@@ -57,11 +57,17 @@ def fitted_mixed_pipeline(rows: int = 400):
     numeric = [c for c in frame.columns if c.startswith("num_")]
     text = [c for c in frame.columns if c.startswith("text_")]
     label = ((frame["num_03"] > 3) ^ (frame["text_0"] == "category 0-1")).astype(int)
-    pipeline = Pipeline([
-        ("preprocessing", ColumnTransformer([("numeric", StandardScaler(), numeric),
-                                             ("text", OneHotEncoder(handle_unknown="ignore"), text)])),
-        ("classifier", LogisticRegression(max_iter=500)),
-    ])
+    pipeline = Pipeline(
+        [
+            (
+                "preprocessing",
+                ColumnTransformer(
+                    [("numeric", StandardScaler(), numeric), ("text", OneHotEncoder(handle_unknown="ignore"), text)]
+                ),
+            ),
+            ("classifier", LogisticRegression(max_iter=500)),
+        ]
+    )
     return pipeline.fit(frame, label), frame
 
 
@@ -90,8 +96,15 @@ def build_runtime(work_dir: Path):
     return inputs, outputs, predictor
 
 
-def measure(work_dir: Path, *, rows: int = 1000, seconds: float = 5.0, max_iterations: int = 2000,
-            min_iterations: int = 20, progress=print) -> dict:
+def measure(
+    work_dir: Path,
+    *,
+    rows: int = 1000,
+    seconds: float = 5.0,
+    max_iterations: int = 2000,
+    min_iterations: int = 20,
+    progress=print,
+) -> dict:
     progress("[overhead] saving a 20-column mixed Pipeline and loading it like model.py does ...")
     inputs, outputs, predictor = build_runtime(work_dir)
     arrays = inputs.to_tensors(mixed_frame(rows, seed=1))  # what a client sends
@@ -114,9 +127,16 @@ def measure(work_dir: Path, *, rows: int = 1000, seconds: float = 5.0, max_itera
     d, p, e = (float(np.median(x)) for x in (decode, predict, encode))
     fraction = (d + e) / (d + p + e)
     result = {
-        "rows": rows, "columns": NUMERIC_COLUMNS + TEXT_COLUMNS, "iterations": len(decode),
-        "decode_ms": d * 1e3, "predict_ms": p * 1e3, "encode_ms": e * 1e3, "fraction": fraction,
-        "target": TARGET_FRACTION, "met": fraction <= TARGET_FRACTION, "profile": None,
+        "rows": rows,
+        "columns": NUMERIC_COLUMNS + TEXT_COLUMNS,
+        "iterations": len(decode),
+        "decode_ms": d * 1e3,
+        "predict_ms": p * 1e3,
+        "encode_ms": e * 1e3,
+        "fraction": fraction,
+        "target": TARGET_FRACTION,
+        "met": fraction <= TARGET_FRACTION,
+        "profile": None,
     }
     if not result["met"]:
         result["profile"] = profile(inputs, outputs, arrays, prediction)

@@ -65,8 +65,9 @@ class ServerProcess:
         self.port = free_port()
         argv, env = self.command()
         self._log = open(self.log_path, "wb")
-        self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                                      env=env, start_new_session=True)
+        self._proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
         try:
             self._wait_ready()
         except BaseException:
@@ -123,8 +124,22 @@ class MlflowServe(ServerProcess):
     def command(self):
         bin_dir = str(Path(sys.executable).parent)
         env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-        return ([str(Path(bin_dir) / "mlflow"), "models", "serve", "-m", str(self.package), "--env-manager", "local",
-                 "-h", "127.0.0.1", "-p", str(self.port)], env)
+        return (
+            [
+                str(Path(bin_dir) / "mlflow"),
+                "models",
+                "serve",
+                "-m",
+                str(self.package),
+                "--env-manager",
+                "local",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+            ],
+            env,
+        )
 
 
 def ensure_mlserver_env(package: Path, progress=print) -> Path:
@@ -132,8 +147,9 @@ def ensure_mlserver_env(package: Path, progress=print) -> Path:
     from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
 
     lines = requirement_lines((package / "requirements.txt").read_text()) + list(MLSERVER_REQUIREMENTS)
-    return ensure_env_for_requirements(lines, MLSERVER_CONSTRAINTS, progress=progress,
-                                       source=f"MLServer + {package / 'requirements.txt'}")
+    return ensure_env_for_requirements(
+        lines, MLSERVER_CONSTRAINTS, progress=progress, source=f"MLServer + {package / 'requirements.txt'}"
+    )
 
 
 class MLServer(ServerProcess):
@@ -141,8 +157,16 @@ class MLServer(ServerProcess):
 
     name = "mlserver start"
 
-    def __init__(self, env: Path, package: Path, model_name: str, settings_dir: Path, log_path: Path,
-                 startup_timeout: float = 180.0, adaptive_batching: dict | None = None):
+    def __init__(
+        self,
+        env: Path,
+        package: Path,
+        model_name: str,
+        settings_dir: Path,
+        log_path: Path,
+        startup_timeout: float = 180.0,
+        adaptive_batching: dict | None = None,
+    ):
         super().__init__(log_path, startup_timeout)
         self.env = Path(env)
         self.package = Path(package)
@@ -155,10 +179,13 @@ class MLServer(ServerProcess):
     def command(self):
         shutil.rmtree(self.settings_dir, ignore_errors=True)
         (self.settings_dir / self.model_name).mkdir(parents=True)
-        settings = {"http_port": self.port, "grpc_port": free_port(), "metrics_port": free_port(),
-                    "host": "127.0.0.1"}
-        model = {"name": self.model_name, "implementation": "mlserver_mlflow.MLflowRuntime",
-                 "parameters": {"uri": str(self.package)}, **(self.adaptive_batching or {})}
+        settings = {"http_port": self.port, "grpc_port": free_port(), "metrics_port": free_port(), "host": "127.0.0.1"}
+        model = {
+            "name": self.model_name,
+            "implementation": "mlserver_mlflow.MLflowRuntime",
+            "parameters": {"uri": str(self.package)},
+            **(self.adaptive_batching or {}),
+        }
         (self.settings_dir / "settings.json").write_text(json.dumps(settings, indent=1))
         (self.settings_dir / self.model_name / "model-settings.json").write_text(json.dumps(model, indent=1))
         bin_dir = self.env / "bin"

@@ -29,23 +29,32 @@ SERVED_TARGET_LABELS = {
     "a/d": "a/d requests/s ≥ 1.0: generated repository vs MLServer (every cell)",
     "a/b": "a/b requests/s ≥ 2.0: generated repository vs mlflow models serve (every cell)",
     "a/c": "a/c requests/s ≥ 0.95: generated repository vs hand-written floor (every cell)",
-    "e/a": f"e/a requests/s ≥ 3.0: ONNX export vs generated repository "
-           f"(1 row, ≥ {EXPORT_TARGET_MIN_CLIENTS} clients)",
+    "e/a": f"e/a requests/s ≥ 3.0: ONNX export vs generated repository (1 row, ≥ {EXPORT_TARGET_MIN_CLIENTS} clients)",
 }
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: short cells, one logging repeat, a 50 MB model; results go to the work dir")
-    parser.add_argument("--duration", type=float, help="seconds of load per cell, target and round (default 10; quick 1.5)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: short cells, one logging repeat, a 50 MB model; results go to the work dir",
+    )
+    parser.add_argument(
+        "--duration", type=float, help="seconds of load per cell, target and round (default 10; quick 1.5)"
+    )
     parser.add_argument("--rounds", type=int, help="alternating a,b,c,d,e rounds per cell (default 2)")
-    parser.add_argument("--model-mb", type=float, help="size of the PyTorch model for the logging cost (default 200; quick 50)")
+    parser.add_argument(
+        "--model-mb", type=float, help="size of the PyTorch model for the logging cost (default 200; quick 50)"
+    )
     parser.add_argument("--repeats", type=int, help="runs of each logging mode (default 2; quick 1)")
     parser.add_argument("--only", action="append", choices=PARTS, help="run only this part (repeatable)")
     parser.add_argument("--work-dir", type=Path, default=ROOT / ".work" / "benchmarks")
-    parser.add_argument("--results", type=Path,
-                        help="markdown results file (default benchmarks/results.md; quick: <work-dir>/results-quick.md)")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="markdown results file (default benchmarks/results.md; quick: <work-dir>/results-quick.md)",
+    )
     args = parser.parse_args(argv)
     quick = args.quick
     args.duration = min(args.duration or (1.5 if quick else 10.0), 120.0)
@@ -61,6 +70,7 @@ def parse_args(argv):
 
 
 # ----------------------------------------------------------------------------- machine
+
 
 def machine() -> dict:
     cpu = "unknown"
@@ -92,9 +102,19 @@ def machine() -> dict:
         "memory": memory,
         "os": f"{platform.system()} {platform.release()} {platform.machine()}",
         "python": platform.python_version(),
-        "packages": {name: version(name) for name in
-                     ("numpy", "pandas", "scikit-learn", "torch", "mlflow", "tritonclient",
-                                                "onnxruntime", "skl2onnx")},
+        "packages": {
+            name: version(name)
+            for name in (
+                "numpy",
+                "pandas",
+                "scikit-learn",
+                "torch",
+                "mlflow",
+                "tritonclient",
+                "onnxruntime",
+                "skl2onnx",
+            )
+        },
         "load_average_start": _loadavg(),
     }
 
@@ -107,6 +127,7 @@ def _loadavg() -> str:
 
 
 # ----------------------------------------------------------------------------- formatting
+
 
 def _table(header, rows):
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
@@ -138,8 +159,12 @@ def served_section(served: dict, targets: list) -> str:
     verdicts = {"a/d": [], "a/b": [], "a/c": [], "e/a": []}
     for cell in cells:
         t = cell["targets"]
-        ratios = {"a/d": _ratio(t["a"], t["d"]), "a/b": _ratio(t["a"], t["b"]), "a/c": _ratio(t["a"], t["c"]),
-                  "e/a": _ratio(t["e"], t["a"])}
+        ratios = {
+            "a/d": _ratio(t["a"], t["d"]),
+            "a/b": _ratio(t["a"], t["b"]),
+            "a/c": _ratio(t["a"], t["c"]),
+            "e/a": _ratio(t["e"], t["a"]),
+        }
         marks = []
         for name, value in ratios.items():
             met = value >= SERVED_TARGETS[name] if _has_target(name, cell) else None
@@ -147,12 +172,23 @@ def served_section(served: dict, targets: list) -> str:
                 verdicts[name].append((cell, value, met))
             marks.append(_mark(value, met))
         batching = cell.get("export_batching") or {}
-        per_execution = (batching["inference_count"] / batching["execution_count"]
-                         if batching.get("execution_count") else float("nan"))
-        throughput.append([cell["rows"], cell["clients"], *(f"{t[k]['rps']:.1f}" for k in TARGET_KEYS), *marks,
-                           f"{per_execution:.1f}"])
-        latency.append([cell["rows"], cell["clients"],
-                        *(f"{t[k]['p50_ms']:.2f} / {t[k]['p99_ms']:.2f}" for k in TARGET_KEYS)])
+        per_execution = (
+            batching["inference_count"] / batching["execution_count"]
+            if batching.get("execution_count")
+            else float("nan")
+        )
+        throughput.append(
+            [
+                cell["rows"],
+                cell["clients"],
+                *(f"{t[k]['rps']:.1f}" for k in TARGET_KEYS),
+                *marks,
+                f"{per_execution:.1f}",
+            ]
+        )
+        latency.append(
+            [cell["rows"], cell["clients"], *(f"{t[k]['p50_ms']:.2f} / {t[k]['p99_ms']:.2f}" for k in TARGET_KEYS)]
+        )
     for name, label in SERVED_TARGET_LABELS.items():
         checked = verdicts[name]
         if name == "e/a":
@@ -160,8 +196,12 @@ def served_section(served: dict, targets: list) -> str:
         else:
             measured = f"{sum(met for _, _, met in checked)}/{len(checked)} cells"
         targets.append((label, measured, _verdict(bool(checked) and all(met for _, _, met in checked))))
-    errors = {f"{c['rows']} rows/{c['clients']} clients/{k}": t["errors"]
-              for c in cells for k, t in c["targets"].items() if t["errors"]}
+    errors = {
+        f"{c['rows']} rows/{c['clients']} clients/{k}": t["errors"]
+        for c in cells
+        for k, t in c["targets"].items()
+        if t["errors"]
+    }
     names = served.get("targets", {})
     legend = "; ".join(f"**{key}** = {names.get(key, key)}" for key in TARGET_KEYS)
     text = [
@@ -177,7 +217,7 @@ def served_section(served: dict, targets: list) -> str:
         "",
         "Requests per second, and ratios of requests per second (targets: a/d ≥ 1.0, a/b ≥ 2.0, a/c ≥ 0.95 in "
         f"every cell; e/a ≥ 3.0 for 1-row requests at ≥ {EXPORT_TARGET_MIN_CLIENTS} clients, the other e/a cells "
-        "have no target). \"e rows/exec\" is Triton's inference count over its execution count for e in the "
+        'have no target). "e rows/exec" is Triton\'s inference count over its execution count for e in the '
         "cell: the rows the dynamic batcher ran together on average (1 row: requests per execution).",
         "",
         _table(["rows", "clients", *(f"{k} req/s" for k in TARGET_KEYS), *verdicts, "e rows/exec"], throughput),
@@ -192,19 +232,35 @@ def served_section(served: dict, targets: list) -> str:
 
 
 def overhead_section(overhead: dict, targets: list) -> str:
-    row = [f"{overhead['rows']} × {overhead['columns']} (15 numeric + 5 text)", f"{overhead['decode_ms']:.3f}",
-           f"{overhead['predict_ms']:.3f}", f"{overhead['encode_ms']:.3f}", f"{overhead['fraction'] * 100:.1f} %",
-           overhead["iterations"]]
-    targets.append(("runtime decode + encode ≤ 5 % of the request", f"{overhead['fraction'] * 100:.1f} %",
-                    _verdict(overhead["met"])))
+    row = [
+        f"{overhead['rows']} × {overhead['columns']} (15 numeric + 5 text)",
+        f"{overhead['decode_ms']:.3f}",
+        f"{overhead['predict_ms']:.3f}",
+        f"{overhead['encode_ms']:.3f}",
+        f"{overhead['fraction'] * 100:.1f} %",
+        overhead["iterations"],
+    ]
+    targets.append(
+        (
+            "runtime decode + encode ≤ 5 % of the request",
+            f"{overhead['fraction'] * 100:.1f} %",
+            _verdict(overhead["met"]),
+        )
+    )
     text = [
         "### 2. Runtime overhead in process (medians)",
         "",
         _table(["request", "decode ms", "predict ms", "encode ms", "(decode+encode)/total", "iterations"], [row]),
     ]
     if overhead.get("profile"):
-        text += ["", "Target missed; cProfile of decode + encode (top by internal time):", "", "```",
-                 overhead["profile"].strip(), "```"]
+        text += [
+            "",
+            "Target missed; cProfile of decode + encode (top by internal time):",
+            "",
+            "```",
+            overhead["profile"].strip(),
+            "```",
+        ]
     return "\n".join(text)
 
 
@@ -224,40 +280,68 @@ def logging_section(logging: dict, targets: list) -> str:
         wall = f"{m['wall_s']:.2f}"
         if mode == "native_copy":
             wall += f" (save {m['save_s']:.2f} + copy {m['wall_s'] - m['save_s']:.2f})"
-        rows.append([label, wall, mb(m["peak_disk_bytes"]), f"{m['peak_disk_bytes'] / native:.2f}",
-                     mb(m["final_disk_bytes"]), mb(m["rss_peak_bytes"] - m["rss_before_bytes"])])
-    targets.append(("save_model peak disk ≤ native + one copy",
-                    f"{checks['save_peak_disk_ratio']:.3f} × native", _verdict(checks["save_peak_disk_met"])))
-    targets.append(("log_model peak disk ≤ 2 × mlflow.pytorch.log_model's",
-                    f"{checks['log_peak_disk_ratio']:.3f} ×", _verdict(checks["log_peak_disk_met"])))
-    targets.append(("save_model wall time vs native save + one copy (no numeric target)",
-                    f"{checks['save_wall_ratio']:.2f} ×", "info"))
-    return "\n".join([
-        f"### 3. Logging cost ({logging['size_mb']:g} MB PyTorch module; native package {mb(native)} MB; "
-        f"median of {logging['repeats']} fresh-process run(s) per call)",
-        "",
-        _table(["call", "wall s", "peak disk MB", "peak / native", "final disk MB", "peak RSS Δ MB"], rows),
-        "",
-        f"Wall-time ratios: mlflow_triton save_model / (native save + copy) = {checks['save_wall_ratio']:.2f}; "
-        f"/ native save alone = {checks['save_wall_vs_native_only']:.2f}; "
-        f"mlflow_triton log_model / mlflow.pytorch.log_model = {checks['log_wall_ratio']:.2f}.",
-    ])
+        rows.append(
+            [
+                label,
+                wall,
+                mb(m["peak_disk_bytes"]),
+                f"{m['peak_disk_bytes'] / native:.2f}",
+                mb(m["final_disk_bytes"]),
+                mb(m["rss_peak_bytes"] - m["rss_before_bytes"]),
+            ]
+        )
+    targets.append(
+        (
+            "save_model peak disk ≤ native + one copy",
+            f"{checks['save_peak_disk_ratio']:.3f} × native",
+            _verdict(checks["save_peak_disk_met"]),
+        )
+    )
+    targets.append(
+        (
+            "log_model peak disk ≤ 2 × mlflow.pytorch.log_model's",
+            f"{checks['log_peak_disk_ratio']:.3f} ×",
+            _verdict(checks["log_peak_disk_met"]),
+        )
+    )
+    targets.append(
+        (
+            "save_model wall time vs native save + one copy (no numeric target)",
+            f"{checks['save_wall_ratio']:.2f} ×",
+            "info",
+        )
+    )
+    return "\n".join(
+        [
+            f"### 3. Logging cost ({logging['size_mb']:g} MB PyTorch module; native package {mb(native)} MB; "
+            f"median of {logging['repeats']} fresh-process run(s) per call)",
+            "",
+            _table(["call", "wall s", "peak disk MB", "peak / native", "final disk MB", "peak RSS Δ MB"], rows),
+            "",
+            f"Wall-time ratios: mlflow_triton save_model / (native save + copy) = {checks['save_wall_ratio']:.2f}; "
+            f"/ native save alone = {checks['save_wall_vs_native_only']:.2f}; "
+            f"mlflow_triton log_model / mlflow.pytorch.log_model = {checks['log_wall_ratio']:.2f}.",
+        ]
+    )
 
 
 def machine_section(info: dict, args) -> str:
     packages = ", ".join(f"{k} {v}" for k, v in info["packages"].items())
-    return "\n".join([
-        f"Run: `{' '.join(['python -m benchmarks.run', *sys.argv[1:]])}` — {info['date']}"
-        + (" — **quick smoke run: short cells, not for docs/benchmarks.md**" if args.quick else ""),
-        "",
-        f"Machine: {info['nproc']} CPU(s) ({info['cpu']}), {info['memory']} RAM, {info['os']}; "
-        f"Python {info['python']}; {packages}. "
-        f"Load average at start: {info['load_average_start']}; at end: {info.get('load_average_end', '?')}. "
-        "Servers, load clients and the benchmark share these CPUs.",
-    ])
+    return "\n".join(
+        [
+            f"Run: `{' '.join(['python -m benchmarks.run', *sys.argv[1:]])}` — {info['date']}"
+            + (" — **quick smoke run: short cells, not for docs/benchmarks.md**" if args.quick else ""),
+            "",
+            f"Machine: {info['nproc']} CPU(s) ({info['cpu']}), {info['memory']} RAM, {info['os']}; "
+            f"Python {info['python']}; {packages}. "
+            f"Load average at start: {info['load_average_start']}; at end: {info.get('load_average_end', '?')}. "
+            "Servers, load clients and the benchmark share these CPUs.",
+        ]
+    )
 
 
 # ----------------------------------------------------------------------------- main
+
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
@@ -270,15 +354,20 @@ def main(argv=None) -> int:
     results = {}
     if "overhead" in args.parts:
         from benchmarks import overhead
+
         results["overhead"] = overhead.measure(args.work_dir / "overhead", seconds=args.overhead_seconds, progress=say)
     if "logging" in args.parts:
         from benchmarks import logging_cost
-        results["logging"] = logging_cost.measure(args.work_dir / "logging", size_mb=args.model_mb,
-                                                  repeats=args.repeats, progress=say)
+
+        results["logging"] = logging_cost.measure(
+            args.work_dir / "logging", size_mb=args.model_mb, repeats=args.repeats, progress=say
+        )
     if "served" in args.parts:
         from benchmarks import served
-        results["served"] = served.measure(args.work_dir / "served", duration=args.duration, rounds=args.rounds,
-                                           progress=say)
+
+        results["served"] = served.measure(
+            args.work_dir / "served", duration=args.duration, rounds=args.rounds, progress=say
+        )
     info["load_average_end"] = _loadavg()
 
     targets: list[tuple[str, str, str]] = []

@@ -42,8 +42,8 @@ import numpy as np
 
 from benchmarks.load import LoadResult, run_load
 from benchmarks.peers import (
-    MLServer,
     MlflowServe,
+    MLServer,
     ensure_mlserver_env,
     export_body,
     export_python_backend,
@@ -97,6 +97,7 @@ class TritonPythonModel:
 
 
 # ----------------------------------------------------------------------------- preparation
+
 
 def save_package(work_dir: Path) -> tuple[Path, Path]:
     """Save the example Pipeline with mlflow_triton; returns (MLflow package, generated model dir)."""
@@ -158,8 +159,9 @@ def request_bodies(model_dir: Path, export_dir: Path, rows: int, seed: int = 7):
     codec = StructureCodec(contract.inputs, {d.name: (d.data_type, d.dims) for d in inputs})
     tensors = codec.to_tensors(frame)
     triton_body = json_request(tensors, {d.name: d.data_type for d in inputs}, [d.name for d in outputs])
-    mlflow_body = {"dataframe_split": {"columns": list(frame.columns),
-                                       "data": frame.astype(object).to_numpy().tolist()}}
+    mlflow_body = {
+        "dataframe_split": {"columns": list(frame.columns), "data": frame.astype(object).to_numpy().tolist()}
+    }
     return frame, {
         "triton": json.dumps(triton_body).encode(),
         "mlflow": json.dumps(mlflow_body).encode(),
@@ -179,14 +181,16 @@ def _wait_model_ready(server, name: str, timeout: float = 180.0) -> None:
                     return
         except OSError:
             pass
-        request = urllib.request.Request(f"{server.url}/v2/repository/index", data=b"{}",
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{server.url}/v2/repository/index", data=b"{}", headers={"Content-Type": "application/json"}
+        )
         try:
             with opener.open(request, timeout=2) as response:
                 for entry in json.loads(response.read()):
                     if entry.get("name") == name and entry.get("state") == "UNAVAILABLE":
-                        raise RuntimeError(f"Triton could not load {name!r}: {entry.get('reason')}\n"
-                                           f"{server.log_tail(30)}")
+                        raise RuntimeError(
+                            f"Triton could not load {name!r}: {entry.get('reason')}\n{server.log_tail(30)}"
+                        )
         except (OSError, ValueError):
             pass
         time.sleep(0.25)
@@ -219,8 +223,10 @@ def _check_answer(key: str, form: str, answer: dict, expected: np.ndarray) -> No
 
 # ----------------------------------------------------------------------------- measurement
 
-def measure(work_dir: Path, *, rows=(1, 1000), clients=(1, 4), duration=10.0, rounds=2, warmup=3,
-            progress=print) -> dict:
+
+def measure(
+    work_dir: Path, *, rows=(1, 1000), clients=(1, 4), duration=10.0, rounds=2, warmup=3, progress=print
+) -> dict:
     """Run the whole served comparison; returns ``{"cells": [...], "triton_version": ...}``."""
     import mlflow.pyfunc
 
@@ -236,8 +242,9 @@ def measure(work_dir: Path, *, rows=(1, 1000), clients=(1, 4), duration=10.0, ro
     export_dir = export_python_backend(package, work_dir / "onnx-repository")
     installation = TritonInstallation.bundled(progress=progress)
     env = ensure_serving_env(model_dir / "requirements.txt", installation.serving_constraints, progress=progress)
-    export_env = ensure_serving_env(export_dir / "requirements.txt", installation.serving_constraints,
-                                    progress=progress)
+    export_env = ensure_serving_env(
+        export_dir / "requirements.txt", installation.serving_constraints, progress=progress
+    )
     mlserver_env = ensure_mlserver_env(package, progress=progress)
 
     pyfunc_model = mlflow.pyfunc.load_model(str(package))
@@ -246,14 +253,29 @@ def measure(work_dir: Path, *, rows=(1, 1000), clients=(1, 4), duration=10.0, ro
         frame, bodies = request_bodies(model_dir, export_dir, n)
         requests[n] = {"expected": np.asarray(pyfunc_model.predict(frame), dtype=float), **bodies}
 
-    progress("[served] starting tritonserver (generated + floor models), mlflow models serve, MLServer and "
-             "tritonserver (ONNX export) ...")
-    with TritonServer(repo_root, name, installation=installation, serving_env=env,
-                      log_path=work_dir / "tritonserver.log", extra_args=(f"--load-model={FLOOR_MODEL}",)) as server, \
-            MlflowServe(package, work_dir / "mlflow-serve.log") as mlflow_serve, \
-            MLServer(mlserver_env, package, name, work_dir / "mlserver", work_dir / "mlserver.log") as mlserver, \
-            TritonServer(export_dir.parent, export_dir.name, installation=installation, serving_env=export_env,
-                         log_path=work_dir / "tritonserver-onnx.log") as onnx_server:
+    progress(
+        "[served] starting tritonserver (generated + floor models), mlflow models serve, MLServer and "
+        "tritonserver (ONNX export) ..."
+    )
+    with (
+        TritonServer(
+            repo_root,
+            name,
+            installation=installation,
+            serving_env=env,
+            log_path=work_dir / "tritonserver.log",
+            extra_args=(f"--load-model={FLOOR_MODEL}",),
+        ) as server,
+        MlflowServe(package, work_dir / "mlflow-serve.log") as mlflow_serve,
+        MLServer(mlserver_env, package, name, work_dir / "mlserver", work_dir / "mlserver.log") as mlserver,
+        TritonServer(
+            export_dir.parent,
+            export_dir.name,
+            installation=installation,
+            serving_env=export_env,
+            log_path=work_dir / "tritonserver-onnx.log",
+        ) as onnx_server,
+    ):
         _wait_model_ready(server, FLOOR_MODEL)
         endpoints = {
             "a": (server.http_port, f"/v2/models/{name}/infer", "triton"),
@@ -275,23 +297,44 @@ def measure(work_dir: Path, *, rows=(1, 1000), clients=(1, 4), duration=10.0, ro
                 for r in range(rounds):
                     for key, (port, path, form) in endpoints.items():
                         before = _execution_stats(port, export_dir.name) if key == "e" else None
-                        result = run_load(port, path, requests[n][form], concurrency=c, duration=duration,
-                                          warmup=warmup, work_dir=work_dir / "load")
+                        result = run_load(
+                            port,
+                            path,
+                            requests[n][form],
+                            concurrency=c,
+                            duration=duration,
+                            warmup=warmup,
+                            work_dir=work_dir / "load",
+                        )
                         if before is not None:
                             after = _execution_stats(port, export_dir.name)
                             for count in batching:
                                 batching[count] += after[count] - before[count]
                         per_target[key].append(result)
-                        progress(f"[served] rows={n:<5} clients={c} round {r + 1}/{rounds} {key}: "
-                                 f"{result.rps:8.1f} req/s  p50 {result.percentile_ms(50):7.2f} ms"
-                                 + (f"  ERRORS: {result.errors[:2]}" if result.errors else ""))
+                        progress(
+                            f"[served] rows={n:<5} clients={c} round {r + 1}/{rounds} {key}: "
+                            f"{result.rps:8.1f} req/s  p50 {result.percentile_ms(50):7.2f} ms"
+                            + (f"  ERRORS: {result.errors[:2]}" if result.errors else "")
+                        )
                 pooled = {key: LoadResult.pooled(results) for key, results in per_target.items()}
-                cells.append({"rows": n, "clients": c, "targets": {key: summarize(p) for key, p in pooled.items()},
-                              "export_batching": batching})
+                cells.append(
+                    {
+                        "rows": n,
+                        "clients": c,
+                        "targets": {key: summarize(p) for key, p in pooled.items()},
+                        "export_batching": batching,
+                    }
+                )
         triton_version = server.version()
-    return {"cells": cells, "triton_version": triton_version, "duration": duration, "rounds": rounds,
-            "targets": TARGETS, "mlserver_version": _mlserver_version(mlserver_env),
-            "export_max_batch_size": json.loads((export_dir / "handoff.json").read_text())["max_batch_size"]}
+    return {
+        "cells": cells,
+        "triton_version": triton_version,
+        "duration": duration,
+        "rounds": rounds,
+        "targets": TARGETS,
+        "mlserver_version": _mlserver_version(mlserver_env),
+        "export_max_batch_size": json.loads((export_dir / "handoff.json").read_text())["max_batch_size"],
+    }
 
 
 def _execution_stats(port: int, model: str) -> dict:
@@ -311,10 +354,16 @@ def _execution_stats(port: int, model: str) -> dict:
 
 def _mlserver_version(env: Path) -> str:
     record = json.loads((env / "mlflow-triton-env.json").read_text())
-    return next((line.split("==", 1)[1] for line in record.get("installed", []) if line.startswith("mlserver==")),
-                "unknown")
+    return next(
+        (line.split("==", 1)[1] for line in record.get("installed", []) if line.startswith("mlserver==")), "unknown"
+    )
 
 
 def summarize(result: LoadResult) -> dict:
-    return {"rps": result.rps, "p50_ms": result.percentile_ms(50), "p99_ms": result.percentile_ms(99),
-            "requests": result.requests, "errors": result.errors[:5]}
+    return {
+        "rps": result.rps,
+        "p50_ms": result.percentile_ms(50),
+        "p99_ms": result.percentile_ms(99),
+        "requests": result.requests,
+        "errors": result.errors[:5],
+    }

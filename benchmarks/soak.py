@@ -52,8 +52,21 @@ import numpy as np
 
 from .soak_batched import batched_section, batched_violations, check_batched_settings, make_oracle
 from .soak_client import RUNTIME_CLIENT_ERROR_AS_5XX, Client, memory_mb, rss_mb, stub_pids
-from .soak_requests import ANSWERED, GRPC, HUGE, KINDS, MODEL_500, RUNTIME_400, TRANSPORTS, VALID, \
-    Layout, Request, build_request, hostile_kinds, huge_request
+from .soak_requests import (
+    ANSWERED,
+    GRPC,
+    HUGE,
+    KINDS,
+    MODEL_500,
+    RUNTIME_400,
+    TRANSPORTS,
+    VALID,
+    Layout,
+    Request,
+    build_request,
+    hostile_kinds,
+    huge_request,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 # Classes whose requests reach model.py; Triton's own checks and parsers stop the others before it.
@@ -101,11 +114,15 @@ class Checked:
         if self.wrong_answers:
             failed.append(f"{label}: {len(self.wrong_answers)} wrong answer(s): {self.wrong_answers[:3]}")
         if self.runtime_client_errors_5xx:
-            failed.append(f"{label}: {len(self.runtime_client_errors_5xx)} runtime-detected client error(s) answered "
-                          f"5xx: {self.runtime_client_errors_5xx[:3]}")
+            failed.append(
+                f"{label}: {len(self.runtime_client_errors_5xx)} runtime-detected client error(s) answered "
+                f"5xx: {self.runtime_client_errors_5xx[:3]}"
+            )
         if self.unexpected:
-            failed.append(f"{label}: {len(self.unexpected)} request(s) got another class of answer than their kind "
-                          f"must: {self.unexpected[:3]}")
+            failed.append(
+                f"{label}: {len(self.unexpected)} request(s) got another class of answer than their kind "
+                f"must: {self.unexpected[:3]}"
+            )
         return failed
 
 
@@ -130,14 +147,18 @@ class SoakReport:
 
     def reached_model(self):
         """Requests whose class says they reached the model (warm-up and settling included)."""
-        return sum(kind["classes"].get(answer_class, 0)
-                   for checked in (self.warmup, self.run, self.settle) for kind in checked.by_kind.values()
-                   for answer_class in REACHED_MODEL)
+        return sum(
+            kind["classes"].get(answer_class, 0)
+            for checked in (self.warmup, self.run, self.settle)
+            for kind in checked.by_kind.values()
+            for answer_class in REACHED_MODEL
+        )
 
     def violations(self):
         """Each failed check, in words; empty when the soak passed."""
-        failed = self.warmup.violations("warm-up") + self.run.violations("run") + self.settle.violations(
-            "after the run")
+        failed = (
+            self.warmup.violations("warm-up") + self.run.violations("run") + self.settle.violations("after the run")
+        )
         if self.run.requests < self.settings["requests"]:
             failed.append(f"only {self.run.requests} of {self.settings['requests']} requests were sent")
         if not all(status == 200 for status in self.ready_after.values()):
@@ -146,11 +167,15 @@ class SoakReport:
         if self.settings.get("max_batch_size"):
             failed.extend(batched_violations(self))
         elif reached != self.triton_statistics.get("inference_count"):
-            failed.append(f"{reached} requests were classed as having reached the model (answered, runtime-400, "
-                          f"model-500) but Triton counted {self.triton_statistics.get('inference_count')} inferences")
+            failed.append(
+                f"{reached} requests were classed as having reached the model (answered, runtime-400, "
+                f"model-500) but Triton counted {self.triton_statistics.get('inference_count')} inferences"
+            )
         if self.settle.answers_compared != len(settle_plan()):
-            failed.append(f"{self.settle.answers_compared} of the {len(settle_plan())} valid requests sent after the "
-                          "run were answered like pyfunc.predict")
+            failed.append(
+                f"{self.settle.answers_compared} of the {len(settle_plan())} valid requests sent after the "
+                "run were answered like pyfunc.predict"
+            )
         if self.stub.get("pid_before") != self.stub.get("pid_after"):
             failed.append(f"the stub process changed or died: {self.stub}")
         limit = self.settings["max_rss_growth_mb"]
@@ -167,16 +192,21 @@ def save_soak_model(work_dir, max_batch_size=0, max_queue_delay_microseconds=Non
     """The example Pipeline saved with mlflow-triton; returns (MLflow package, served copy of its repository)."""
     sys.path.insert(0, str(ROOT))  # examples/ is a folder of the checkout, not of the installed package
     from examples.sklearn_example import fitted_pipeline
-
     from mlflow_triton import sklearn as triton_sklearn
 
     package, repository = work_dir / "package", work_dir / "repository"
     shutil.rmtree(package, ignore_errors=True)
     shutil.rmtree(repository, ignore_errors=True)
     pipeline, frame = fitted_pipeline()
-    triton_sklearn.save_model(pipeline, package, input_example=frame.iloc[:3], pyfunc_predict_fn="predict_proba",
-                              triton_model_name=MODEL_NAME, max_batch_size=max_batch_size,
-                              max_queue_delay_microseconds=max_queue_delay_microseconds if max_batch_size else None)
+    triton_sklearn.save_model(
+        pipeline,
+        package,
+        input_example=frame.iloc[:3],
+        pyfunc_predict_fn="predict_proba",
+        triton_model_name=MODEL_NAME,
+        max_batch_size=max_batch_size,
+        max_queue_delay_microseconds=max_queue_delay_microseconds if max_batch_size else None,
+    )
     repository.mkdir(parents=True)
     shutil.copytree(package / "model_repository" / MODEL_NAME, repository / MODEL_NAME)
     return package, repository / MODEL_NAME
@@ -188,8 +218,14 @@ def start_server(model_dir, log_path, progress, stop_timeout=15.0):
 
     installation = TritonInstallation.bundled(progress=progress)
     env = ensure_serving_env(model_dir / "requirements.txt", installation.serving_constraints, progress=progress)
-    server = TritonServer(model_dir.parent, MODEL_NAME, installation=installation, serving_env=env,
-                          log_path=log_path, stop_timeout=stop_timeout)
+    server = TritonServer(
+        model_dir.parent,
+        MODEL_NAME,
+        installation=installation,
+        serving_env=env,
+        log_path=log_path,
+        stop_timeout=stop_timeout,
+    )
     server.__enter__()
     return server
 
@@ -233,14 +269,19 @@ def settle_plan():
     shared-memory pool and allocator are in the same state for both (the Python backend's pool grows to the
     largest request and stays; the allocator keeps some of what a large request freed)."""
     return [(HUGE, transport) for transport in HUGE.transports] + [
-        (VALID, TRANSPORTS[number % len(TRANSPORTS)]) for number in range(SETTLE_VALID)]
+        (VALID, TRANSPORTS[number % len(TRANSPORTS)]) for number in range(SETTLE_VALID)
+    ]
 
 
 def warmup_plan(settings, layout):
     """Every kind over every transport it uses (``warmup_rounds`` times), ``WARMUP_MIXED`` requests mixed like the
     run's, then the settling requests."""
-    plan = [(kind, transport) for _ in range(settings.warmup_rounds) for kind in (VALID, *hostile_kinds(layout))
-            for transport in kind.transports]
+    plan = [
+        (kind, transport)
+        for _ in range(settings.warmup_rounds)
+        for kind in (VALID, *hostile_kinds(layout))
+        for transport in kind.transports
+    ]
     return plan + [(None, None)] * WARMUP_MIXED + settle_plan()
 
 
@@ -310,8 +351,10 @@ def run_clients(server, layout, settings, progress, stub):
             with lock:
                 outcomes.extend(mine)
 
-    threads = [threading.Thread(target=client, args=(number,), name=f"soak-client-{number}")
-               for number in range(settings.clients)]
+    threads = [
+        threading.Thread(target=client, args=(number,), name=f"soak-client-{number}")
+        for number in range(settings.clients)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -339,8 +382,9 @@ class Oracle:
         from mlflow_triton.local.compare import compare
 
         results = compare(self.expected.for_input(frame), outputs or {})
-        return all(r["equal"] for r in results.values()), max((r.get("max_abs_diff", 0.0) for r in results.values()),
-                                                             default=0.0)
+        return all(r["equal"] for r in results.values()), max(
+            (r.get("max_abs_diff", 0.0) for r in results.values()), default=0.0
+        )
 
 
 def _settled_statistics(url, *, settle_s=0.5, timeout_s=15.0):
@@ -353,10 +397,14 @@ def _settled_statistics(url, *, settle_s=0.5, timeout_s=15.0):
     while True:
         with urllib.request.urlopen(f"{url}/v2/models/{MODEL_NAME}/stats", timeout=10) as response:
             stats = json.loads(response.read())["model_stats"][0]
-        counts = {"inference_count": int(stats.get("inference_count", 0)),
-                  "execution_count": int(stats.get("execution_count", 0)),
-                  "request_count": sum(int(stats.get("inference_stats", {}).get(outcome, {}).get("count", 0))
-                                       for outcome in ("success", "fail"))}
+        counts = {
+            "inference_count": int(stats.get("inference_count", 0)),
+            "execution_count": int(stats.get("execution_count", 0)),
+            "request_count": sum(
+                int(stats.get("inference_stats", {}).get(outcome, {}).get("count", 0))
+                for outcome in ("success", "fail")
+            ),
+        }
         if counts == previous or time.monotonic() > deadline:
             return counts
         previous = counts
@@ -389,8 +437,12 @@ def check_outcomes(outcomes, rebuild, oracle):
             checked.unexpected.append(summary)
     for name, classes in by_kind.items():
         kind = KINDS[name]
-        checked.by_kind[name] = {"expected": kind.expected, "what": kind.what, "transports": list(kind.transports),
-                                 "classes": dict(classes)}
+        checked.by_kind[name] = {
+            "expected": kind.expected,
+            "what": kind.what,
+            "transports": list(kind.transports),
+            "classes": dict(classes),
+        }
     checked.messages = {answer_class: dict(shapes) for answer_class, shapes in messages.items()}
     return checked
 
@@ -411,8 +463,11 @@ def latency_summary(outcomes):
     for label, chosen in [("all", valid), *((t, [o for o in valid if o.transport == t]) for t in TRANSPORTS)]:
         seconds = np.array([o.seconds for o in chosen])
         if seconds.size:
-            summary[label] = {"count": int(seconds.size), "p50": float(np.percentile(seconds, 50) * 1e3),
-                              "p99": float(np.percentile(seconds, 99) * 1e3)}
+            summary[label] = {
+                "count": int(seconds.size),
+                "p50": float(np.percentile(seconds, 50) * 1e3),
+                "p99": float(np.percentile(seconds, 99) * 1e3),
+            }
     return summary
 
 
@@ -430,8 +485,11 @@ def run_soak(settings, progress=print):
 
     work_dir = Path(settings.work_dir).resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
-    report = SoakReport(settings={**dataclasses.asdict(settings), "work_dir": str(work_dir)}, machine=machine(),
-                        started=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    report = SoakReport(
+        settings={**dataclasses.asdict(settings), "work_dir": str(work_dir)},
+        machine=machine(),
+        started=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    )
     clock = time.monotonic()
     package, model_dir = save_soak_model(work_dir, settings.max_batch_size, settings.max_queue_delay_microseconds)
     layout = Layout.from_repository(model_dir)
@@ -481,8 +539,10 @@ def _load(server, layout, settings, report, progress):
     report.stub["before"] = memory_mb(stub)
     report.server_memory_mb["before"] = memory_mb(server.pid)
 
-    progress(f"soak: {settings.requests} requests from {settings.clients} clients "
-             f"({settings.hostile_fraction:.0%} hostile) on Triton {report.triton_version} ...")
+    progress(
+        f"soak: {settings.requests} requests from {settings.clients} clients "
+        f"({settings.hostile_fraction:.0%} hostile) on Triton {report.triton_version} ..."
+    )
     monitor = StubMonitor(stub)
     monitor.start()
     clock = time.monotonic()
@@ -491,8 +551,9 @@ def _load(server, layout, settings, report, progress):
     report.requests_per_second = round(len(outcomes) / report.seconds["load"], 1)
     monitor.stop()
     report.stub["at_end_of_run"] = memory_mb(stub)
-    report.ready_after = {path: _http_status(server.url + path)
-                          for path in ("/v2/health/ready", f"/v2/models/{MODEL_NAME}/ready")}
+    report.ready_after = {
+        path: _http_status(server.url + path) for path in ("/v2/health/ready", f"/v2/models/{MODEL_NAME}/ready")
+    }
 
     settle_outcomes = send_planned(server, layout, settings, SETTLE)
     report.stub.update(after=memory_mb(stub), rss_peak_mb=max(monitor.peak_mb, rss_mb(stub) or 0.0))
@@ -532,15 +593,23 @@ def render(report):
         entry = run.by_kind.get(name)
         if entry is None:
             continue
-        rows.append([f"`{name}`", entry["what"], ", ".join(entry["transports"]), " or ".join(entry["expected"]),
-                     *(entry["classes"].get(c, "") for c in classes)])
+        rows.append(
+            [
+                f"`{name}`",
+                entry["what"],
+                ", ".join(entry["transports"]),
+                " or ".join(entry["expected"]),
+                *(entry["classes"].get(c, "") for c in classes),
+            ]
+        )
     totals = collections.Counter()
     for entry in run.by_kind.values():
         totals.update(entry["classes"])
     rows.append(["**total**", "", "", "", *(totals.get(c, "") for c in classes)])
-    latency = _table(["valid requests", "count", "p50 ms", "p99 ms"],
-                     [[label, v["count"], f"{v['p50']:.2f}", f"{v['p99']:.2f}"]
-                      for label, v in report.latency_ms.items()])
+    latency = _table(
+        ["valid requests", "count", "p50 ms", "p99 ms"],
+        [[label, v["count"], f"{v['p50']:.2f}", f"{v['p99']:.2f}"] for label, v in report.latency_ms.items()],
+    )
     stub = report.stub
     violations = report.violations()
     lines = [
@@ -576,8 +645,9 @@ def render(report):
         f"{_memory(stub.get('before'))} after the warm-up; {_memory(stub.get('after'))} after the run and the settling "
         f"requests: growth **{stub.get('rss_growth_mb')} MiB** (limit {s['max_rss_growth_mb']:g}). During the run, "
         "after "
-        "each tenth: " + ", ".join(f"{sample.get('rss')}" for sample in stub.get("during", [])) +
-        f" MiB; peak {stub.get('rss_peak_mb', 0):.1f} MiB. The same process after the run: "
+        "each tenth: "
+        + ", ".join(f"{sample.get('rss')}" for sample in stub.get("during", []))
+        + f" MiB; peak {stub.get('rss_peak_mb', 0):.1f} MiB. The same process after the run: "
         f"{'yes' if stub.get('pid_after') == stub.get('pid_before') else 'NO'} |",
         f"| tritonserver RSS | {_memory(report.server_memory_mb.get('before'))} after the warm-up, "
         f"{_memory(report.server_memory_mb.get('after'))} after the run |",
@@ -620,13 +690,24 @@ def parse_args(argv):
     parser.add_argument("--results", type=Path, help="write the markdown report here too")
     parser.add_argument("--batched", action="store_true", help="log the example with max_batch_size (batched soak)")
     parser.add_argument("--max-batch-size", type=int, default=64, help="with --batched (default 64)")
-    parser.add_argument("--max-queue-delay-us", type=int, default=defaults.max_queue_delay_microseconds,
-                        help="with --batched: dynamic_batching's max_queue_delay_microseconds")
+    parser.add_argument(
+        "--max-queue-delay-us",
+        type=int,
+        default=defaults.max_queue_delay_microseconds,
+        help="with --batched: dynamic_batching's max_queue_delay_microseconds",
+    )
     args = parser.parse_args(argv)
-    settings = SoakSettings(requests=args.requests, clients=args.clients, hostile_fraction=args.hostile,
-                            seed=args.seed, huge_mb=args.huge_mb, max_rss_growth_mb=args.max_rss_growth_mb,
-                            work_dir=args.work_dir, max_batch_size=args.max_batch_size if args.batched else 0,
-                            max_queue_delay_microseconds=args.max_queue_delay_us)
+    settings = SoakSettings(
+        requests=args.requests,
+        clients=args.clients,
+        hostile_fraction=args.hostile,
+        seed=args.seed,
+        huge_mb=args.huge_mb,
+        max_rss_growth_mb=args.max_rss_growth_mb,
+        work_dir=args.work_dir,
+        max_batch_size=args.max_batch_size if args.batched else 0,
+        max_queue_delay_microseconds=args.max_queue_delay_us,
+    )
     return settings, args.results
 
 
@@ -635,8 +716,9 @@ def main(argv=None):
     report = run_soak(settings, progress=lambda line: print(line, file=sys.stderr, flush=True))
     text = render(report)
     print(text)
-    (Path(report.settings["work_dir"]) / "soak-results.json").write_text(json.dumps(dataclasses.asdict(report),
-                                                                                    indent=1, default=str))
+    (Path(report.settings["work_dir"]) / "soak-results.json").write_text(
+        json.dumps(dataclasses.asdict(report), indent=1, default=str)
+    )
     if results is not None:
         results.write_text(text)
     return 1 if report.violations() else 0

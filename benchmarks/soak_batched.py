@@ -38,8 +38,10 @@ def check_batched_settings(settings: object) -> None:
     """Refuse a ``max_batch_size`` below the largest request that must be answered (Triton would refuse it)."""
     size = settings.max_batch_size
     if size and size < LARGEST_VALID_ROWS:
-        raise ValueError(f"--max-batch-size must be 0 (unbatched) or at least {LARGEST_VALID_ROWS} (the largest "
-                         f"request the soak must get answered), not {size}")
+        raise ValueError(
+            f"--max-batch-size must be 0 (unbatched) or at least {LARGEST_VALID_ROWS} (the largest "
+            f"request the soak must get answered), not {size}"
+        )
     if size < 0:
         raise ValueError(f"--max-batch-size must be 0 (unbatched) or at least {LARGEST_VALID_ROWS}, not {size}")
 
@@ -112,10 +114,15 @@ class BatchedOracle:
 
     def figures(self, layout: Layout) -> dict:
         """What the batched soak records besides the unbatched report's figures."""
-        return {"max_batch_size": layout.max_batch_size, "tolerance_ulps": ROW_INDEPENDENCE_ULPS,
-                "answers_compared": self.compared, "max_ulps": self.max_ulps,
-                "answers_off_by_ulps": self.answers_off_by_ulps, "json_inexact": dict(self.json_inexact),
-                "excluded_kinds": dict(EXCLUDED_WHEN_BATCHED)}
+        return {
+            "max_batch_size": layout.max_batch_size,
+            "tolerance_ulps": ROW_INDEPENDENCE_ULPS,
+            "answers_compared": self.compared,
+            "max_ulps": self.max_ulps,
+            "answers_off_by_ulps": self.answers_off_by_ulps,
+            "json_inexact": dict(self.json_inexact),
+            "excluded_kinds": dict(EXCLUDED_WHEN_BATCHED),
+        }
 
 
 def batched_violations(report: object) -> list[str]:
@@ -124,8 +131,10 @@ def batched_violations(report: object) -> list[str]:
     statistics = report.triton_statistics
     requests, executions = statistics.get("request_count"), statistics.get("execution_count")
     if report.reached_model() != requests:
-        failed.append(f"{report.reached_model()} requests were classed as having reached the model (answered, "
-                      f"runtime-400, model-500) but Triton counted {requests} requests (success + fail)")
+        failed.append(
+            f"{report.reached_model()} requests were classed as having reached the model (answered, "
+            f"runtime-400, model-500) but Triton counted {requests} requests (success + fail)"
+        )
     if requests is None or executions is None or executions >= requests:
         failed.append(f"no requests were joined: Triton counted {executions} executions for {requests} requests")
     sent = {name for checked in (report.warmup, report.run, report.settle) for name in checked.by_kind}

@@ -32,16 +32,17 @@ UNCLASSIFIED = "unclassified"
 
 # How the generated runtime words what it detects (runtime/triton_model.py, codecs.py, conversions.py).
 RUNTIME_CLIENT_ERROR = re.compile(
-    r"^(Tensor `[^`]+`|Column tensors must have equal lengths|The request does not match the model's input schema)")
+    r"^(Tensor `[^`]+`|Column tensors must have equal lengths|The request does not match the model's input schema)"
+)
 MODEL_FAILED = re.compile(r"^Prediction failed: \w+; its message may quote the request")
 OUTPUT_FAILED = re.compile(r"^The prediction does not fit the configured outputs")
 RUNTIME_FAILED = re.compile(r"^The mlflow-triton runtime failed")
 # How Triton 2.51's front ends word what they refuse before any model code runs.
-TRITON_PARSE_FAILED = re.compile(
-    r"^(failed to parse the request JSON buffer|Unable to parse )")
+TRITON_PARSE_FAILED = re.compile(r"^(failed to parse the request JSON buffer|Unable to parse )")
 TRITON_REFUSED = re.compile(
     r"^(\[request id: [^\]]*\] |unexpected size for input|inference header size should be in range"
-    r"|unexpected additional input data|unable to find data for input tensor)")
+    r"|unexpected additional input data|unable to find data for input tensor)"
+)
 
 CLIENT_GRPC_CODES = {"INVALID_ARGUMENT", "NOT_FOUND", "FAILED_PRECONDITION", "OUT_OF_RANGE"}
 SOCKET_TIMEOUT_S = 300.0
@@ -105,7 +106,8 @@ class Client:
         self._path = f"/v2/models/{model_name}/infer"
         self._connection = None
         self._channel = grpc.insecure_channel(
-            grpc_url, options=[("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)])
+            grpc_url, options=[("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
+        )
         self._infer = self._channel.unary_unary(
             "/inference.GRPCInferenceService/ModelInfer",
             request_serializer=lambda body: body,
@@ -127,8 +129,18 @@ class Client:
             self._reconnect()
             status, message, outputs, answer_class = "-", f"{type(error).__name__}: {error}", None, TRANSPORT_ERROR
         seconds = time.perf_counter() - started
-        return Outcome(request.index, request.kind, request.transport, request.expected, status,
-                       message[:MAX_KEPT_MESSAGE], answer_class, seconds, outputs, len(request.body))
+        return Outcome(
+            request.index,
+            request.kind,
+            request.transport,
+            request.expected,
+            status,
+            message[:MAX_KEPT_MESSAGE],
+            answer_class,
+            seconds,
+            outputs,
+            len(request.body),
+        )
 
     def _send_http(self, request):
         if self._connection is None:
@@ -142,7 +154,8 @@ class Client:
             return str(response.status), _error_text(body), None
         header_length = response.getheader("Inference-Header-Content-Length")
         result = triton_http.InferResult.from_response_body(
-            body, header_length=int(header_length) if header_length else None)
+            body, header_length=int(header_length) if header_length else None
+        )
         return "200", "", _http_outputs(result)
 
     def _send_grpc(self, request):
@@ -184,8 +197,11 @@ def stub_pids(server_pid):
             continue
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == server_pid and fields[0] != "Z" \
-                    and b"triton_python_backend_stub" in (entry / "cmdline").read_bytes():
+            if (
+                int(fields[1]) == server_pid
+                and fields[0] != "Z"
+                and b"triton_python_backend_stub" in (entry / "cmdline").read_bytes()
+            ):
                 pids.append(int(entry.name))
         except (OSError, IndexError, ValueError):
             continue

@@ -79,14 +79,18 @@ class Layout:
                 raise ValueError(f"the soak sends FP64 and text columns only; {field.tensor} is {types[field.tensor]}")
         if not numeric or not text:
             raise ValueError("the soak needs at least one FP64 column and one text column")
-        return cls(config.name, tuple(numeric), tuple(text), tuple(declaration.name for declaration in outputs),
-                   int(config.max_batch_size))
+        return cls(
+            config.name,
+            tuple(numeric),
+            tuple(text),
+            tuple(declaration.name for declaration in outputs),
+            int(config.max_batch_size),
+        )
 
 
 def row_shape(layout: Layout, rows: int) -> list:
     """The shape a column of ``rows`` rows is sent in: ``[rows]``, or ``[rows, 1]`` to a batched repository."""
     return [rows, 1] if layout.max_batch_size else [rows]
-
 
 
 @dataclasses.dataclass
@@ -267,8 +271,10 @@ def _missing_tensor(rng, layout, transport):
 def _unknown_tensor(rng, layout, transport):
     tensors = _base(rng, layout)
     n = tensors[0].shape[0]
-    tensors.insert(int(rng.integers(len(tensors) + 1)),
-                   Tensor(f"unexpected_{int(rng.integers(100))}", "FP64", row_shape(layout, n), rng.normal(size=n)))
+    tensors.insert(
+        int(rng.integers(len(tensors) + 1)),
+        Tensor(f"unexpected_{int(rng.integers(100))}", "FP64", row_shape(layout, n), rng.normal(size=n)),
+    )
     return _encoded(layout, tensors, transport)
 
 
@@ -435,34 +441,74 @@ VALID = Kind("valid", (ANSWERED,), ALL, _valid, "1-64 rows, mostly known colours
 HOSTILE = (
     Kind("long-strings", (ANSWERED,), ALL, _long_strings, "a 1-4 MB text value (an unknown category)"),
     Kind("missing-tensor", (TRITON_400,), JSON_OR_GRPC, _missing_tensor, "an input tensor left out"),
-    Kind("unknown-tensor", (TRITON_400,), JSON_OR_GRPC, _unknown_tensor,
-         "an extra tensor the config does not declare"),
+    Kind("unknown-tensor", (TRITON_400,), JSON_OR_GRPC, _unknown_tensor, "an extra tensor the config does not declare"),
     Kind("wrong-dtype", (TRITON_400,), JSON_OR_GRPC, _wrong_dtype, "FP32/INT64/INT32/BOOL for FP64, FP64 for text"),
-    Kind("wrong-rank", (TRITON_400,), JSON_OR_GRPC, _wrong_rank,
-         "shape [1, n], [n, 1] or [1, 1, n] for a column (batched: [n], [n, 1, 1] or [1, 1, n])"),
-    Kind("truncated-binary-body", (TRITON_400,), (HTTP_BINARY,), _truncated_binary_body,
-         "binary tensor data cut short"),
-    Kind("header-length-past-body", (TRITON_400,), (HTTP_BINARY,), _header_length_past_body,
-         "Inference-Header-Content-Length beyond the end of the body"),
+    Kind(
+        "wrong-rank",
+        (TRITON_400,),
+        JSON_OR_GRPC,
+        _wrong_rank,
+        "shape [1, n], [n, 1] or [1, 1, n] for a column (batched: [n], [n, 1, 1] or [1, 1, n])",
+    ),
+    Kind(
+        "truncated-binary-body", (TRITON_400,), (HTTP_BINARY,), _truncated_binary_body, "binary tensor data cut short"
+    ),
+    Kind(
+        "header-length-past-body",
+        (TRITON_400,),
+        (HTTP_BINARY,),
+        _header_length_past_body,
+        "Inference-Header-Content-Length beyond the end of the body",
+    ),
     # Triton's JSON reader either stops at the header's end (then the tensor sizes do not add up: 400) or
     # reads the binary bytes after it as JSON (500), depending on the byte that follows.
-    Kind("header-length-too-long", (TRITON_400, TRITON_PARSE_500), (HTTP_BINARY,), _header_length_too_long,
-         "Inference-Header-Content-Length past the JSON header, inside the body"),
+    Kind(
+        "header-length-too-long",
+        (TRITON_400, TRITON_PARSE_500),
+        (HTTP_BINARY,),
+        _header_length_too_long,
+        "Inference-Header-Content-Length past the JSON header, inside the body",
+    ),
     Kind("empty-body", (TRITON_400,), (HTTP_JSON,), _empty_body, "POST without a body"),
-    Kind("grpc-contents-size-mismatch", (TRITON_400,), (GRPC,), _grpc_contents_size_mismatch,
-         "raw contents a few bytes short or long"),
-    Kind("grpc-string-count-mismatch", (TRITON_400,), (GRPC,), _grpc_string_count_mismatch,
-         "one string element fewer or more than the shape"),
+    Kind(
+        "grpc-contents-size-mismatch",
+        (TRITON_400,),
+        (GRPC,),
+        _grpc_contents_size_mismatch,
+        "raw contents a few bytes short or long",
+    ),
+    Kind(
+        "grpc-string-count-mismatch",
+        (TRITON_400,),
+        (GRPC,),
+        _grpc_string_count_mismatch,
+        "one string element fewer or more than the shape",
+    ),
     Kind("grpc-missing-contents", (TRITON_400,), (GRPC,), _grpc_missing_contents, "fewer raw contents than inputs"),
-    Kind("garbage-body", (TRITON_PARSE_500,), (HTTP_JSON, GRPC), _garbage_body,
-         "random bytes that are neither JSON nor protobuf"),
+    Kind(
+        "garbage-body",
+        (TRITON_PARSE_500,),
+        (HTTP_JSON, GRPC),
+        _garbage_body,
+        "random bytes that are neither JSON nor protobuf",
+    ),
     Kind("truncated-json-body", (TRITON_PARSE_500,), (HTTP_JSON,), _truncated_json_body, "a JSON body cut short"),
-    Kind("header-length-too-short", (TRITON_PARSE_500,), (HTTP_BINARY,), _header_length_too_short,
-         "Inference-Header-Content-Length inside the JSON header"),
+    Kind(
+        "header-length-too-short",
+        (TRITON_PARSE_500,),
+        (HTTP_BINARY,),
+        _header_length_too_short,
+        "Inference-Header-Content-Length inside the JSON header",
+    ),
     # Numbers that do not fit their shape or datatype fail in Triton's JSON reader (500); text elements are
     # read first and counted afterwards (400).
-    Kind("json-data-mismatch", (TRITON_PARSE_500, TRITON_400), (HTTP_JSON,), _json_data_mismatch,
-         "JSON data that disagrees with its shape or datatype"),
+    Kind(
+        "json-data-mismatch",
+        (TRITON_PARSE_500, TRITON_400),
+        (HTTP_JSON,),
+        _json_data_mismatch,
+        "JSON data that disagrees with its shape or datatype",
+    ),
     Kind("unequal-lengths", (RUNTIME_400,), ALL, _unequal_lengths, "one column longer or shorter than the others"),
     Kind("invalid-utf8", (RUNTIME_400,), BINARY_OR_GRPC, _invalid_utf8, "a text element that is not UTF-8"),
     Kind("empty-batch", (RUNTIME_400,), ALL, _empty_batch, "every tensor with 0 rows"),
@@ -471,15 +517,20 @@ HOSTILE = (
 # A batched repository: Triton compares the inputs' first (batch) axes and the batch size itself before any model
 # code runs, so unequal lengths are Triton's 400 there, not the runtime's.
 BATCHED_ONLY = (
-    Kind("unequal-batch-sizes", (TRITON_400,), ALL, _unequal_lengths,
-         "one column with more or fewer rows than the others (batched: Triton compares the batch axes)"),
+    Kind(
+        "unequal-batch-sizes",
+        (TRITON_400,),
+        ALL,
+        _unequal_lengths,
+        "one column with more or fewer rows than the others (batched: Triton compares the batch axes)",
+    ),
     Kind("too-many-rows", (TRITON_400,), ALL, _too_many_rows, "more rows than max_batch_size (batched only)"),
 )
 EXCLUDED_WHEN_BATCHED = {
     "empty-batch": "a 0-row request ([0, 1]) to a batched repository crashes the bundled Triton 2.51's Python "
-                   "backend (signal 11 in TRITONBACKEND_ModelInstanceExecute, before the model's code runs; "
-                   "docs/batching.md, 'Known limit: requests without rows'): the server exits and every client "
-                   "loses its connection, so the batched soak does not send it",
+    "backend (signal 11 in TRITONBACKEND_ModelInstanceExecute, before the model's code runs; "
+    "docs/batching.md, 'Known limit: requests without rows'): the server exits and every client "
+    "loses its connection, so the batched soak does not send it",
     "unequal-lengths": "sent as unequal-batch-sizes: Triton refuses unequal batch axes itself (triton-400)",
 }
 HUGE = Kind("huge-request", (ANSWERED,), (HTTP_BINARY, GRPC), None, "one row whose text makes the request ≥ 50 MiB")

@@ -42,8 +42,13 @@ ARCHIVE_NAME = "env.tar.gz"
 COMPRESS_LEVEL = 1
 #: Not needed to serve: pip itself (the archive is never installed into) and the packages' own test suites (about
 #: a fifth of the sklearn example's environment: pandas/tests alone is 40 MiB; no package imports them to run).
-EXCLUDED = ("bin/pip", "bin/pip3*", "lib/python*/site-packages/pip/*", "lib/python*/site-packages/pip-*.dist-info/*",
-            "lib/python*/site-packages/*/tests/*")
+EXCLUDED = (
+    "bin/pip",
+    "bin/pip3*",
+    "lib/python*/site-packages/pip/*",
+    "lib/python*/site-packages/pip-*.dist-info/*",
+    "lib/python*/site-packages/*/tests/*",
+)
 PACKER_HINT = "pip install 'mlflow-triton[deploy]'"
 _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
@@ -54,7 +59,8 @@ def require_packer() -> None:
         import venv_pack  # noqa: F401
     except ImportError:
         raise PackToolMissingError(
-            f"mlflow-triton pack needs venv-pack2 (the packer of virtualenvs): {PACKER_HINT}") from None
+            f"mlflow-triton pack needs venv-pack2 (the packer of virtualenvs): {PACKER_HINT}"
+        ) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,8 +72,9 @@ class ArchiveFacts:
     interpreter_links: dict[str, str]
 
 
-def pack_environment(env: Path, output: Path, plan: PackPlan, *, progress=print,
-                     compress_level: int = COMPRESS_LEVEL) -> float:
+def pack_environment(
+    env: Path, output: Path, plan: PackPlan, *, progress=print, compress_level: int = COMPRESS_LEVEL
+) -> float:
     """Pack the virtualenv ``env`` (only read) into ``output`` for ``plan``; returns the seconds it took.
 
     The packing runs in a child process group (see :mod:`mlflow_triton.deploy._venv_pack_child`); an
@@ -76,8 +83,15 @@ def pack_environment(env: Path, output: Path, plan: PackPlan, *, progress=print,
     require_packer()
     say = as_progress(progress)
     version = plan.python_version
-    spec: dict[str, Any] = {"env": str(env), "output": str(output), "exclude": list(EXCLUDED), "compress_level": compress_level,
-            "python_prefix": plan.target.interpreter_prefix, "replace": {}, "add": []}
+    spec: dict[str, Any] = {
+        "env": str(env),
+        "output": str(output),
+        "exclude": list(EXCLUDED),
+        "compress_level": compress_level,
+        "python_prefix": plan.target.interpreter_prefix,
+        "replace": {},
+        "add": [],
+    }
     if plan.target.interpreter_prefix is not None:
         spec["replace"][f"bin/python{version}"] = plan.target_interpreter
     if plan.target.ships_stub:
@@ -94,16 +108,22 @@ def pack_environment(env: Path, output: Path, plan: PackPlan, *, progress=print,
             try:
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "mlflow_triton.deploy._venv_pack_child", str(scratch / "spec.json")],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    env={**os.environ, "TMPDIR": str(scratch)}, start_new_session=True,
-                    preexec_fn=lambda: _child_setup(held))
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env={**os.environ, "TMPDIR": str(scratch)},
+                    start_new_session=True,
+                    preexec_fn=lambda: _child_setup(held),
+                )
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal that came meanwhile is raised here
                 written = 0
                 while proc.poll() is None:
                     time.sleep(0.5)
                     written = max(written, sum(p.stat().st_size for p in scratch.glob("tmp*") if p.is_file()))
-                    say.step(f"packing {env.name} with venv-pack2: {written / 2**20:.0f} MiB written",
-                             elapsed=time.monotonic() - started)
+                    say.step(
+                        f"packing {env.name} with venv-pack2: {written / 2**20:.0f} MiB written",
+                        elapsed=time.monotonic() - started,
+                    )
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
                 if proc is not None:
@@ -160,8 +180,9 @@ def audit_archive(path: str | os.PathLike[str], interpreter_links: dict[str, str
             problems.append(f"{name}: a '..' component")
             continue
         normal = posixpath.normpath(name)
-        through = next((posixpath.join(*parts[:i]) for i in range(1, len(parts))
-                        if posixpath.join(*parts[:i]) in symlinks), None)
+        through = next(
+            (posixpath.join(*parts[:i]) for i in range(1, len(parts)) if posixpath.join(*parts[:i]) in symlinks), None
+        )
         if through is not None:
             problems.append(f"{name}: written through the symlink {through}")
         if member.issym():

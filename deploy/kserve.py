@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from mlflow_triton._download_bars import download_bars_on_terminals_only
 from mlflow_triton.errors import MlflowTritonError
@@ -33,9 +33,17 @@ class KServeManifestError(DeployError, ValueError):
     """An argument of ``mlflow-triton kserve`` cannot make a valid InferenceService."""
 
 
-def inference_service(storage_uri: str, model_name: str, *, name: str | None = None, triton_version: str = "24.10",
-                      gpus: int = 0, cpu: str = "1", memory: str = "2Gi",
-                      service_account: str | None = None) -> dict:
+def inference_service(
+    storage_uri: str,
+    model_name: str,
+    *,
+    name: str | None = None,
+    triton_version: str = "24.10",
+    gpus: int = 0,
+    cpu: str = "1",
+    memory: str = "2Gi",
+    service_account: str | None = None,
+) -> dict:
     """The ``InferenceService`` as a plain dict (``yaml.safe_dump`` writes it)."""
     name = name or _default_name(model_name)
     if not _NAME.match(name) or len(name) > MAX_NAME_LENGTH:
@@ -64,16 +72,27 @@ def inference_service(storage_uri: str, model_name: str, *, name: str | None = N
     return {
         "apiVersion": "serving.kserve.io/v1beta1",
         "kind": "InferenceService",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "mlflow-triton"},
-                     "annotations": {"mlflow-triton/triton-model-name": model_name}},
+        "metadata": {
+            "name": name,
+            "labels": {"app.kubernetes.io/managed-by": "mlflow-triton"},
+            "annotations": {"mlflow-triton/triton-model-name": model_name},
+        },
         "spec": {"predictor": predictor},
     }
 
 
-def kserve_command(model_uri: str, *, name: str | None = None, triton_version: str = "24.10", gpus: int = 0,
-                   service_account: str | None = None, artifacts_destination: str | None = None,
-                   tracking_uri: str | None = None, out_file: str | Path | None = None,
-                   out: Callable[[str], object] = print) -> int:
+def kserve_command(
+    model_uri: str,
+    *,
+    name: str | None = None,
+    triton_version: str = "24.10",
+    gpus: int = 0,
+    service_account: str | None = None,
+    artifacts_destination: str | None = None,
+    tracking_uri: str | None = None,
+    out_file: str | Path | None = None,
+    out: Callable[[str], object] = print,
+) -> int:
     """``mlflow-triton kserve``: write the manifest to ``out_file`` (or print it); 0, or 1 after an error."""
     import yaml
 
@@ -89,13 +108,20 @@ def kserve_command(model_uri: str, *, name: str | None = None, triton_version: s
                 f"{model_uri}: stored on this machine's disk ({location.address}); a cluster cannot read it: log the "
                 "model to an experiment whose artifact location is in object storage (s3://, gs://, Azure)"
             )
-        manifest = inference_service(location.storage_uri, location.model_name, name=name,
-                                     triton_version=triton_version, gpus=gpus, service_account=service_account)
+        manifest = inference_service(
+            location.storage_uri,
+            location.model_name,
+            name=name,
+            triton_version=triton_version,
+            gpus=gpus,
+            service_account=service_account,
+        )
     except MlflowTritonError as error:
         print(f"mlflow-triton kserve: error: {error}", file=sys.stderr, flush=True)
         return 1
     text = f"# InferenceService for {model_uri} (Triton model {location.model_name!r})\n" + yaml.safe_dump(
-        manifest, sort_keys=False)
+        manifest, sort_keys=False
+    )
     if out_file is None:
         out(text.rstrip("\n"))
     else:

@@ -80,8 +80,9 @@ class StoreLocation:
         return self.scheme != "local"
 
 
-def locate_repository(model_uri: str, *, artifacts_destination: str | None = None,
-                      check_access: bool = True) -> StoreLocation:
+def locate_repository(
+    model_uri: str, *, artifacts_destination: str | None = None, check_access: bool = True
+) -> StoreLocation:
     """Locate ``model_uri``'s Triton repository in the artifact store and check Triton can read it there.
 
     Raises :class:`NotATritonModelError`, :class:`StorePathError`, :class:`StoreAccessError` or
@@ -92,8 +93,10 @@ def locate_repository(model_uri: str, *, artifacts_destination: str | None = Non
     relative = str(flavor.get("data", "")).strip("/")
     model_name = str(flavor.get("model_name") or relative.rsplit("/", 1)[-1])
     if "/" not in relative or relative.rsplit("/", 1)[-1] != model_name:
-        raise StoreLocationError(f"{model_uri}: the triton flavor's data path {relative!r} is not "
-                                 f"<repository>/{model_name}; log the model again with mlflow_triton")
+        raise StoreLocationError(
+            f"{model_uri}: the triton flavor's data path {relative!r} is not "
+            f"<repository>/{model_name}; log the model again with mlflow_triton"
+        )
     empty = flavor.get("empty_directories") or []
     store_uri = _store_uri(str(model_uri), artifact_uri, artifacts_destination)
     repository_folder = relative.rsplit("/", 1)[0]
@@ -118,6 +121,7 @@ def s3_endpoint_url() -> str | None:
 
 
 # --- the MLflow model's folder ----------------------------------------------------------------------
+
 
 def _model_artifact_uri(model_uri: str) -> str:
     from mlflow.store.artifact.models_artifact_repo import ModelsArtifactRepository
@@ -153,8 +157,9 @@ def _run_model_uri(model_uri: str) -> str:
     experiment_id = client.get_run(run_id).info.experiment_id
     token = None
     while True:
-        page = client.search_logged_models(experiment_ids=[experiment_id], filter_string=f"name = '{name}'",
-                                           page_token=token)
+        page = client.search_logged_models(
+            experiment_ids=[experiment_id], filter_string=f"name = '{name}'", page_token=token
+        )
         for logged in page:
             if logged.source_run_id == run_id:
                 return logged.artifact_location
@@ -170,8 +175,9 @@ def _triton_flavor(model_uri: str, artifact_uri: str) -> dict:
 
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-locate-") as scratch:
         try:
-            path = mlflow.artifacts.download_artifacts(artifact_uri=f"{artifact_uri.rstrip('/')}/MLmodel",
-                                                       dst_path=scratch)
+            path = mlflow.artifacts.download_artifacts(
+                artifact_uri=f"{artifact_uri.rstrip('/')}/MLmodel", dst_path=scratch
+            )
             model = Model.load(path)
         except Exception as error:  # MLflow's and boto3's errors for a missing file, endpoint or credentials
             raise _access_error(model_uri, error, reading=f"{model_uri}'s MLmodel") from None
@@ -201,6 +207,7 @@ def _store_uri(model_uri: str, artifact_uri: str, artifacts_destination: str | N
 
 
 # --- the address Triton reads ---------------------------------------------------------------------------
+
 
 def _address(model_uri: str, artifact_uri: str, repository_uri: str, model_name: str) -> StoreLocation:
     parsed = urllib.parse.urlparse(repository_uri)
@@ -239,16 +246,20 @@ def _triton_endpoint(model_uri: str, endpoint: str) -> str:
     """``host:port`` (``https://host:port`` for TLS) of a custom S3 endpoint, as Triton's S3 path takes it."""
     parsed = urllib.parse.urlparse(endpoint)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise StoreAccessError(f"{model_uri}: the S3 endpoint {endpoint!r} is not an http(s)://host[:port] URL; "
-                               f"set {_ENDPOINT_VARIABLES[0]} to one")
+        raise StoreAccessError(
+            f"{model_uri}: the S3 endpoint {endpoint!r} is not an http(s)://host[:port] URL; "
+            f"set {_ENDPOINT_VARIABLES[0]} to one"
+        )
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     return f"{'https://' if parsed.scheme == 'https' else ''}{parsed.hostname}:{port}"
 
 
 def _check_rules(model_uri: str, bucket: str, key: str, what: str) -> None:
     """Triton's object-storage path rules (``s3.h``): bucket ``[0-9a-z.-]``, segments ``[0-9a-zA-Z._-]``."""
-    advice = ("log the model to an experiment whose artifact location Triton can read, e.g. "
-              "mlflow.create_experiment(\"name\", artifact_location=\"s3://my-bucket/mlartifacts\")")
+    advice = (
+        "log the model to an experiment whose artifact location Triton can read, e.g. "
+        'mlflow.create_experiment("name", artifact_location="s3://my-bucket/mlartifacts")'
+    )
     if not _BUCKET.match(bucket):
         raise StorePathError(
             f"{model_uri}: Triton cannot read the {what} name {bucket!r}: Triton allows only lowercase letters, "
@@ -264,6 +275,7 @@ def _check_rules(model_uri: str, bucket: str, key: str, what: str) -> None:
 
 # --- can Triton read it? ------------------------------------------------------------------------------------
 
+
 def _check_s3_readable(location: StoreLocation) -> None:
     """HEAD ``<model>/config.pbtxt`` with the credentials and endpoint Triton will get."""
     try:
@@ -272,15 +284,19 @@ def _check_s3_readable(location: StoreLocation) -> None:
     except ImportError:
         raise StoreAccessError("reading an S3 artifact store needs boto3: pip install 'mlflow-triton[s3]'") from None
 
-    bucket, _, key = location.storage_uri[len("s3://"):].partition("/")
+    bucket, _, key = location.storage_uri[len("s3://") :].partition("/")
     session = boto3.session.Session()  # a new one: the credentials of the environment now, never cached ones
-    client = session.client("s3", endpoint_url=s3_endpoint_url(),
-                            config=Config(retries={"max_attempts": 1}, connect_timeout=10, read_timeout=30))
+    client = session.client(
+        "s3",
+        endpoint_url=s3_endpoint_url(),
+        config=Config(retries={"max_attempts": 1}, connect_timeout=10, read_timeout=30),
+    )
     try:
         client.head_object(Bucket=bucket, Key=f"{key}/{location.model_name}/config.pbtxt")
     except Exception as error:  # botocore's errors: no credentials, unreachable endpoint, denied, missing
-        raise _access_error(location.model_uri, error, reading=f"{location.storage_uri}/{location.model_name}") \
-            from None
+        raise _access_error(
+            location.model_uri, error, reading=f"{location.storage_uri}/{location.model_name}"
+        ) from None
 
 
 def _access_error(model_uri: str, error: Exception, *, reading: str) -> StoreLocationError:

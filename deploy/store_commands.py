@@ -16,8 +16,8 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from mlflow_triton._download_bars import download_bars_on_terminals_only
 from mlflow_triton.errors import MlflowTritonError
@@ -32,26 +32,36 @@ SERVE_FILES = ("config.pbtxt", "requirements.txt")
 OPTIONAL_SERVE_FILES = ("request.json", "request.bin", "request.headers")
 
 
-def locate_command(model_uri: str, *, artifacts_destination: str | None = None, tracking_uri: str | None = None,
-                   check_access: bool = True, out: Callable[[str], object] = print) -> int:
+def locate_command(
+    model_uri: str,
+    *,
+    artifacts_destination: str | None = None,
+    tracking_uri: str | None = None,
+    check_access: bool = True,
+    out: Callable[[str], object] = print,
+) -> int:
     """``mlflow-triton locate``: print the address (alone on stdout, for ``$(…)``) and, on stderr, the model name
     Triton sees with a ``tritonserver`` command line; 0, or 1 after an error."""
     try:
         _use_tracking_uri(tracking_uri)
         with download_bars_on_terminals_only():
-            location = locate_repository(model_uri, artifacts_destination=artifacts_destination,
-                                         check_access=check_access)
+            location = locate_repository(
+                model_uri, artifacts_destination=artifacts_destination, check_access=check_access
+            )
     except MlflowTritonError as error:
         _error(f"mlflow-triton locate: error: {error}")
         return 1
     out(location.address)
-    _error(f"Triton model {location.model_name!r}: tritonserver --model-repository {location.address} "
-           f"--model-control-mode=explicit --load-model={location.model_name}")
+    _error(
+        f"Triton model {location.model_name!r}: tritonserver --model-repository {location.address} "
+        f"--model-control-mode=explicit --load-model={location.model_name}"
+    )
     return 0
 
 
-def check_from_store_command(model_uris: list[str], *, artifacts_destination: str | None = None,
-                             tracking_uri: str | None = None, **check_options) -> int:
+def check_from_store_command(
+    model_uris: list[str], *, artifacts_destination: str | None = None, tracking_uri: str | None = None, **check_options
+) -> int:
     """``mlflow-triton check --from-store``: ``check`` with Triton reading each repository from the store."""
     from mlflow_triton.local import check_command
 
@@ -59,13 +69,18 @@ def check_from_store_command(model_uris: list[str], *, artifacts_destination: st
     if locations is None:
         return 1
     with _mount_directory() as mount:
-        return check_command(model_uris, tracking_uri=tracking_uri,
-                             repository_addresses={uri: loc.address for uri, loc in locations.items()},
-                             server_environment=server_environment(mount), **check_options)
+        return check_command(
+            model_uris,
+            tracking_uri=tracking_uri,
+            repository_addresses={uri: loc.address for uri, loc in locations.items()},
+            server_environment=server_environment(mount),
+            **check_options,
+        )
 
 
-def serve_from_store_command(model_uris: list[str], *, artifacts_destination: str | None = None,
-                             tracking_uri: str | None = None, **serve_options) -> int:
+def serve_from_store_command(
+    model_uris: list[str], *, artifacts_destination: str | None = None, tracking_uri: str | None = None, **serve_options
+) -> int:
     """``mlflow-triton serve --from-store``: ``serve`` with Triton reading each repository from the store."""
     from mlflow_triton.local import serve_command
 
@@ -77,9 +92,14 @@ def serve_from_store_command(model_uris: list[str], *, artifacts_destination: st
         return _fetch_serving_files(locations[uri], Path(download_dir))
 
     with _mount_directory() as mount:
-        return serve_command(model_uris, tracking_uri=tracking_uri, fetch=fetch,
-                             repository_addresses={uri: loc.address for uri, loc in locations.items()},
-                             server_environment=server_environment(mount), **serve_options)
+        return serve_command(
+            model_uris,
+            tracking_uri=tracking_uri,
+            fetch=fetch,
+            repository_addresses={uri: loc.address for uri, loc in locations.items()},
+            server_environment=server_environment(mount),
+            **serve_options,
+        )
 
 
 def server_environment(mount_directory: str | os.PathLike[str]) -> dict[str, str]:
@@ -91,8 +111,9 @@ def server_environment(mount_directory: str | os.PathLike[str]) -> dict[str, str
     return environment
 
 
-def _locate_all(command: str, model_uris: list[str], artifacts_destination: str | None,
-                tracking_uri: str | None) -> dict[str, StoreLocation] | None:
+def _locate_all(
+    command: str, model_uris: list[str], artifacts_destination: str | None, tracking_uri: str | None
+) -> dict[str, StoreLocation] | None:
     locations = {}
     try:
         _use_tracking_uri(tracking_uri)
@@ -128,8 +149,9 @@ def _fetch_serving_files(location: StoreLocation, download_dir: Path):
         except Exception as error:  # MLflow's and boto3's errors; the request files are optional
             if name in SERVE_FILES:
                 text = (str(error).strip() or type(error).__name__).splitlines()[0]
-                raise StoreLocationError(f"{location.model_uri}: cannot fetch {name} from {model_folder}: {text}") \
-                    from None
+                raise StoreLocationError(
+                    f"{location.model_uri}: cannot fetch {name} from {model_folder}: {text}"
+                ) from None
     return ModelSource(uri=location.model_uri, repository=target, pyfunc_uri=None, generated=True)
 
 

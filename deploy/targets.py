@@ -61,22 +61,37 @@ class Target:
 
 
 TARGETS: dict[str, Target] = {
-    target.name: target for target in (
+    target.name: target
+    for target in (
         Target(
-            name="bundled", server=f"Triton {BUNDLED_TRITON_VERSION} of nvidia-pytriton 0.7.0, on this machine",
-            python=None, glibc=None, constraints=BUNDLED_SERVING_CONSTRAINTS, interpreter_prefix=None,
+            name="bundled",
+            server=f"Triton {BUNDLED_TRITON_VERSION} of nvidia-pytriton 0.7.0, on this machine",
+            python=None,
+            glibc=None,
+            constraints=BUNDLED_SERVING_CONSTRAINTS,
+            interpreter_prefix=None,
             ships_stub=True,
             note="the archive links the interpreter it was built with, here, and carries its libpython; the model "
-                 "directory ships that Python's stub",
+            "directory ships that Python's stub",
         ),
         Target(
-            name="triton-24.10", server="nvcr.io/nvidia/tritonserver:24.10-py3 (Triton 2.51, Ubuntu 22.04)",
-            python="3.10", glibc="2.35", constraints=("numpy<2",), interpreter_prefix="/usr", ships_stub=False,
+            name="triton-24.10",
+            server="nvcr.io/nvidia/tritonserver:24.10-py3 (Triton 2.51, Ubuntu 22.04)",
+            python="3.10",
+            glibc="2.35",
+            constraints=("numpy<2",),
+            interpreter_prefix="/usr",
+            ships_stub=False,
             note="the archive links the container's /usr/bin/python3.10; the container's default stub is 3.10",
         ),
         Target(
-            name="triton-25.xx", server="nvcr.io/nvidia/tritonserver:25.xx-py3 (Ubuntu 24.04)",
-            python="3.12", glibc="2.39", constraints=("numpy<2",), interpreter_prefix="/usr", ships_stub=False,
+            name="triton-25.xx",
+            server="nvcr.io/nvidia/tritonserver:25.xx-py3 (Ubuntu 24.04)",
+            python="3.12",
+            glibc="2.39",
+            constraints=("numpy<2",),
+            interpreter_prefix="/usr",
+            ships_stub=False,
             note="the archive links the container's /usr/bin/python3.12; the container's default stub is 3.12",
         ),
     )
@@ -107,8 +122,10 @@ class PackPlan:
         return f"{self.target.interpreter_prefix}/bin/python{self.python_version}"
 
     def describe(self) -> str:
-        return (f"{self.target.name} ({self.target.server}; Python {self.python_version}, glibc {self.glibc}, "
-                f"{', '.join(self.constraints) or 'no constraints'})")
+        return (
+            f"{self.target.name} ({self.target.server}; Python {self.python_version}, glibc {self.glibc}, "
+            f"{', '.join(self.constraints) or 'no constraints'})"
+        )
 
 
 def host_glibc() -> str:

@@ -75,8 +75,11 @@ def environment_needs(env: str | os.PathLike[str]) -> list[GlibcNeed]:
     """The manylinux wheels installed in a virtualenv (its ``*.dist-info/WHEEL`` tags), with the glibc each needs."""
     needs = []
     for wheel_file in sorted(Path(env).glob("lib/python*/site-packages/*.dist-info/WHEEL")):
-        platforms = {line.split(":", 1)[1].strip().rsplit("-", 1)[-1]
-                     for line in wheel_file.read_text(errors="replace").splitlines() if line.startswith("Tag:")}
+        platforms = {
+            line.split(":", 1)[1].strip().rsplit("-", 1)[-1]
+            for line in wheel_file.read_text(errors="replace").splitlines()
+            if line.startswith("Tag:")
+        }
         need = _need_of_platforms(platforms)
         if need is not None:
             stem = wheel_file.parent.name[: -len(".dist-info")]

@@ -45,8 +45,13 @@ def build_pipeline(seed=0):
 
     tokenizer = build_tokenizer()
     config = GPT2Config(
-        vocab_size=len(tokenizer), n_positions=64, n_layer=1, n_head=2, n_embd=16,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        vocab_size=len(tokenizer),
+        n_positions=64,
+        n_layer=1,
+        n_head=2,
+        n_embd=16,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
     torch.manual_seed(seed)

@@ -14,9 +14,15 @@ part; its converters come with ``pip install 'mlflow-triton[onnx]'``::
 command line (``export_command``).
 """
 
-from ._errors import ExportError, InvalidArgumentError, ParityError, UnsupportedModelError
 from ._command import export_command
+from ._errors import ExportError, InvalidArgumentError, ParityError, UnsupportedModelError
 from ._export import export_onnx
 
-__all__ = ["ExportError", "InvalidArgumentError", "ParityError", "UnsupportedModelError", "export_command",
-           "export_onnx"]
+__all__ = [
+    "ExportError",
+    "InvalidArgumentError",
+    "ParityError",
+    "UnsupportedModelError",
+    "export_command",
+    "export_onnx",
+]

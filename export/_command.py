@@ -31,9 +31,15 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM arrived: unwinds like Ctrl-C, so the writer removes its staging directory."""
 
 
-def export_command(model_uri: str, out_dir: str | os.PathLike[str], *, max_batch_size: int = 64,
-                   backend: Literal["onnxruntime", "python"] = "onnxruntime", tracking_uri: str | None = None,
-                   out: Callable[[str], object] = print) -> int:
+def export_command(
+    model_uri: str,
+    out_dir: str | os.PathLike[str],
+    *,
+    max_batch_size: int = 64,
+    backend: Literal["onnxruntime", "python"] = "onnxruntime",
+    tracking_uri: str | None = None,
+    out: Callable[[str], object] = print,
+) -> int:
     """``mlflow-triton export-onnx``: export ``model_uri`` under ``out_dir``; returns the exit status."""
     try:
         with _sigterm_as_interrupt(), download_bars_on_terminals_only():
@@ -79,10 +85,12 @@ def summary(directory: Path) -> list[str]:
         f"converted with {converter['name']} {converter.get('version', '')}".rstrip(),
         f"  parity with pyfunc.predict: passed on {compared} requests; largest difference: {differences}",
     ]
-    lines += [f"  note: {tensor['tensor']} is computed in {tensor['computed_as']} and widened to the logged "
-              f"{tensor['data_type']} (see handoff.json)"
-              for tensor in handoff["tensors"]["outputs"]
-              if tensor.get("computed_as") and tensor["computed_as"] != tensor["data_type"]]
+    lines += [
+        f"  note: {tensor['tensor']} is computed in {tensor['computed_as']} and widened to the logged "
+        f"{tensor['data_type']} (see handoff.json)"
+        for tensor in handoff["tensors"]["outputs"]
+        if tensor.get("computed_as") and tensor["computed_as"] != tensor["data_type"]
+    ]
     lines += [f"  request: {directory / name}" for name in handoff["request_files"]]
     lines.append(f"  hand-off: {directory / 'handoff.json'} (what was compared and what was not verified)")
     return lines

@@ -31,8 +31,13 @@ REQUIREMENTS_HEADER = (
 )
 
 
-def export_onnx(model_uri: str, out_dir: str | os.PathLike[str], *, max_batch_size: int = 64,
-                backend: Literal["onnxruntime", "python"] = "onnxruntime") -> pathlib.Path:
+def export_onnx(
+    model_uri: str,
+    out_dir: str | os.PathLike[str],
+    *,
+    max_batch_size: int = 64,
+    backend: Literal["onnxruntime", "python"] = "onnxruntime",
+) -> pathlib.Path:
     """Export a model logged by mlflow-triton to ``out_dir/<triton model name>_onnx/``; returns that path.
 
     ``backend="onnxruntime"`` writes a directory for Triton's ONNX Runtime backend
@@ -82,8 +87,16 @@ def export_onnx(model_uri: str, out_dir: str | os.PathLike[str], *, max_batch_si
                 (directory / "requirements.txt").write_text(requirements(), encoding="utf-8")
             request_files = _write_request(directory, source, inputs, outputs)
             report = _handoff.handoff(
-                name=name, backend=backend, max_batch_size=max_batch_size, source=source, converter=converter,
-                onnx_model=onnx_model, onnx_bytes=onnx_bytes, inputs=inputs, outputs=outputs, parity=parity,
+                name=name,
+                backend=backend,
+                max_batch_size=max_batch_size,
+                source=source,
+                converter=converter,
+                onnx_model=onnx_model,
+                onnx_bytes=onnx_bytes,
+                inputs=inputs,
+                outputs=outputs,
+                parity=parity,
                 request_files=request_files,
             )
             (directory / "handoff.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
@@ -100,7 +113,10 @@ def _write_request(directory, source, inputs, outputs):
     """The saved example as the exported model's ready-to-send request (``[batch, *dims]`` shapes)."""
     tensors = {t.name: t.to_wire(source.example_tensors[t.name]) for t in inputs}
     return _requests.write_request(
-        directory, tensors, {t.name: t.data_type for t in inputs}, {t.name: t.content for t in inputs},
+        directory,
+        tensors,
+        {t.name: t.data_type for t in inputs},
+        {t.name: t.content for t in inputs},
         {t.name: t.data_type for t in outputs},
     )
 

@@ -13,8 +13,9 @@ SHAPES_NOTE = (
 )
 
 
-def handoff(*, name, backend, max_batch_size, source, converter, onnx_model, onnx_bytes, inputs, outputs, parity,
-            request_files):
+def handoff(
+    *, name, backend, max_batch_size, source, converter, onnx_model, onnx_bytes, inputs, outputs, parity, request_files
+):
     onnx = _deps.onnx()
     ort = _deps.onnxruntime()
     return {
@@ -86,8 +87,14 @@ def not_verified(backend, onnx_model, parity, ort_version, outputs=()):
     notes.append("Inputs outside the compared ranges, and missing values (NaN, None), were not compared")
     notes.append("GPU execution: onnxruntime ran on CPU and the config has one KIND_CPU instance")
     notes.append("Throughput and latency: not measured by the export")
-    rejected = next((i.get("batches_rejected_by_pyfunc", 0) for i in parity["inputs_compared"]
-                     if "batches_rejected_by_pyfunc" in i), 0)
+    rejected = next(
+        (
+            i.get("batches_rejected_by_pyfunc", 0)
+            for i in parity["inputs_compared"]
+            if "batches_rejected_by_pyfunc" in i
+        ),
+        0,
+    )
     if rejected:
         notes.append(
             f"{rejected} generated batch(es) that pyfunc.predict refused (it raised) were not compared: the export "
@@ -98,7 +105,7 @@ def not_verified(backend, onnx_model, parity, ort_version, outputs=()):
     if any(node.op_type == "StringNormalizer" for node in onnx_model.graph.node):
         notes.append(
             "The graph contains StringNormalizer (TfidfVectorizer / CountVectorizer): onnxruntime needs the "
-            "en_US.UTF-8 locale in the serving process, or the session fails with \"Failed to construct locale "
-            "with name:en_US.UTF-8\" (Debian: install the locales package and generate en_US.UTF-8)"
+            'en_US.UTF-8 locale in the serving process, or the session fails with "Failed to construct locale '
+            'with name:en_US.UTF-8" (Debian: install the locales package and generate en_US.UTF-8)'
         )
     return notes

@@ -53,9 +53,7 @@ class OnnxPredictor:
         ort = _deps.onnxruntime()
         options = ort.SessionOptions()
         options.log_severity_level = 3
-        self.session = ort.InferenceSession(
-            onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
+        self.session = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         self.inputs, self.outputs = inputs, outputs
 
     def predict(self, tensors):
@@ -81,8 +79,10 @@ def check_parity(source, onnx, max_batch_size, examples=GENERATED_EXAMPLES, prob
     example = source.example_tensors
     rows = _rows(example)
     comparison.batch([example], "the saved input example")
-    comparison.batch([_take(example, slice(r, r + 1)) for r in range(rows)],
-                     "the saved example's rows as separate requests batched together")
+    comparison.batch(
+        [_take(example, slice(r, r + 1)) for r in range(rows)],
+        "the saved example's rows as separate requests batched together",
+    )
     repeats = -(-max_batch_size // rows)
     tiled = {name: np.concatenate([array] * repeats)[:max_batch_size] for name, array in example.items()}
     comparison.batch([tiled], f"the saved example repeated to max_batch_size ({max_batch_size}) rows")
@@ -92,8 +92,10 @@ def check_parity(source, onnx, max_batch_size, examples=GENERATED_EXAMPLES, prob
         try:
             expected = [source.predict(tensors)]
         except Exception as error:  # noqa: BLE001 - the logged model refuses these values: nothing to compare
-            not_probed = (f"Tree splits: pyfunc.predict refused the rows at the split thresholds "
-                          f"({type(error).__name__}), so they were not probed specifically")
+            not_probed = (
+                f"Tree splits: pyfunc.predict refused the rows at the split thresholds "
+                f"({type(error).__name__}), so they were not probed specifically"
+            )
         else:
             comparison.compare([tensors], expected, THRESHOLD_PROBES)
             probed = [{"what": THRESHOLD_PROBES, "requests": 1, "rows": _rows(tensors), "thresholds": thresholds}]
@@ -101,12 +103,12 @@ def check_parity(source, onnx, max_batch_size, examples=GENERATED_EXAMPLES, prob
     result = {
         "passed": True,
         "reference": "mlflow.pyfunc predict of the logged model (its 1/artifact), through the generated "
-                     "repository's codecs, one request at a time",
+        "repository's codecs, one request at a time",
         "tolerances": {
             "floats": {t: {"rtol": r, "atol": a} for t, (r, a) in FLOAT_TOLERANCES.items()},
             "outputs": {t.name: _tolerance_entry(t) for t in onnx.outputs},
             "rule": "|onnxruntime - pyfunc| <= atol + rtol * |pyfunc|, with the tolerance of the datatype the graph "
-                    "computes the output in; equal infinities are equal; integers, booleans and text exactly",
+            "computes the output in; equal infinities are equal; integers, booleans and text exactly",
         },
         "inputs_compared": [
             {"what": "the saved input example", "requests": 1, "rows": rows},
@@ -153,7 +155,7 @@ class _Comparison:
         offsets = np.cumsum([0, *(_rows(r) for r in requests)])
         for index, want in enumerate(expected):
             for tensor in self.onnx.outputs:
-                got = actual[tensor.name][offsets[index]:offsets[index + 1]]
+                got = actual[tensor.name][offsets[index] : offsets[index + 1]]
                 self._check(tensor, want[tensor.name], got, where, requests, index)
         self.requests += len(requests)
         self.rows.update(_rows(r) for r in requests)
@@ -171,10 +173,13 @@ class _Comparison:
             both_nan = (np.isnan(got64) & np.isnan(want64)) | (np.isinf(want64) & (got64 == want64))
             with np.errstate(invalid="ignore"):  # inf - inf: NaN, masked by both_nan
                 difference = np.abs(got64 - want64)
-                excess = np.where(both_nan, -np.inf,
-                                  np.nan_to_num(difference - (atol + rtol * np.abs(want64)), nan=np.inf))
+                excess = np.where(
+                    both_nan, -np.inf, np.nan_to_num(difference - (atol + rtol * np.abs(want64)), nan=np.inf)
+                )
             if want.size:
-                self.largest[tensor.name] = max(self.largest[tensor.name], float(np.nanmax(np.where(both_nan, 0, difference))))
+                self.largest[tensor.name] = max(
+                    self.largest[tensor.name], float(np.nanmax(np.where(both_nan, 0, difference)))
+                )
             if want.size and excess.max() > 0:
                 at = np.unravel_index(int(np.argmax(excess)), want.shape)
                 raise ParityError(
@@ -204,8 +209,13 @@ def _generated(source, comparison, examples):
     comparison.rows = set()
 
     @settings(
-        max_examples=examples, derandomize=True, database=None, deadline=None, verbosity=Verbosity.quiet,
-        suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        verbosity=Verbosity.quiet,
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
         phases=[Phase.explicit, Phase.generate, Phase.shrink],
     )
     @given(_batches(source))
@@ -237,8 +247,8 @@ def _generated(source, comparison, examples):
         "rows_per_request": generated_rows,
         "batches_rejected_by_pyfunc": len(rejected),
         "values": "floats in the example's range widened by its span on each side (finite only); integers in the "
-                  "example's range widened by its span (at least 10) on each side; booleans; text from the example "
-                  "or short ASCII strings",
+        "example's range widened by its span (at least 10) on each side; booleans; text from the example "
+        "or short ASCII strings",
     }
 
 
@@ -262,11 +272,18 @@ def _batches(source):
         requests = []
         for _ in range(draw(st.integers(1, MAX_REQUESTS_PER_BATCH))):
             rows = draw(st.integers(1, MAX_ROWS_PER_REQUEST))
-            requests.append({
-                d.name: draw(arrays(np.dtype(TRITON_TO_NUMPY[d.data_type]), (rows, *trailing[d.name]),
-                                    elements=_values(d, example[d.name])))
-                for d in declarations
-            })
+            requests.append(
+                {
+                    d.name: draw(
+                        arrays(
+                            np.dtype(TRITON_TO_NUMPY[d.data_type]),
+                            (rows, *trailing[d.name]),
+                            elements=_values(d, example[d.name]),
+                        )
+                    )
+                    for d in declarations
+                }
+            )
         return requests
 
     return batches()
@@ -313,10 +330,13 @@ def _render(requests, source, limit=8):
     fields = {f.tensor: (f.name if f.name is not None else f.tensor) for f in source.layout.contract.inputs.fields}
     rendered = []
     for request in requests:
-        rendered.append({
-            fields.get(name, name): [_plain(v) for v in array[:limit].tolist()] + (["..."] if len(array) > limit else [])
-            for name, array in request.items()
-        })
+        rendered.append(
+            {
+                fields.get(name, name): [_plain(v) for v in array[:limit].tolist()]
+                + (["..."] if len(array) > limit else [])
+                for name, array in request.items()
+            }
+        )
     return json.dumps(rendered if len(rendered) > 1 else rendered[0], ensure_ascii=False, default=repr)
 
 

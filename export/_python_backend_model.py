@@ -82,8 +82,9 @@ class TritonPythonModel:
         bounds = np.cumsum(sizes)[:-1]
         parts = [np.split(_utf8(result), bounds) for result in results]
         for position, (index, _) in enumerate(batch):
-            tensors = [pb_utils.Tensor(name, np.ascontiguousarray(part[position]))
-                       for name, part in zip(self.outputs, parts)]
+            tensors = [
+                pb_utils.Tensor(name, np.ascontiguousarray(part[position])) for name, part in zip(self.outputs, parts)
+            ]
             responses[index] = pb_utils.InferenceResponse(output_tensors=tensors)
 
     def finalize(self):

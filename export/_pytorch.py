@@ -43,13 +43,22 @@ def convert(source):
     if training:
         raise UnsupportedModelError(f"Submodule `{training[0]}` is in training mode; log the model after model.eval()")
     example = _repeat_dynamic_axes(source.example_tensors[declared_input.name], declared_input.dims)
-    dynamic = {axis: torch.export.Dim("batch" if axis == 0 else f"axis_{axis}", min=1)
-               for axis, size in enumerate(declared_input.dims) if size == -1}
+    dynamic = {
+        axis: torch.export.Dim("batch" if axis == 0 else f"axis_{axis}", min=1)
+        for axis, size in enumerate(declared_input.dims)
+        if size == -1
+    }
     try:
         with _quiet_exporter():
             program = torch.onnx.export(
-                module, (torch.from_numpy(example),), dynamo=True, input_names=[declared_input.name],
-                output_names=[declared_output.name], dynamic_shapes=(dynamic,), verbose=False, report=False,
+                module,
+                (torch.from_numpy(example),),
+                dynamo=True,
+                input_names=[declared_input.name],
+                output_names=[declared_output.name],
+                dynamic_shapes=(dynamic,),
+                verbose=False,
+                report=False,
             )
     except Exception as error:
         raise UnsupportedModelError(_export_failure(module, error, torch.__version__)) from error
@@ -90,10 +99,18 @@ def _export_failure(module, error, version):
     """The exporter's own summary (its first cause) and the op it names, without terminal colours."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
     summary = text.split("## Exception summary", 1)[-1]
-    lines = [line.strip() for line in summary.splitlines()
-             if line.strip() and line.strip() != "\u2b06\ufe0f" and not line.strip().startswith("(Refer")]
+    lines = [
+        line.strip()
+        for line in summary.splitlines()
+        if line.strip() and line.strip() != "\u2b06\ufe0f" and not line.strip().startswith("(Refer")
+    ]
     detail = (lines[0] if lines else f"{type(error).__name__}: {text}")[:800]
-    op = re.search(r"op='([\w.]+)'", text) or re.search(r"torch\.ops\.([\w]+\.[\w]+)", text) \
+    op = (
+        re.search(r"op='([\w.]+)'", text)
+        or re.search(r"torch\.ops\.([\w]+\.[\w]+)", text)
         or re.search(r"(aten::[\w.]+)", text)
+    )
     where = f" at op {op.group(1)}" if op else ""
-    return f"torch.onnx.export (torch {version}) could not export {type(module).__name__}{where}: {detail}. {WHAT_TO_DO}"
+    return (
+        f"torch.onnx.export (torch {version}) could not export {type(module).__name__}{where}: {detail}. {WHAT_TO_DO}"
+    )

@@ -23,8 +23,17 @@ from . import _deps, _graph, _trees
 from ._errors import UnsupportedModelError
 
 PREDICT_FNS = ("predict", "predict_proba")
-_INTEGER_TYPES = ("TYPE_INT8", "TYPE_INT16", "TYPE_INT32", "TYPE_INT64", "TYPE_UINT8", "TYPE_UINT16", "TYPE_UINT32",
-                  "TYPE_UINT64", "TYPE_BOOL")
+_INTEGER_TYPES = (
+    "TYPE_INT8",
+    "TYPE_INT16",
+    "TYPE_INT32",
+    "TYPE_INT64",
+    "TYPE_UINT8",
+    "TYPE_UINT16",
+    "TYPE_UINT32",
+    "TYPE_UINT64",
+    "TYPE_BOOL",
+)
 PROBABILITIES_OUTPUT = "probabilities"
 _MATRIX_INPUT = "mlflow_triton_feature_matrix"
 _SKL2ONNX_TYPES = {
@@ -72,8 +81,7 @@ def convert(source):
     _trees.check_tree_inputs(onnx_model)
     finish_inputs(onnx_model)
     _select_output(onnx_model, source)
-    converter = {"name": "skl2onnx", "version": skl2onnx.__version__,
-                 "options": {"zipmap": False} if options else {}}
+    converter = {"name": "skl2onnx", "version": skl2onnx.__version__, "options": {"zipmap": False} if options else {}}
     if _any_step(model, _trees.compares_in_float32):
         converter["float32_before_trees"] = (
             "a Cast to float32 precedes every tree-based estimator: sklearn compares float32(x) with its split "
@@ -102,7 +110,9 @@ def _any_step(model, predicate):
 
 
 def _refuse_unsupported_steps(model, skl2onnx):
-    from skl2onnx._supported_operators import sklearn_operator_name_map  # the registry update_registered_converter fills
+    from skl2onnx._supported_operators import (
+        sklearn_operator_name_map,  # the registry update_registered_converter fills
+    )
     from sklearn.preprocessing import FunctionTransformer
 
     for path, step in _steps(model, []):
@@ -178,7 +188,9 @@ def _inputs(model, layout):
     if mapping.structure == "tensor":
         declaration = declared[mapping.fields[0].tensor]
         shape = [None if d == -1 else d for d in declaration.dims]
-        return [(declaration.name, _tensor_type(declaration.data_type, "input", shape))], _rename_inputs([declaration.name])
+        return [(declaration.name, _tensor_type(declaration.data_type, "input", shape))], _rename_inputs(
+            [declaration.name]
+        )
     if mapping.structure != "columns":
         raise UnsupportedModelError(
             f"The logged sklearn model takes {mapping.structure!r}; export-onnx handles DataFrame columns or one array"
@@ -189,9 +201,13 @@ def _inputs(model, layout):
             raise UnsupportedModelError(f"Column `{field.name}`: binary columns cannot be converted by skl2onnx")
     if len(columns) == 1 or isinstance(_first_step(model), ColumnTransformer):
         widened = _integer_columns_read_as_numbers(model, columns)
-        types = [(_column_key(field), _tensor_type("TYPE_FP64" if d.name in widened else d.data_type,
-                                                   f"column `{field.name}`", [None, 1]))
-                 for field, d in columns]
+        types = [
+            (
+                _column_key(field),
+                _tensor_type("TYPE_FP64" if d.name in widened else d.data_type, f"column `{field.name}`", [None, 1]),
+            )
+            for field, d in columns
+        ]
         rename = _rename_inputs([d.name for _, d in columns])
 
         def finish(onnx_model):
@@ -269,10 +285,7 @@ def _tensor_type(data_type, label, shape):
 
     name = _SKL2ONNX_TYPES.get(data_type)
     if name is None:
-        raise UnsupportedModelError(
-            f"The {label} is {data_type}; skl2onnx inputs can be "
-            f"{', '.join(_SKL2ONNX_TYPES)}"
-        )
+        raise UnsupportedModelError(f"The {label} is {data_type}; skl2onnx inputs can be {', '.join(_SKL2ONNX_TYPES)}")
     return getattr(data_types, name)(shape)
 
 

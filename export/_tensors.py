@@ -182,8 +182,16 @@ def conform(onnx_model, layout):
         "output": {t.name: t for t in _graph.describe(onnx_model.graph.output)},
     }
     return tuple(
-        tuple(match(d, fields[side][d.name], described[side][d.name], side, computed_as.get(d.name) if side == "output"
-                    else None) for d in declarations)
+        tuple(
+            match(
+                d,
+                fields[side][d.name],
+                described[side][d.name],
+                side,
+                computed_as.get(d.name) if side == "output" else None,
+            )
+            for d in declarations
+        )
         for side, declarations in (("input", layout.inputs), ("output", layout.outputs))
     )
 
@@ -199,8 +207,11 @@ def check_graph(onnx_model):
 def unusable_graph(what, error):
     """The message for a converted graph that cannot be used: the op it names and what to do."""
     text = " ".join(str(error).split())
-    op = re.search(r"op_type:\s*(\w+)", text) or re.search(r"for (\w+)\(\d+\) node", text) or \
-        re.search(r"node \((\w+)\)", text)
+    op = (
+        re.search(r"op_type:\s*(\w+)", text)
+        or re.search(r"for (\w+)\(\d+\) node", text)
+        or re.search(r"node \((\w+)\)", text)
+    )
     located = f" at op {op.group(1)}" if op else ""
     return (
         f"{what}{located} ({type(error).__name__}: {text[:500]}). The converter wrote an op or a datatype "

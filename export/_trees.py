@@ -26,12 +26,21 @@ from ._errors import UnsupportedModelError
 
 TREE_OPS = ("TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble")
 # Ops whose output has their first input's element type (ONNX infers none for the ai.onnx.ml Imputer).
-_SAME_TYPE_OPS = ("Imputer", "Identity", "Reshape", "Flatten", "Gather", "ArrayFeatureExtractor", "Squeeze",
-                  "Unsqueeze", "Transpose", "Slice", "Concat")
-MAX_PROBED_THRESHOLDS = 2000
-_SERVE_INSTEAD = (
-    "keep serving the generated Python-backend repository, which runs the Pipeline as logged"
+_SAME_TYPE_OPS = (
+    "Imputer",
+    "Identity",
+    "Reshape",
+    "Flatten",
+    "Gather",
+    "ArrayFeatureExtractor",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Slice",
+    "Concat",
 )
+MAX_PROBED_THRESHOLDS = 2000
+_SERVE_INSTEAD = "keep serving the generated Python-backend repository, which runs the Pipeline as logged"
 
 
 def _float32_families():
@@ -86,13 +95,15 @@ def with_float32_trees(model):
         return Pipeline(_cast_before_trees(steps))
     if isinstance(model, ColumnTransformer):
         copy = _shallow_copy(model)
-        copy.transformers_ = [(n, with_float32_trees(t) if not isinstance(t, str) else t, c)
-                              for n, t, c in model.transformers_]
+        copy.transformers_ = [
+            (n, with_float32_trees(t) if not isinstance(t, str) else t, c) for n, t, c in model.transformers_
+        ]
         return copy
     if isinstance(model, FeatureUnion):
         copy = _shallow_copy(model)
-        copy.transformer_list = [(n, with_float32_trees(t) if not isinstance(t, str) else t)
-                                 for n, t in model.transformer_list]
+        copy.transformer_list = [
+            (n, with_float32_trees(t) if not isinstance(t, str) else t) for n, t in model.transformer_list
+        ]
         return copy
     if compares_in_float32(model):
         return Pipeline(_cast_before_trees([("estimator", model)]))
@@ -189,8 +200,13 @@ def neighbours(threshold, dtype):
         return sorted(v for v in values if np.isfinite(dtype.type(v)))
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        return sorted({int(v) for v in (np.floor(threshold), np.ceil(threshold), np.floor(threshold) + 1)
-                       if info.min <= v <= info.max})
+        return sorted(
+            {
+                int(v)
+                for v in (np.floor(threshold), np.ceil(threshold), np.floor(threshold) + 1)
+                if info.min <= v <= info.max
+            }
+        )
     return []
 
 

@@ -14,8 +14,9 @@ __all__ = ["STALE_BUILD_SECONDS", "remove_stale_builds"]
 STALE_BUILD_SECONDS = 6 * 3600
 
 
-def remove_stale_builds(directory: Path, pattern: str = ".*-*", older_than: float = STALE_BUILD_SECONDS,
-                        activity_file: str | None = None) -> None:
+def remove_stale_builds(
+    directory: Path, pattern: str = ".*-*", older_than: float = STALE_BUILD_SECONDS, activity_file: str | None = None
+) -> None:
     """Remove the build directories ``directory/pattern`` idle for more than ``older_than`` seconds.
 
     A build in progress -- here or in another process sharing the cache -- keeps changing its

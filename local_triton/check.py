@@ -36,8 +36,16 @@ from .serving_env import ensure_serving_env, env_summary
 from .sources import resolve_model
 from .user_input import input_request, load_user_input, rows_of
 
-__all__ = ["ENV_PATH_PARAMETER", "ValidationReport", "check_models", "expected_outputs", "packed_environment",
-           "validate_model", "validate_repository", "write_report"]
+__all__ = [
+    "ENV_PATH_PARAMETER",
+    "ValidationReport",
+    "check_models",
+    "expected_outputs",
+    "packed_environment",
+    "validate_model",
+    "validate_repository",
+    "write_report",
+]
 
 #: The Python backend's parameter naming an environment the model directory carries (``mlflow-triton pack``).
 ENV_PATH_PARAMETER = "EXECUTION_ENV_PATH"
@@ -84,10 +92,18 @@ class ExtraRequest:
     rows: int
 
 
-def check_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], installation: TritonInstallation, *,
-                 device: str = "cpu", input_file: str | os.PathLike[str] | None = None, progress: ProgressLike = print,
-                 out: Callable[[str], object] = print, repository_addresses: Mapping[str, str] | None = None,
-                 server_environment: dict[str, str] | None = None) -> list[ValidationReport]:
+def check_models(
+    model_uris: Sequence[str],
+    work_dir: str | os.PathLike[str],
+    installation: TritonInstallation,
+    *,
+    device: str = "cpu",
+    input_file: str | os.PathLike[str] | None = None,
+    progress: ProgressLike = print,
+    out: Callable[[str], object] = print,
+    repository_addresses: Mapping[str, str] | None = None,
+    server_environment: dict[str, str] | None = None,
+) -> list[ValidationReport]:
     """Check each model in turn; ``out`` receives one PASS/FAIL line per model. Returns the reports.
 
     Each model gets ``work_dir/<n>-<name>/`` (downloaded model, served copy, Triton log).
@@ -99,22 +115,39 @@ def check_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], in
     reports = []
     for number, uri in enumerate(model_uris, start=1):
         model_work = Path(work_dir) / f"{number}-{_slug(uri)}"
-        report = validate_model(uri, model_work, installation, device=device, progress=say.with_prefix(f"[{uri}] "),
-                                name=uri, input_file=input_file,
-                                repository_address=(repository_addresses or {}).get(uri),
-                                server_environment=server_environment)
+        report = validate_model(
+            uri,
+            model_work,
+            installation,
+            device=device,
+            progress=say.with_prefix(f"[{uri}] "),
+            name=uri,
+            input_file=input_file,
+            repository_address=(repository_addresses or {}).get(uri),
+            server_environment=server_environment,
+        )
         if report.triton_log_tail and not report.passed:
-            out(f"--- last lines of the Triton log ({report.logs.get('tritonserver')}) ---\n"
-                f"{report.triton_log_tail.rstrip()}")
+            out(
+                f"--- last lines of the Triton log ({report.logs.get('tritonserver')}) ---\n"
+                f"{report.triton_log_tail.rstrip()}"
+            )
         out(report.line())
         reports.append(report)
     return reports
 
 
-def validate_model(model_uri: str, work_dir: str | os.PathLike[str], installation: TritonInstallation, *,
-                   device: str = "cpu", progress: ProgressLike = print, name: str | None = None,
-                   input_file: str | os.PathLike[str] | None = None, repository_address: str | None = None,
-                   server_environment: dict[str, str] | None = None) -> ValidationReport:
+def validate_model(
+    model_uri: str,
+    work_dir: str | os.PathLike[str],
+    installation: TritonInstallation,
+    *,
+    device: str = "cpu",
+    progress: ProgressLike = print,
+    name: str | None = None,
+    input_file: str | os.PathLike[str] | None = None,
+    repository_address: str | None = None,
+    server_environment: dict[str, str] | None = None,
+) -> ValidationReport:
     """Fetch the logged model's repository and validate it; returns a ``ValidationReport``."""
     say = as_progress(progress)
     work_dir = Path(work_dir)
@@ -131,16 +164,28 @@ def validate_model(model_uri: str, work_dir: str | os.PathLike[str], installatio
                 "transformers.log_model"
             )
         report.triton_model = source.name
-        say.say(f"repository {source.repository} (Triton model {source.name!r}); computing the expected outputs "
-                "with mlflow.pyfunc ...")
+        say.say(
+            f"repository {source.repository} (Triton model {source.name!r}); computing the expected outputs "
+            "with mlflow.pyfunc ..."
+        )
         expected, extra = _expected_answers(source, input_file, work_dir)
         report.seconds["prepare"] = round(time.monotonic() - started, 1)
     except Exception as error:  # a FAIL line for this model; Ctrl-C and SIGTERM (BaseException) stop the check
         report.reason = _failure_text(error)
         return report
-    return validate_repository(source.repository, expected, work_dir, installation, device=device, progress=say,
-                               name=report.model, report=report, extra_requests=extra,
-                               repository_address=repository_address, server_environment=server_environment)
+    return validate_repository(
+        source.repository,
+        expected,
+        work_dir,
+        installation,
+        device=device,
+        progress=say,
+        name=report.model,
+        report=report,
+        extra_requests=extra,
+        repository_address=repository_address,
+        server_environment=server_environment,
+    )
 
 
 def _expected_answers(source, input_file, work_dir):
@@ -151,19 +196,27 @@ def _expected_answers(source, input_file, work_dir):
         pyfunc_model = mlflow.pyfunc.load_model(source.pyfunc_uri)
     except Exception as error:  # whatever the flavor's loader raises
         raise OraclePredictionError(
-            f"mlflow.pyfunc could not load {source.uri}: {type(error).__name__}: {error}") from None
-    expected = _predicted(pyfunc_model, load_input_example(source.repository), source.repository,
-                          "the saved input example", load_input_example_params(source.repository))
+            f"mlflow.pyfunc could not load {source.uri}: {type(error).__name__}: {error}"
+        ) from None
+    expected = _predicted(
+        pyfunc_model,
+        load_input_example(source.repository),
+        source.repository,
+        "the saved input example",
+        load_input_example_params(source.repository),
+    )
     extra = []
     if input_file is not None:
         value = load_user_input(input_file, pyfunc_model.metadata.get_input_schema())
         label = f"input file {Path(input_file).name}"
-        extra.append(ExtraRequest(
-            label=label,
-            request=input_request(value, source.repository, work_dir / "requests"),
-            expected=_predicted(pyfunc_model, value, source.repository, f"the {label}"),
-            rows=rows_of(value),
-        ))
+        extra.append(
+            ExtraRequest(
+                label=label,
+                request=input_request(value, source.repository, work_dir / "requests"),
+                expected=_predicted(pyfunc_model, value, source.repository, f"the {label}"),
+                rows=rows_of(value),
+            )
+        )
     return expected, extra
 
 
@@ -174,14 +227,24 @@ def _predicted(pyfunc_model, value, model_dir, what, params=None):
         raise
     except Exception as error:  # the model's own predict: report it, go on with the next model
         raise OraclePredictionError(
-            f"mlflow.pyfunc could not predict {what}: {type(error).__name__}: {error}") from None
+            f"mlflow.pyfunc could not predict {what}: {type(error).__name__}: {error}"
+        ) from None
 
 
-def validate_repository(model_dir: str | os.PathLike[str], expected: dict[str, Any], work_dir: str | os.PathLike[str],
-                        installation: TritonInstallation, *, device: str = "cpu", progress: ProgressLike = print,
-                        name: str | None = None, report: ValidationReport | None = None,
-                        extra_requests: Sequence[ExtraRequest] = (), repository_address: str | None = None,
-                        server_environment: dict[str, str] | None = None) -> ValidationReport:
+def validate_repository(
+    model_dir: str | os.PathLike[str],
+    expected: dict[str, Any],
+    work_dir: str | os.PathLike[str],
+    installation: TritonInstallation,
+    *,
+    device: str = "cpu",
+    progress: ProgressLike = print,
+    name: str | None = None,
+    report: ValidationReport | None = None,
+    extra_requests: Sequence[ExtraRequest] = (),
+    repository_address: str | None = None,
+    server_environment: dict[str, str] | None = None,
+) -> ValidationReport:
     """Serve a copy of ``model_dir`` from a fresh repository under ``work_dir``, send its shipped request, compare.
 
     With ``repository_address`` (a model repository Triton reads itself, such as ``s3://…``, holding the
@@ -210,21 +273,37 @@ def validate_repository(model_dir: str | os.PathLike[str], expected: dict[str, A
         if carried is None:
             started = time.monotonic()
             say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
-            env = ensure_serving_env(served / "requirements.txt", installation.serving_constraints, progress=say,
-                                     python=installation.python_executable)
+            env = ensure_serving_env(
+                served / "requirements.txt",
+                installation.serving_constraints,
+                progress=say,
+                python=installation.python_executable,
+            )
             report.seconds["serving_env"] = round(time.monotonic() - started, 1)
             report.serving_env = env_summary(env)
         else:
             _check_carried_interpreter(served)
             archive = Path(carried.replace(_MODEL_DIRECTORY, str(served)))
-            report.serving_env = {"carried": carried, "bare_start": True,
-                                  "archive_mib": round(archive.stat().st_size / 2**20) if archive.is_file() else None}
-            say.say(f"the model carries its environment ({ENV_PATH_PARAMETER} {carried}): bare start, as env -i "
-                    f"would (PATH={BARE_PATH}, only the server's own libraries, no serving environment)")
+            report.serving_env = {
+                "carried": carried,
+                "bare_start": True,
+                "archive_mib": round(archive.stat().st_size / 2**20) if archive.is_file() else None,
+            }
+            say.say(
+                f"the model carries its environment ({ENV_PATH_PARAMETER} {carried}): bare start, as env -i "
+                f"would (PATH={BARE_PATH}, only the server's own libraries, no serving environment)"
+            )
         say.say(f"starting tritonserver and loading the model (log: {log_path}) ...")
         report.logs["tritonserver"] = str(log_path)
-        with TritonServer(repository, served.name, installation=installation, serving_env=env,
-                          log_path=log_path, environment=server_environment, bare=carried is not None) as server:
+        with TritonServer(
+            repository,
+            served.name,
+            installation=installation,
+            serving_env=env,
+            log_path=log_path,
+            environment=server_environment,
+            bare=carried is not None,
+        ) as server:
             report.seconds["server_ready"] = round(cast(float, server.ready_seconds), 1)  # set once ready
             unpacked = " (unpacking its environment included)" if carried is not None else ""
             say.say(f"tritonserver ready in {server.ready_seconds:.1f}s{unpacked} on {server.url}")
@@ -246,9 +325,16 @@ def validate_repository(model_dir: str | os.PathLike[str], expected: dict[str, A
         report.comparison = compare(expected, response.outputs)
         for extra, answer in answers:
             comparison = compare(extra.expected, answer.outputs)
-            report.inputs.append({"label": extra.label, "request": str(extra.request.body_path), "form": answer.form,
-                                  "rows": extra.rows, "comparison": comparison,
-                                  "equal": all(result["equal"] for result in comparison.values())})
+            report.inputs.append(
+                {
+                    "label": extra.label,
+                    "request": str(extra.request.body_path),
+                    "form": answer.form,
+                    "rows": extra.rows,
+                    "comparison": comparison,
+                    "equal": all(result["equal"] for result in comparison.values()),
+                }
+            )
         report.passed, report.reason = _verdict(report)
     except TritonStartError as error:
         # Triton's reason may carry a Python traceback: its first line goes on the verdict line, the rest is in the
@@ -273,14 +359,18 @@ def _verdict(report):
     failed_inputs = [entry for entry in report.inputs if not entry["equal"]]
     if unequal:
         return False, "outputs differ from pyfunc.predict: " + "; ".join(
-            f"{n}: {report.comparison[n]['how']}" for n in unequal)
+            f"{n}: {report.comparison[n]['how']}" for n in unequal
+        )
     if failed_inputs:
         return False, "; ".join(
             f"{entry['label']}: outputs differ from pyfunc.predict: "
             + "; ".join(f"{n}: {r['how']}" for n, r in entry["comparison"].items() if not r["equal"])
-            for entry in failed_inputs)
-    reason = (f"Triton {report.triton_version} answered the shipped {report.request_form} request like "
-              f"pyfunc.predict ({', '.join(sorted(report.comparison))})")
+            for entry in failed_inputs
+        )
+    reason = (
+        f"Triton {report.triton_version} answered the shipped {report.request_form} request like "
+        f"pyfunc.predict ({', '.join(sorted(report.comparison))})"
+    )
     for entry in report.inputs:
         reason += f"; and the {entry['label']} ({entry['rows']} rows, {entry['form']}) like pyfunc.predict of it"
     return True, reason

@@ -38,20 +38,28 @@ __all__ = ["check_command", "serve_command", "workspace"]
 MODEL_COPIES = ("download", "repository", "requests")
 
 
-def check_command(model_uris: Sequence[str], *, device: str = "cpu", tritonserver: str | os.PathLike[str] | None = None,
-                  backend_directory: str | os.PathLike[str] | None = None,
-                  serving_constraints: Iterable[str] | None = None, python: str | os.PathLike[str] | None = None,
-                  report: str | os.PathLike[str] | None = None, work_dir: str | os.PathLike[str] | None = None,
-                  input_file: str | os.PathLike[str] | None = None, tracking_uri: str | None = None,
-                  out: Callable[[str], object] = print, progress: ProgressLike = None,
-                  repository_addresses: Mapping[str, str] | None = None,
-                  server_environment: dict[str, str] | None = None) -> int:
+def check_command(
+    model_uris: Sequence[str],
+    *,
+    device: str = "cpu",
+    tritonserver: str | os.PathLike[str] | None = None,
+    backend_directory: str | os.PathLike[str] | None = None,
+    serving_constraints: Iterable[str] | None = None,
+    python: str | os.PathLike[str] | None = None,
+    report: str | os.PathLike[str] | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    input_file: str | os.PathLike[str] | None = None,
+    tracking_uri: str | None = None,
+    out: Callable[[str], object] = print,
+    progress: ProgressLike = None,
+    repository_addresses: Mapping[str, str] | None = None,
+    server_environment: dict[str, str] | None = None,
+) -> int:
     """``mlflow-triton check``: one PASS/FAIL line per model, a JSON report; 0 only if all passed.
 
     ``repository_addresses`` and ``server_environment``: see :func:`~mlflow_triton.local.check.check_models`.
     """
     from .check import check_models, write_report
-
     from .sources import expand_repositories
 
     model_uris = expand_repositories(model_uris)
@@ -63,12 +71,21 @@ def check_command(model_uris: Sequence[str], *, device: str = "cpu", tritonserve
         if report_path.is_dir():
             raise LocalTritonError(f"--report {report_path}: a directory; give the path of the JSON file to write")
         _use_tracking_uri(tracking_uri)
-        installation = choose_installation(tritonserver, backend_directory, serving_constraints, python=python,
-                                           progress=say)
+        installation = choose_installation(
+            tritonserver, backend_directory, serving_constraints, python=python, progress=say
+        )
         say.say(f"using {installation.describe()}")
-        reports = check_models(model_uris, directory, installation, device=device, input_file=input_file,
-                               progress=say, out=out, repository_addresses=repository_addresses,
-                               server_environment=server_environment)
+        reports = check_models(
+            model_uris,
+            directory,
+            installation,
+            device=device,
+            input_file=input_file,
+            progress=say,
+            out=out,
+            repository_addresses=repository_addresses,
+            server_environment=server_environment,
+        )
         write_report(reports, report_path)
         out(f"report: {report_path}")
         return 0 if reports and all(r.passed for r in reports) else 1
@@ -76,15 +93,26 @@ def check_command(model_uris: Sequence[str], *, device: str = "cpu", tritonserve
     return _run("check", work_dir, progress, run)
 
 
-def serve_command(model_uris: Sequence[str], *, host: str = "127.0.0.1", http_port: int = 8000, grpc_port: int = 8001,
-                  metrics_port: int = 8002, tritonserver: str | os.PathLike[str] | None = None,
-                  backend_directory: str | os.PathLike[str] | None = None,
-                  serving_constraints: Iterable[str] | None = None, python: str | os.PathLike[str] | None = None,
-                  work_dir: str | os.PathLike[str] | None = None, tracking_uri: str | None = None,
-                  out: Callable[[str], object] = print, progress: ProgressLike = None,
-                  wait: Callable[[TritonServer], object] | None = None, fetch: Callable[..., Any] | None = None,
-                  repository_addresses: Mapping[str, str] | None = None,
-                  server_environment: dict[str, str] | None = None) -> int:
+def serve_command(
+    model_uris: Sequence[str],
+    *,
+    host: str = "127.0.0.1",
+    http_port: int = 8000,
+    grpc_port: int = 8001,
+    metrics_port: int = 8002,
+    tritonserver: str | os.PathLike[str] | None = None,
+    backend_directory: str | os.PathLike[str] | None = None,
+    serving_constraints: Iterable[str] | None = None,
+    python: str | os.PathLike[str] | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    tracking_uri: str | None = None,
+    out: Callable[[str], object] = print,
+    progress: ProgressLike = None,
+    wait: Callable[[TritonServer], object] | None = None,
+    fetch: Callable[..., Any] | None = None,
+    repository_addresses: Mapping[str, str] | None = None,
+    server_environment: dict[str, str] | None = None,
+) -> int:
     """``mlflow-triton serve``: Triton in the foreground with every model loaded, until Ctrl-C or SIGTERM.
 
     ``fetch``, ``repository_addresses`` and ``server_environment``: see
@@ -94,31 +122,48 @@ def serve_command(model_uris: Sequence[str], *, host: str = "127.0.0.1", http_po
 
     def run(directory: Path, say: Progress) -> int:
         _use_tracking_uri(tracking_uri)
-        installation = choose_installation(tritonserver, backend_directory, serving_constraints, python=python,
-                                           progress=say)
+        installation = choose_installation(
+            tritonserver, backend_directory, serving_constraints, python=python, progress=say
+        )
         say.say(f"using {installation.describe()}")
-        return serve_models(model_uris, directory, installation, host=host, http_port=http_port,
-                            grpc_port=grpc_port, metrics_port=metrics_port, progress=say, out=out, wait=wait,
-                            fetch=fetch, repository_addresses=repository_addresses,
-                            server_environment=server_environment)
+        return serve_models(
+            model_uris,
+            directory,
+            installation,
+            host=host,
+            http_port=http_port,
+            grpc_port=grpc_port,
+            metrics_port=metrics_port,
+            progress=say,
+            out=out,
+            wait=wait,
+            fetch=fetch,
+            repository_addresses=repository_addresses,
+            server_environment=server_environment,
+        )
 
     return _run("serve", work_dir, progress, run)
 
 
-def _run(command: str, work_dir: str | os.PathLike[str] | None, progress: ProgressLike,
-         body: Callable[[Path, Progress], int]) -> int:
+def _run(
+    command: str, work_dir: str | os.PathLike[str] | None, progress: ProgressLike, body: Callable[[Path, Progress], int]
+) -> int:
     say = as_progress(progress) if progress is not None else Progress()
     try:
         with stop_on_sigterm(), download_bars_on_terminals_only(), workspace(work_dir, command) as directory:
             say.say(f"work directory: {directory}")
             return body(directory, say)
     except StopRequested as stop:
-        _error(f"mlflow-triton {command}: stopped by {stop}; every process it started is stopped and nothing "
-               "half-built is left in the cache")
+        _error(
+            f"mlflow-triton {command}: stopped by {stop}; every process it started is stopped and nothing "
+            "half-built is left in the cache"
+        )
         return 143
     except KeyboardInterrupt:
-        _error(f"mlflow-triton {command}: interrupted (Ctrl-C); every process it started is stopped and nothing "
-               "half-built is left in the cache")
+        _error(
+            f"mlflow-triton {command}: interrupted (Ctrl-C); every process it started is stopped and nothing "
+            "half-built is left in the cache"
+        )
         return 130
     except MlflowTritonError as error:
         _error(f"mlflow-triton {command}: error: {error}")

@@ -16,8 +16,16 @@ import numpy as np
 from mlflow_triton._config import declarations, read_config, wire_arrays
 from mlflow_triton.runtime.codecs import StructureCodec
 
-__all__ = ["FLOAT_TOLERANCES", "compare", "differences", "expected_outputs", "load_input_example",
-           "load_input_example_params", "output_codec", "predict_outputs"]
+__all__ = [
+    "FLOAT_TOLERANCES",
+    "compare",
+    "differences",
+    "expected_outputs",
+    "load_input_example",
+    "load_input_example_params",
+    "output_codec",
+    "predict_outputs",
+]
 
 # Floats are compared with these tolerances (relative, absolute) by the answer's dtype; everything else exactly.
 FLOAT_TOLERANCES = {"float16": (1e-2, 1e-3), "float32": (1e-4, 1e-6), "float64": (1e-6, 1e-9)}
@@ -59,8 +67,12 @@ def expected_outputs(model_uri, model_dir):
     """``pyfunc.predict`` on the saved input example (and its params), encoded into the configured output tensors."""
     import mlflow.pyfunc
 
-    return predict_outputs(mlflow.pyfunc.load_model(str(model_uri)), load_input_example(model_dir), model_dir,
-                           load_input_example_params(model_dir))
+    return predict_outputs(
+        mlflow.pyfunc.load_model(str(model_uri)),
+        load_input_example(model_dir),
+        model_dir,
+        load_input_example_params(model_dir),
+    )
 
 
 def compare(expected, actual, exact=False):
@@ -80,8 +92,9 @@ def compare(expected, actual, exact=False):
 
 def differences(expected, actual, exact=False):
     """``["<name>: <why>", ...]`` for every unequal output of :func:`compare`; empty when all are equal."""
-    return [f"{name}: {result['how']}" for name, result in compare(expected, actual, exact).items()
-            if not result["equal"]]
+    return [
+        f"{name}: {result['how']}" for name, result in compare(expected, actual, exact).items() if not result["equal"]
+    ]
 
 
 def _compare_one(want, got, exact):
@@ -126,8 +139,10 @@ def _how(same, got, want, method):
         return method
     unequal = np.flatnonzero(~same)
     index = int(unequal[0])
-    return (f"{unequal.size} of {same.size} element(s) differ ({method}), first at flat index {index}: "
-            f"got {_shown(got.ravel()[index])}, expected {_shown(want.ravel()[index])}")
+    return (
+        f"{unequal.size} of {same.size} element(s) differ ({method}), first at flat index {index}: "
+        f"got {_shown(got.ravel()[index])}, expected {_shown(want.ravel()[index])}"
+    )
 
 
 def _shown(item):

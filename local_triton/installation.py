@@ -177,8 +177,9 @@ class TritonInstallation:
                 f"python_version {python_version!r} and {interpreter.describe()} disagree: the stub must be the "
                 "serving interpreter's X.Y"
             )
-        pyver = (interpreter.major_minor if interpreter is not None else python_version) or \
-            f"{sys.version_info.major}.{sys.version_info.minor}"
+        pyver = (
+            interpreter.major_minor if interpreter is not None else python_version
+        ) or f"{sys.version_info.major}.{sys.version_info.minor}"
         stubs = tritonserver / "python_backend_stubs"
         stub = stubs / pyver / _STUB_NAME
         if not stub.is_file():
@@ -227,7 +228,8 @@ class TritonInstallation:
             raise TritonInstallError(f"--tritonserver: no tritonserver binary at {binary}")
         if not os.access(binary, os.X_OK):
             raise TritonInstallError(
-                f"--tritonserver: {binary} is not executable (chmod +x it, or name another binary)")
+                f"--tritonserver: {binary} is not executable (chmod +x it, or name another binary)"
+            )
         if not (backends / "python").is_dir():
             raise TritonInstallError(
                 f"--backend-directory: no Python backend under {backends} (expected {backends / 'python'})"
@@ -235,8 +237,9 @@ class TritonInstallation:
         interpreter = _interpreter(python)
         stub = backends / "python" / _STUB_NAME
         stub_version = stub_python_version(stub)
-        serving_version = interpreter.major_minor if interpreter is not None else \
-            f"{sys.version_info.major}.{sys.version_info.minor}"
+        serving_version = (
+            interpreter.major_minor if interpreter is not None else f"{sys.version_info.major}.{sys.version_info.minor}"
+        )
         if stub_version is not None and stub_version != serving_version:
             raise TritonInstallError(
                 f"the Python-backend stub {stub} is built for Python {stub_version} (it links "
@@ -302,11 +305,14 @@ def _assemble_backend_dir(wheel_backends: Path, stub: Path, backend_dir: Path) -
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def choose_installation(tritonserver: str | os.PathLike[str] | None = None,
-                        backend_directory: str | os.PathLike[str] | None = None,
-                        serving_constraints: Iterable[str] | None = None, *,
-                        python: str | os.PathLike[str] | None = None,
-                        progress: ProgressLike = print) -> TritonInstallation:
+def choose_installation(
+    tritonserver: str | os.PathLike[str] | None = None,
+    backend_directory: str | os.PathLike[str] | None = None,
+    serving_constraints: Iterable[str] | None = None,
+    *,
+    python: str | os.PathLike[str] | None = None,
+    progress: ProgressLike = print,
+) -> TritonInstallation:
     """The installation the command-line options select.
 
     ``tritonserver`` and ``backend_directory`` name another installation (both or neither);
@@ -319,11 +325,13 @@ def choose_installation(tritonserver: str | os.PathLike[str] | None = None,
     if (tritonserver is None) != (backend_directory is None):
         raise TritonInstallError("--tritonserver and --backend-directory go together")
     if tritonserver is not None and backend_directory is not None:
-        return TritonInstallation.custom(tritonserver, backend_directory,
-                                         serving_constraints=tuple(serving_constraints or ()), python=python)
+        return TritonInstallation.custom(
+            tritonserver, backend_directory, serving_constraints=tuple(serving_constraints or ()), python=python
+        )
     installation = TritonInstallation.bundled(python=python, progress=progress)
     if serving_constraints:
         own = installation.serving_constraints
         installation = installation.with_serving_constraints(
-            own + tuple(c for c in dict.fromkeys(serving_constraints) if c not in own))
+            own + tuple(c for c in dict.fromkeys(serving_constraints) if c not in own)
+        )
     return installation

@@ -137,7 +137,8 @@ def _probe(executable: Path) -> Interpreter | None:
         return None
     if facts["implementation"] != "cpython":
         raise InterpreterError(
-            f"--python {executable}: {facts['implementation']} cannot serve; Triton's Python backend embeds CPython")
+            f"--python {executable}: {facts['implementation']} cannot serve; Triton's Python backend embeds CPython"
+        )
     library = Path(facts["libdir"] or "") / (facts["soname"] or "")
     shared = bool(facts["shared"]) and bool(facts["soname"]) and library.is_file()
     return Interpreter(Path(facts["executable"]), facts["version"], library.parent if shared else None)

@@ -28,8 +28,16 @@ ProgressLike: TypeAlias = "Progress | Callable[[str], object] | None"
 
 
 class Progress:
-    def __init__(self, write: Callable[[str], object] | None = None, *, prefix: str = "", live: bool | None = None,
-                 interval: float = 5.0, heartbeat: float = 30.0, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        write: Callable[[str], object] | None = None,
+        *,
+        prefix: str = "",
+        live: bool | None = None,
+        interval: float = 5.0,
+        heartbeat: float = 30.0,
+        stream: TextIO | None = None,
+    ) -> None:
         self._stream = stream if stream is not None else sys.stderr
         self._write = write
         self.prefix = prefix
@@ -42,8 +50,14 @@ class Progress:
 
     def with_prefix(self, prefix: str) -> Progress:
         """The same destination, each line starting with ``prefix``."""
-        return Progress(self._write, prefix=prefix, live=self.live, interval=self.interval,
-                        heartbeat=self.heartbeat, stream=self._stream)
+        return Progress(
+            self._write,
+            prefix=prefix,
+            live=self.live,
+            interval=self.interval,
+            heartbeat=self.heartbeat,
+            stream=self._stream,
+        )
 
     def say(self, message: str) -> None:
         self._clear_live_line()

@@ -92,8 +92,11 @@ def shipped_request(model_dir: str | os.PathLike[str]) -> RequestFiles:
     if (model_dir / "request.json").is_file():
         return RequestFiles("json", model_dir / "request.json", [("Content-Type", "application/json")])
     if (model_dir / "request.bin").is_file():
-        headers = [(k, v) for k, v in read_request_headers(model_dir / "request.headers")
-                   if k.lower() not in _TRANSPORT_HEADERS]
+        headers = [
+            (k, v)
+            for k, v in read_request_headers(model_dir / "request.headers")
+            if k.lower() not in _TRANSPORT_HEADERS
+        ]
         return RequestFiles("binary", model_dir / "request.bin", headers)
     raise FileNotFoundError(f"{model_dir} ships neither request.json nor request.bin")
 
@@ -129,12 +132,14 @@ def send_shipped_request(
     error status, carrying Triton's error text.
     """
     model_dir = Path(model_dir)
-    return send_request(url, model_name or model_dir.name, shipped_request(model_dir),
-                        transport=transport, timeout=timeout)
+    return send_request(
+        url, model_name or model_dir.name, shipped_request(model_dir), transport=transport, timeout=timeout
+    )
 
 
-def send_request(url: str, model_name: str, request: RequestFiles, *, transport: str = "auto",
-                 timeout: float = 120.0) -> ShippedResponse:
+def send_request(
+    url: str, model_name: str, request: RequestFiles, *, transport: str = "auto", timeout: float = 120.0
+) -> ShippedResponse:
     """POST ``request`` to the model's infer endpoint (see :func:`send_shipped_request`)."""
     endpoint = infer_endpoint(url, model_name)
     if transport == "auto":
@@ -158,11 +163,13 @@ def decode_response(body: bytes, headers: dict[str, str]) -> dict[str, np.ndarra
     if header_length is None:
         return _decode_json_outputs(json.loads(body))
     result = triton_http.InferResult.from_response_body(
-        body, header_length=int(header_length),
-        content_encoding=headers.get("content-encoding"))
+        body, header_length=int(header_length), content_encoding=headers.get("content-encoding")
+    )
     response = result.get_response()
-    return {out["name"]: _bytes_objects(result.as_numpy(out["name"]), out["datatype"])
-            for out in response.get("outputs", [])}
+    return {
+        out["name"]: _bytes_objects(result.as_numpy(out["name"]), out["datatype"])
+        for out in response.get("outputs", [])
+    }
 
 
 def _decode_json_outputs(response: dict) -> dict[str, np.ndarray]:
@@ -202,8 +209,17 @@ def _post_with_curl(endpoint, body_path, headers, timeout):
         cmd = ["curl", "-sS", "-X", "POST", "--max-time", str(int(timeout))]
         for name, value in headers:
             cmd += ["-H", f"{name}: {value}"]
-        cmd += ["--data-binary", f"@{body_path}", "-D", str(head_file), "-o", str(body_file),
-                "-w", "%{http_code}", endpoint]
+        cmd += [
+            "--data-binary",
+            f"@{body_path}",
+            "-D",
+            str(head_file),
+            "-o",
+            str(body_file),
+            "-w",
+            "%{http_code}",
+            endpoint,
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise ConnectionError(f"curl failed ({proc.returncode}): {proc.stderr.strip()}")

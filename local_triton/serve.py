@@ -14,8 +14,8 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -58,13 +58,23 @@ class ServedModel:
             return None
 
 
-def serve_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], installation: TritonInstallation, *,
-                 host: str = LOOPBACK, http_port: int = DEFAULT_PORTS["http"], grpc_port: int = DEFAULT_PORTS["grpc"],
-                 metrics_port: int = DEFAULT_PORTS["metrics"], progress: ProgressLike = print,
-                 out: Callable[[str], object] = print, wait: Callable[[TritonServer], object] | None = None,
-                 startup_timeout: float = 600.0, fetch: Callable[..., Any] | None = None,
-                 repository_addresses: Mapping[str, str] | None = None,
-                 server_environment: dict[str, str] | None = None) -> int:
+def serve_models(
+    model_uris: Sequence[str],
+    work_dir: str | os.PathLike[str],
+    installation: TritonInstallation,
+    *,
+    host: str = LOOPBACK,
+    http_port: int = DEFAULT_PORTS["http"],
+    grpc_port: int = DEFAULT_PORTS["grpc"],
+    metrics_port: int = DEFAULT_PORTS["metrics"],
+    progress: ProgressLike = print,
+    out: Callable[[str], object] = print,
+    wait: Callable[[TritonServer], object] | None = None,
+    startup_timeout: float = 600.0,
+    fetch: Callable[..., Any] | None = None,
+    repository_addresses: Mapping[str, str] | None = None,
+    server_environment: dict[str, str] | None = None,
+) -> int:
     """Serve the models until a stop is requested; returns 0 then, 1 if the server exits by itself.
 
     ``fetch(uri, download_dir)`` returns a model's :class:`ModelSource` (default :func:`resolve_model`: the
@@ -80,8 +90,10 @@ def serve_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], in
     say = as_progress(progress)
     work_dir = Path(work_dir)
     if not is_loopback(host):
-        say.say(f"WARNING: listening on {host}, not loopback: anyone who can reach this machine can call these "
-                "models. Triton 2.51 is not hardened against untrusted clients (see docs/limits.md).")
+        say.say(
+            f"WARNING: listening on {host}, not loopback: anyone who can reach this machine can call these "
+            "models. Triton 2.51 is not hardened against untrusted clients (see docs/limits.md)."
+        )
     ports = (("--http-port", http_port), ("--grpc-port", grpc_port), ("--metrics-port", metrics_port))
     if len({port for _, port in ports}) != len(ports):
         raise PortInUseError(f"HTTP, gRPC and metrics need three different ports, got {[port for _, port in ports]}")
@@ -104,7 +116,10 @@ def serve_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], in
     say.say(f"serving environment for {len(served)} model(s) + {list(installation.serving_constraints)}")
     try:
         env = ensure_env_for_requirements(
-            lines, installation.serving_constraints, progress=say, reuse_superset=True,
+            lines,
+            installation.serving_constraints,
+            progress=say,
+            reuse_superset=True,
             python=installation.python_executable,
             source=", ".join(f"{s.uri} ({s.name})" for s in sources),
         )
@@ -115,10 +130,19 @@ def serve_models(model_uris: Sequence[str], work_dir: str | os.PathLike[str], in
 
     log_path = work_dir / "tritonserver.log"
     say.say(f"starting tritonserver with {', '.join(m.name for m in served)} (log: {log_path}) ...")
-    with TritonServer(repositories, [m.name for m in served], installation=installation,
-                      serving_env=env, log_path=log_path, host=host, http_port=http_port, grpc_port=grpc_port,
-                      metrics_port=metrics_port, startup_timeout=startup_timeout,
-                      environment=server_environment) as server:
+    with TritonServer(
+        repositories,
+        [m.name for m in served],
+        installation=installation,
+        serving_env=env,
+        log_path=log_path,
+        host=host,
+        http_port=http_port,
+        grpc_port=grpc_port,
+        metrics_port=metrics_port,
+        startup_timeout=startup_timeout,
+        environment=server_environment,
+    ) as server:
         out(_listing(server, served, log_path))
         try:
             status = (wait or _wait_for_stop)(server)
@@ -142,7 +166,7 @@ def check_unique_names(sources: Iterable[ModelSource]) -> None:
             raise RepositoryAssemblyError(
                 f"{first.uri} and {source.uri} both have the Triton model name {source.name!r}; one repository can "
                 "hold only one model of a name. Re-log one of them with another name, e.g. "
-                f"mlflow_triton.<flavor>.log_model(..., triton_model_name=\"{source.name}_2\"), or serve them with "
+                f'mlflow_triton.<flavor>.log_model(..., triton_model_name="{source.name}_2"), or serve them with '
                 "two mlflow-triton serve commands on other ports"
             )
         seen[source.name] = source
@@ -176,17 +200,23 @@ def _check_pins(per_model):
             name = canonicalize_name(requirement.name)
             for other_source, other_line, other in seen.get(name, []):
                 if other_source is not source and not _compatible(requirement, other):
-                    raise RepositoryAssemblyError(_conflict_text(
-                        [(other_source, other_line), (source, line)],
-                        "they pin different versions of the same package"))
+                    raise RepositoryAssemblyError(
+                        _conflict_text(
+                            [(other_source, other_line), (source, line)],
+                            "they pin different versions of the same package",
+                        )
+                    )
             seen.setdefault(name, []).append((source, line, requirement))
 
 
 def _compatible(first, second):
     for pinned, other in ((first, second), (second, first)):
         for specifier in pinned.specifier:
-            if (specifier.operator in ("==", "===") and "*" not in specifier.version
-                    and not other.specifier.contains(specifier.version, prereleases=True)):
+            if (
+                specifier.operator in ("==", "===")
+                and "*" not in specifier.version
+                and not other.specifier.contains(specifier.version, prereleases=True)
+            ):
                 return False
     return True
 
@@ -203,7 +233,8 @@ def _conflict_error(sources, error):
             if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", pip_text, re.IGNORECASE):
                 involved.append((source, line))
     why = "pip cannot install them together under the Triton installation's constraints.\npip said:\n" + "\n".join(
-        f"  {line}" for line in error.pip_lines)
+        f"  {line}" for line in error.pip_lines
+    )
     return RepositoryAssemblyError(_conflict_text(involved, why))
 
 

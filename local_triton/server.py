@@ -53,8 +53,18 @@ from .errors import HostAddressError, PortInUseError, TritonStartError
 from .installation import TritonInstallation
 from .serving_env import read_pyvenv_cfg
 
-__all__ = ["BARE_PATH", "CLOUD_REPOSITORY_SCHEMES", "LOOPBACK", "TritonServer", "TritonStartError", "check_host",
-           "check_port_free", "connect_host", "is_cloud_repository", "is_loopback"]
+__all__ = [
+    "BARE_PATH",
+    "CLOUD_REPOSITORY_SCHEMES",
+    "LOOPBACK",
+    "TritonServer",
+    "TritonStartError",
+    "check_host",
+    "check_port_free",
+    "connect_host",
+    "is_cloud_repository",
+    "is_loopback",
+]
 
 LOOPBACK = "127.0.0.1"
 #: Model repository addresses Triton reads itself (S3, Google Cloud Storage, Azure Storage).
@@ -119,7 +129,7 @@ def _unpacked_environments(server_pid: int) -> list[Path]:
             continue
         for item in environ:
             if item.startswith(b"VIRTUAL_ENV="):
-                env = Path(os.fsdecode(item[len(b"VIRTUAL_ENV="):]))
+                env = Path(os.fsdecode(item[len(b"VIRTUAL_ENV=") :]))
                 base = next((p for p in (env, *env.parents) if p.name.startswith("python_env_")), None)
                 if base is not None and base.parent == Path("/tmp"):  # the backend's own choice, not $TMPDIR
                     folders.add(base)
@@ -442,16 +452,17 @@ class TritonServer:
         while True:
             code = self._proc.poll() if self._proc else -1
             if code is not None:
-                raise self._fail(f"tritonserver exited with status {code} during startup",
-                                 self._reason_from_log())
+                raise self._fail(f"tritonserver exited with status {code} during startup", self._reason_from_log())
             states = self._model_states()
             for name in self.model_names:
                 state, reason = states.get(name, (None, None))
                 if state == "UNAVAILABLE":
                     raise self._fail(f"model {name!r} failed to load", reason)
-            if all(states.get(name, (None,))[0] == "READY" for name in self.model_names) \
-                    and all(self._status(f"/v2/models/{name}/ready") == 200 for name in self.model_names) \
-                    and self._status("/v2/health/ready") == 200:
+            if (
+                all(states.get(name, (None,))[0] == "READY" for name in self.model_names)
+                and all(self._status(f"/v2/models/{name}/ready") == 200 for name in self.model_names)
+                and self._status("/v2/health/ready") == 200
+            ):
                 return
             missing = [name for name in self.model_names if name not in states]
             if missing and self._status("/v2/health/live") == 200 and self._index_ok():
@@ -459,26 +470,32 @@ class TritonServer:
                 raise self._fail(
                     f"model {missing[0]!r} is not in the repository "
                     f"{', '.join(str(r) for r in self.model_repositories)}",
-                    self._reason_from_log())
+                    self._reason_from_log(),
+                )
             if time.monotonic() > deadline:
                 pending = {name: states.get(name, (None,))[0] or "unknown" for name in self.model_names}
                 raise self._fail(
                     f"tritonserver not ready with {', '.join(map(repr, self.model_names))} after "
-                    f"{self.startup_timeout:.0f}s (model states: {pending})")
+                    f"{self.startup_timeout:.0f}s (model states: {pending})"
+                )
             time.sleep(0.25)
 
     def _reason_from_log(self) -> str | None:
         """Triton's ``E...`` log lines (errors), e.g. a failed ``load`` with its cause."""
-        errors = [line.strip() for line in self.log_text().splitlines()
-                  if line.startswith("E") and ("failed" in line or "error" in line.lower())]
+        errors = [
+            line.strip()
+            for line in self.log_text().splitlines()
+            if line.startswith("E") and ("failed" in line or "error" in line.lower())
+        ]
         return "\n".join(errors[-5:]) or None
 
     # --- HTTP helpers (stdlib only; no proxies for loopback) ---
     _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
     def _request(self, path: str, data: bytes | None = None, timeout: float = 5.0):
-        req = urllib.request.Request(self.url + path, data=data,
-                                     headers={"Content-Type": "application/json"} if data else {})
+        req = urllib.request.Request(
+            self.url + path, data=data, headers={"Content-Type": "application/json"} if data else {}
+        )
         return self._opener.open(req, timeout=timeout)
 
     def _status(self, path: str) -> int | None:
@@ -506,8 +523,10 @@ class TritonServer:
 
     def _model_states(self) -> dict[str | None, tuple[str | None, str | None]]:
         """``{name: (state, reason)}`` from the repository index ({} while it does not answer)."""
-        return {entry.get("name"): (entry.get("state"), entry.get("reason") or None)
-                for entry in self._repository_index() or []}
+        return {
+            entry.get("name"): (entry.get("state"), entry.get("reason") or None)
+            for entry in self._repository_index() or []
+        }
 
     # --- SIGTERM -> SystemExit, so that `with` blocks unwind and stop the server ---
     def _install_sigterm_handler(self) -> None:

@@ -83,12 +83,17 @@ def _python_facts(python: str) -> tuple[str, str]:
     it, and the server would not find its ``libpython``).
     """
     out = subprocess.run(
-        [python, "-c",
-         "import os, platform, sys; print(f'{sys.implementation.name}-{platform.python_version()}"
-         "-{platform.machine()}'); "
-         "base = os.path.join(sys.base_prefix, 'bin', 'python%d.%d' % sys.version_info[:2]); "
-         "print(base if os.path.isfile(base) else sys.executable)"],
-        capture_output=True, text=True, check=True,
+        [
+            python,
+            "-c",
+            "import os, platform, sys; print(f'{sys.implementation.name}-{platform.python_version()}"
+            "-{platform.machine()}'); "
+            "base = os.path.join(sys.base_prefix, 'bin', 'python%d.%d' % sys.version_info[:2]); "
+            "print(base if os.path.isfile(base) else sys.executable)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     identity, base = out.stdout.strip().splitlines()[-2:]
     return identity, base
@@ -129,7 +134,8 @@ def _pip_error(action: str, source: str, constraints: list[str], output: str, py
     pip_lines, conflict = _explain_pip_failure(output)
     what = (
         "the requirements conflict with each other or with the constraints of the Triton installation"
-        if conflict else "pip failed"
+        if conflict
+        else "pip failed"
     )
     if "require a different python version" in output:
         what += (
@@ -168,8 +174,18 @@ def check_requirements(
     req = Path(requirements_file)
     cons = list(constraints)
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-check-") as tmp:
-        cmd = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-               "--progress-bar", "off", "-r", str(req)]
+        cmd = [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--progress-bar",
+            "off",
+            "-r",
+            str(req),
+        ]
         if report is not None:
             cmd += ["--report", str(report)]
         if cons:
@@ -216,7 +232,12 @@ def ensure_serving_env(
     """
     req = Path(requirements_file)
     return ensure_env_for_requirements(
-        requirement_lines(req.read_text()), constraints, cache_dir, progress, python=python, source=str(req),
+        requirement_lines(req.read_text()),
+        constraints,
+        cache_dir,
+        progress,
+        python=python,
+        source=str(req),
     )
 
 
@@ -252,8 +273,10 @@ def ensure_env_for_requirements(
     if reuse_superset:
         existing = _satisfying_env(envs, lines, cons, python_id)
         if existing is not None:
-            say.say(f"reusing cached serving environment {existing} (its packages satisfy every requirement; "
-                    f"{_cost(env_summary(existing))})")
+            say.say(
+                f"reusing cached serving environment {existing} (its packages satisfy every requirement; "
+                f"{_cost(env_summary(existing))})"
+            )
             return existing
 
     envs.mkdir(parents=True, exist_ok=True)
@@ -261,8 +284,10 @@ def ensure_env_for_requirements(
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=envs))
     tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary directory
     started = time.monotonic()
-    say.say(f"building serving environment {env} for {source} with {python_id} (the first build takes a few "
-            f"minutes; pip log: {tmp / PIP_LOG})")
+    say.say(
+        f"building serving environment {env} for {source} with {python_id} (the first build takes a few "
+        f"minutes; pip log: {tmp / PIP_LOG})"
+    )
     try:
         log_path = tmp / PIP_LOG
         with open(log_path, "w") as log:
@@ -273,24 +298,47 @@ def ensure_env_for_requirements(
         env_python = str(tmp / "bin" / "python")
         _upgrade_pip(env_python, log_path, say, started)
         (tmp / "requirements.txt").write_text("".join(f"{line}\n" for line in lines))
-        cmd = [env_python, "-m", "pip", "install", "--progress-bar", "off", "--no-input",
-               "-r", str(tmp / "requirements.txt")]
+        cmd = [
+            env_python,
+            "-m",
+            "pip",
+            "install",
+            "--progress-bar",
+            "off",
+            "--no-input",
+            "-r",
+            str(tmp / "requirements.txt"),
+        ]
         if cons:
             cmd += ["-c", str(_write_constraints(tmp, cons))]
         with open(log_path, "a") as log:
             status = _run_logged(cmd, log, say, started, "pip")
         if status != 0:
-            raise _pip_error("building the serving environment", source, cons, log_path.read_text(errors="replace"),
-                             python_id)
+            raise _pip_error(
+                "building the serving environment", source, cons, log_path.read_text(errors="replace"), python_id
+            )
 
-        freeze = subprocess.run([env_python, "-m", "pip", "freeze", "--all"],
-                                capture_output=True, text=True).stdout.splitlines()
+        freeze = subprocess.run(
+            [env_python, "-m", "pip", "freeze", "--all"], capture_output=True, text=True
+        ).stdout.splitlines()
         _relocate_scripts(tmp, env)
         build_seconds = round(time.monotonic() - started, 1)
-        (tmp / ENV_RECORD).write_text(json.dumps(
-            {"requirements": lines, "constraints": cons, "python": python_id, "base_python": base_python,
-             "source": source, "installed": freeze, "build_seconds": build_seconds,
-             "size_bytes": disk_usage(tmp)}, indent=2) + "\n")
+        (tmp / ENV_RECORD).write_text(
+            json.dumps(
+                {
+                    "requirements": lines,
+                    "constraints": cons,
+                    "python": python_id,
+                    "base_python": base_python,
+                    "source": source,
+                    "installed": freeze,
+                    "build_seconds": build_seconds,
+                    "size_bytes": disk_usage(tmp),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         try:
             tmp.rename(env)
         except OSError:
@@ -306,12 +354,19 @@ def ensure_env_for_requirements(
 def _upgrade_pip(env_python, log_path, say, started) -> None:
     """``pip install --upgrade pip`` in the new environment; on failure go on with the bundled pip, saying so."""
     with open(log_path, "a") as log:
-        status = _run_logged([env_python, "-m", "pip", "install", "--progress-bar", "off", "--no-input",
-                              "--upgrade", "pip"], log, say, started, "upgrading pip")
+        status = _run_logged(
+            [env_python, "-m", "pip", "install", "--progress-bar", "off", "--no-input", "--upgrade", "pip"],
+            log,
+            say,
+            started,
+            "upgrading pip",
+        )
     if status != 0:
         said = [line for line in log_path.read_text(errors="replace").splitlines() if line.startswith("ERROR")]
-        say.say(f"could not upgrade pip in the new environment ({said[-1] if said else 'see the pip log'}); "
-                "resolving with the interpreter's own pip")
+        say.say(
+            f"could not upgrade pip in the new environment ({said[-1] if said else 'see the pip log'}); "
+            "resolving with the interpreter's own pip"
+        )
 
 
 def disk_usage(directory: str | os.PathLike[str]) -> int:
@@ -340,8 +395,13 @@ def env_summary(env: str | os.PathLike[str]) -> dict:
     size = record.get("size_bytes")
     if size is None:
         size = disk_usage(env)
-    return {"path": str(env), "python": record.get("python"), "size_mib": round(size / 2**20),
-            "build_seconds": record.get("build_seconds"), "requirements": record.get("requirements", [])}
+    return {
+        "path": str(env),
+        "python": record.get("python"),
+        "size_mib": round(size / 2**20),
+        "build_seconds": record.get("build_seconds"),
+        "requirements": record.get("requirements", []),
+    }
 
 
 def _cost(summary: dict) -> str:
@@ -361,8 +421,14 @@ def _run_logged(cmd, log, say, started, what) -> int:
     turned into an exception), the whole group is stopped before the exception propagates.
     """
     log.flush()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True, preexec_fn=die_with_parent)
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=die_with_parent,
+    )
     try:
         with open(log.name, errors="replace") as reader:
             reader.seek(0, os.SEEK_END)
@@ -384,8 +450,18 @@ def _latest_step(new_output: str, current: str) -> str:
     """
     for line in reversed(new_output.splitlines()):
         text = line.strip()
-        if text.startswith(("Collecting", "Downloading", "Using cached", "Building", "Installing",
-                            "Successfully installed", "Processing", "Requirement already")):
+        if text.startswith(
+            (
+                "Collecting",
+                "Downloading",
+                "Using cached",
+                "Building",
+                "Installing",
+                "Successfully installed",
+                "Processing",
+                "Requirement already",
+            )
+        ):
             return text if len(text) <= 100 else text[:97] + "..."
     return current
 

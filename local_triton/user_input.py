@@ -96,16 +96,23 @@ def _column_as(path, column, values, target):
     elif values.dtype.kind == "f" and target.kind in "iu":
         info = np.iinfo(target)
         with np.errstate(invalid="ignore"):
-            whole = (np.isfinite(values) & (values == np.trunc(values)) & (values >= float(info.min))
-                     & (values < float(int(info.max) + 1)))
+            whole = (
+                np.isfinite(values)
+                & (values == np.trunc(values))
+                & (values >= float(info.min))
+                & (values < float(int(info.max) + 1))
+            )
         changed = np.flatnonzero(~whole)
         converted = None if changed.size else values.astype(target)
     else:
         try:
             return to_numbers(values, target, str(target), f"`{column}`")
         except TensorMappingError as error:
-            reason = re.sub(r"^element (\d+)", lambda found: f"row {int(found.group(1)) + 1}",
-                            str(error).removeprefix(f"Tensor `{column}`: "))
+            reason = re.sub(
+                r"^element (\d+)",
+                lambda found: f"row {int(found.group(1)) + 1}",
+                str(error).removeprefix(f"Tensor `{column}`: "),
+            )
             raise InputFileError(
                 f"--input {path}: column `{column}` cannot be read as the model's {target} tensor unchanged: {reason}"
             ) from None
@@ -118,8 +125,9 @@ def _column_as(path, column, values, target):
     return converted
 
 
-def input_request(value: Any, model_dir: str | os.PathLike[str], directory: str | os.PathLike[str],
-                  stem: str = "input-request") -> RequestFiles:
+def input_request(
+    value: Any, model_dir: str | os.PathLike[str], directory: str | os.PathLike[str], stem: str = "input-request"
+) -> RequestFiles:
     """Encode ``value`` for the model in ``model_dir``; write the body under ``directory``."""
     config, contract = read_config(Path(model_dir) / "config.pbtxt")
     inputs, outputs = declarations(config)

@@ -30,8 +30,7 @@ ARCHITECTURE_FILE = "architecture.json"
 FORMAT_VERSION = 1
 CONFIGURATION_SUFFIXES = (".json", ".jinja", ".yaml", ".yml", ".toml", ".cfg", ".ini")
 INIT_KWARGS_NOTE = (
-    "Declared by the caller with architecture_init_kwargs; recorded as given and not verified "
-    "against the model."
+    "Declared by the caller with architecture_init_kwargs; recorded as given and not verified against the model."
 )
 SCOPE_NOTE = (
     "Structure only: module classes and tensor shapes/dtypes, no tensor values. It does not "
@@ -89,11 +88,13 @@ def describe_transformers(pipeline: Any, package_path: Any, declared_init_kwargs
     }
     if hasattr(model, "named_modules"):
         report.update(describe_module_tree(model))
-    report.update({
-        "files": packaged_files(package_path),
-        "init_kwargs": _init_kwargs(declared_init_kwargs),
-        "note": SCOPE_NOTE,
-    })
+    report.update(
+        {
+            "files": packaged_files(package_path),
+            "init_kwargs": _init_kwargs(declared_init_kwargs),
+            "note": SCOPE_NOTE,
+        }
+    )
     return report
 
 

@@ -42,6 +42,10 @@ class Batching:
         return self.max_batch_size > 0
 
 
+#: What every wrapper call gets unless it asks for ``max_batch_size``.
+NO_BATCHING = Batching()
+
+
 def check_arguments(max_batch_size: object, max_queue_delay_microseconds: object) -> Batching:
     """The wrapper arguments as ``Batching``, or InvalidArgumentError naming the argument."""
     if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int) or max_batch_size < 0:
@@ -50,8 +54,11 @@ def check_arguments(max_batch_size: object, max_queue_delay_microseconds: object
             f"got {max_batch_size!r}"
         )
     if max_queue_delay_microseconds is not None:
-        if (isinstance(max_queue_delay_microseconds, bool) or not isinstance(max_queue_delay_microseconds, int)
-                or max_queue_delay_microseconds < 0):
+        if (
+            isinstance(max_queue_delay_microseconds, bool)
+            or not isinstance(max_queue_delay_microseconds, int)
+            or max_queue_delay_microseconds < 0
+        ):
             raise InvalidArgumentError(
                 f"max_queue_delay_microseconds must be an integer >= 0 or None, got {max_queue_delay_microseconds!r}"
             )
@@ -77,8 +84,11 @@ def batched_layout(layout, batching: Batching):
                 )
     contract = layout.contract
     batched = Contract(
-        flavor=contract.flavor, inputs=contract.inputs, outputs=contract.outputs,
-        version=BATCHING_MAPPING_VERSION, max_batch_size=batching.max_batch_size,
+        flavor=contract.flavor,
+        inputs=contract.inputs,
+        outputs=contract.outputs,
+        version=BATCHING_MAPPING_VERSION,
+        max_batch_size=batching.max_batch_size,
     )
     return dataclasses.replace(layout, contract=batched)
 
@@ -130,7 +140,7 @@ def prove_row_independence(predict_tensors, tensors: dict) -> dict:
         "float_tolerance_ulps": ROW_INDEPENDENCE_ULPS,
         "largest_difference_ulps": largest,
         "how": "each batch predicted once and compared row by row with the rows predicted alone: integers, "
-               f"strings and booleans exactly, floats within {ROW_INDEPENDENCE_ULPS} ulps",
+        f"strings and booleans exactly, floats within {ROW_INDEPENDENCE_ULPS} ulps",
     }
 
 

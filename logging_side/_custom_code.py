@@ -64,9 +64,7 @@ def unimportable_code_warnings(
                 unimportable.setdefault(reference.module, []).append(reference)
         elif reference.module and not _importable_elsewhere(reference.module, covered, installed):
             unimportable.setdefault(reference.module, []).append(reference)
-    return [
-        _message(module, found, serializer, remedy) for module, found in sorted(unimportable.items())
-    ]
+    return [_message(module, found, serializer, remedy) for module, found in sorted(unimportable.items())]
 
 
 def _message(module, references, serializer, remedy):

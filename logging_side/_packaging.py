@@ -86,8 +86,9 @@ class Framework:
     def current_device(self, model):
         return "cpu"
 
-    def save_native(self, model: object, path: object, signature: object, input_example: object,
-                    options: dict[str, object]) -> None:
+    def save_native(
+        self, model: object, path: object, signature: object, input_example: object, options: dict[str, object]
+    ) -> None:
         self.native_module().save_model(
             model, path=str(path), signature=signature, input_example=input_example, **options
         )
@@ -105,9 +106,26 @@ class Framework:
         return []
 
 
-def log_model(framework, model, *, input_example, name, registered_model_name, await_registration_for,
-              run_id, metadata, tags, params, signature, device, triton_model_name, validate_saved_model,
-              extra_options, max_batch_size=0, max_queue_delay_microseconds=None):
+def log_model(
+    framework,
+    model,
+    *,
+    input_example,
+    name,
+    registered_model_name,
+    await_registration_for,
+    run_id,
+    metadata,
+    tags,
+    params,
+    signature,
+    device,
+    triton_model_name,
+    validate_saved_model,
+    extra_options,
+    max_batch_size=0,
+    max_queue_delay_microseconds=None,
+):
     """Prepare the complete package, then hand it to ``Model.log``; returns ``ModelInfo``."""
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
@@ -118,9 +136,14 @@ def log_model(framework, model, *, input_example, name, registered_model_name, a
     if metadata is not None:
         options["metadata"] = metadata  # also in 1/artifact/MLmodel, not only the logged MLmodel
     plan = _plan(
-        framework, model, input_example=input_example, signature=signature, device=device,
+        framework,
+        model,
+        input_example=input_example,
+        signature=signature,
+        device=device,
         triton_model_name=default_model_name(name) if triton_model_name is None else triton_model_name,
-        validate_saved_model=validate_saved_model, options=options,
+        validate_saved_model=validate_saved_model,
+        options=options,
         batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds),
     )
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-") as workspace:
@@ -142,8 +165,20 @@ def log_model(framework, model, *, input_example, name, registered_model_name, a
             )
 
 
-def save_model(framework, model, path, *, input_example, signature=None, device="cpu", triton_model_name=None,
-               validate_saved_model=False, extra_options=None, max_batch_size=0, max_queue_delay_microseconds=None):
+def save_model(
+    framework,
+    model,
+    path,
+    *,
+    input_example,
+    signature=None,
+    device="cpu",
+    triton_model_name=None,
+    validate_saved_model=False,
+    extra_options=None,
+    max_batch_size=0,
+    max_queue_delay_microseconds=None,
+):
     """Write the complete MLflow package (native flavor + triton flavor) to ``path``.
 
     The package is built in a hidden sibling of ``path`` and renamed into place
@@ -153,9 +188,14 @@ def save_model(framework, model, path, *, input_example, signature=None, device=
     if path.exists():
         raise InvalidArgumentError(f"path {str(path)!r} already exists; choose a new directory")
     plan = _plan(
-        framework, model, input_example=input_example, signature=signature, device=device,
+        framework,
+        model,
+        input_example=input_example,
+        signature=signature,
+        device=device,
         triton_model_name=default_model_name(path.name) if triton_model_name is None else triton_model_name,
-        validate_saved_model=validate_saved_model, options=dict(extra_options or {}),
+        validate_saved_model=validate_saved_model,
+        options=dict(extra_options or {}),
         batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds),
     )
     _build(plan, path)
@@ -182,8 +222,18 @@ class _Plan:
     example_params: "dict | None" = None  # the params of an ``(input, params)`` example, shipped with the request
 
 
-def _plan(framework, model, *, input_example, signature, device, triton_model_name, validate_saved_model,
-          options, batching=_batching.Batching()):
+def _plan(
+    framework,
+    model,
+    *,
+    input_example,
+    signature,
+    device,
+    triton_model_name,
+    validate_saved_model,
+    options,
+    batching=_batching.NO_BATCHING,
+):
     """Check the arguments, predict the example in memory and derive the mapping; writes nothing."""
     options = dict(options)
     declared_init_kwargs = options.pop("architecture_init_kwargs", None)
@@ -213,8 +263,23 @@ def _plan(framework, model, *, input_example, signature, device, triton_model_na
             lambda value: _predict(adapter, value, "batching proof", example_params), *codecs_for(layout)
         )
         proof = _batching.prove_row_independence(predict, tensors)
-    return _Plan(framework, model, input_example, options, declared_init_kwargs, signature, layout, tensors,
-                 validation, device, triton_model_name, found, batching, proof, example_params)
+    return _Plan(
+        framework,
+        model,
+        input_example,
+        options,
+        declared_init_kwargs,
+        signature,
+        layout,
+        tensors,
+        validation,
+        device,
+        triton_model_name,
+        found,
+        batching,
+        proof,
+        example_params,
+    )
 
 
 def _split_example(input_example):
@@ -256,8 +321,18 @@ def _build(plan, path):
         artifact = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY
         _copy_native_package(staging, artifact)
         validation = plan.validation or _validate_saved_artifact(plan.layout, plan.tensors, artifact)
-        _write_repository(repository, plan.triton_model_name, plan.layout, plan.device, plan.tensors, validation,
-                          plan.warnings, plan.batching, plan.batching_proof, plan.example_params)
+        _write_repository(
+            repository,
+            plan.triton_model_name,
+            plan.layout,
+            plan.device,
+            plan.tensors,
+            validation,
+            plan.warnings,
+            plan.batching,
+            plan.batching_proof,
+            plan.example_params,
+        )
         _add_triton_flavor(staging, plan.triton_model_name, plan.layout.contract.version)
         os.rename(staging, path)
     except BaseException:
@@ -286,8 +361,11 @@ def with_default_requirements(options, default_requirements):
     if options.get("pip_requirements") is None and options.get("conda_env") is None:
         extra = options.pop("extra_pip_requirements", None) or []
         if isinstance(extra, (str, os.PathLike)):
-            extra = [line.strip() for line in pathlib.Path(extra).read_text().splitlines()
-                     if line.strip() and not line.lstrip().startswith("#")]
+            extra = [
+                line.strip()
+                for line in pathlib.Path(extra).read_text().splitlines()
+                if line.strip() and not line.lstrip().startswith("#")
+            ]
         options["pip_requirements"] = [*default_requirements(options), *extra]
     return options
 
@@ -381,6 +459,7 @@ def _as_plain(prediction):
 
 def codecs_for(layout):
     """(input codec, output codec) over the layout's declarations: the runtime's own codecs."""
+
     def types(declarations):
         return {d.name: (d.data_type, d.dims) for d in declarations}
 
@@ -438,8 +517,18 @@ def _copy_native_package(source, destination):
             shutil.copy2(entry, target)
 
 
-def _write_repository(repository, model_name, layout, device, tensors, validation, custom_code_warnings,
-                      batching=_batching.Batching(), batching_proof=None, example_params=None):
+def _write_repository(
+    repository,
+    model_name,
+    layout,
+    device,
+    tensors,
+    validation,
+    custom_code_warnings,
+    batching=_batching.NO_BATCHING,
+    batching_proof=None,
+    example_params=None,
+):
     config = _config.build_config(model_name, layout, device, batching.max_queue_delay_microseconds)
     _config.write_config(config, repository / "config.pbtxt")
     (repository / VERSION_DIRECTORY / "model.py").write_text(_model_py.compose_model_py(), encoding="utf-8")
@@ -447,7 +536,10 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
     datatypes = {d.name: d.data_type for d in layout.inputs}
     contents = {f.tensor: f.content for f in layout.contract.inputs.fields}
     request_files = _requests.write_request(
-        repository, _config.wire_arrays(config, "input", tensors), datatypes, contents,
+        repository,
+        _config.wire_arrays(config, "input", tensors),
+        datatypes,
+        contents,
         {d.name: d.data_type for d in layout.outputs},
         {f.tensor: f.content for f in layout.contract.outputs.fields},
         parameters=_requests.wire_parameters(example_params),
@@ -461,7 +553,7 @@ def _write_repository(repository, model_name, layout, device, tensors, validatio
             "validated": True,
             "where": "local",
             "how": "example encoded to Triton tensors, decoded by the runtime codecs, predicted, "
-                   "prediction encoded to the configured outputs",
+            "prediction encoded to the configured outputs",
             "outputs": {name: list(array.shape) for name, array in validation["outputs"].items()},
         },
         "triton": {
@@ -534,5 +626,3 @@ class _AdoptPreparedPackage:
     def model_id(self):
         """The id of the LoggedModel ``Model.log`` created, once it called ``save_model``."""
         return self._model_id
-
-

@@ -174,4 +174,3 @@ def write_request(directory, tensors, datatypes, contents, outputs, output_conte
     body = json_request(tensors, datatypes, output_names, parameters)
     (directory / JSON_REQUEST).write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return [JSON_REQUEST]
-

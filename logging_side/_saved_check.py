@@ -35,7 +35,11 @@ def predict_saved_artifact(artifact, layout, tensors):
         try:
             completed = subprocess.run(
                 [sys.executable, "-m", "mlflow_triton._saved_check", request, result],
-                cwd=scratch, env=environment, capture_output=True, text=True, timeout=CHECK_TIMEOUT_SECONDS,
+                cwd=scratch,
+                env=environment,
+                capture_output=True,
+                text=True,
+                timeout=CHECK_TIMEOUT_SECONDS,
             )
         except subprocess.TimeoutExpired:
             raise ValidationError(

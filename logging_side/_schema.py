@@ -110,16 +110,16 @@ def signature_for_pyfunc(signature, flavor):
 
 def _is_single_named_tensor(schema):
     return (
-        isinstance(schema, Schema) and schema.is_tensor_spec() and len(schema.inputs) == 1
+        isinstance(schema, Schema)
+        and schema.is_tensor_spec()
+        and len(schema.inputs) == 1
         and schema.inputs[0].name is not None
     )
 
 
 def _map_schema(schema, side, namer, example):
     if not isinstance(schema, Schema) or not schema.inputs:
-        raise UnsupportedSchemaError(
-            f"The signature has no {side} schema; mlflow-triton needs both inputs and outputs"
-        )
+        raise UnsupportedSchemaError(f"The signature has no {side} schema; mlflow-triton needs both inputs and outputs")
     if example is not None and _is_any_schema(schema):
         reason = _explain_uninferable(example, side)
         if reason is not None:

@@ -69,54 +69,89 @@ def _add_model_uris(parser: argparse.ArgumentParser) -> None:
 
 def _add_triton_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Triton installation (default: the bundled Triton 2.51 of mlflow-triton[local])")
-    group.add_argument("--tritonserver", type=Path, metavar="PATH",
-                       help="another tritonserver binary, e.g. /opt/tritonserver/bin/tritonserver")
-    group.add_argument("--backend-directory", type=Path, metavar="DIR",
-                       help="its backends folder, e.g. /opt/tritonserver/backends (with --tritonserver)")
-    group.add_argument("--serving-constraint", action="append", default=None, metavar="SPEC",
-                       help="a pip constraint the Triton installation imposes on the serving environment "
-                            "(repeatable; for the bundled 2.51 added to its own numpy<2, which always applies; "
-                            "for --tritonserver: only those given)")
-    group.add_argument("--python", metavar="X.Y|PATH",
-                       help="the Python of the target Triton's Python backend: serving environments are built "
-                            "with this interpreter (X.Y is looked up on PATH and under pyenv) and the bundled "
-                            "server runs the stub of its X.Y (Triton 24.x containers: 3.10, 25.x: 3.12; the "
-                            "bundled 2.51 has 3.8-3.13); default: the Python running mlflow-triton")
+    group.add_argument(
+        "--tritonserver",
+        type=Path,
+        metavar="PATH",
+        help="another tritonserver binary, e.g. /opt/tritonserver/bin/tritonserver",
+    )
+    group.add_argument(
+        "--backend-directory",
+        type=Path,
+        metavar="DIR",
+        help="its backends folder, e.g. /opt/tritonserver/backends (with --tritonserver)",
+    )
+    group.add_argument(
+        "--serving-constraint",
+        action="append",
+        default=None,
+        metavar="SPEC",
+        help="a pip constraint the Triton installation imposes on the serving environment "
+        "(repeatable; for the bundled 2.51 added to its own numpy<2, which always applies; "
+        "for --tritonserver: only those given)",
+    )
+    group.add_argument(
+        "--python",
+        metavar="X.Y|PATH",
+        help="the Python of the target Triton's Python backend: serving environments are built "
+        "with this interpreter (X.Y is looked up on PATH and under pyenv) and the bundled "
+        "server runs the stub of its X.Y (Triton 24.x containers: 3.10, 25.x: 3.12; the "
+        "bundled 2.51 has 3.8-3.13); default: the Python running mlflow-triton",
+    )
 
 
 def _add_common_options(parser: argparse.ArgumentParser, holds: str) -> None:
-    parser.add_argument("--work-dir", type=Path, metavar="DIR",
-                        help=f"where {holds} go (default: a new temporary directory, whose model copies are "
-                             "removed at the end)")
-    parser.add_argument("--tracking-uri", metavar="URI",
-                        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI "
-                             "or MLflow's default)")
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        metavar="DIR",
+        help=f"where {holds} go (default: a new temporary directory, whose model copies are removed at the end)",
+    )
+    parser.add_argument(
+        "--tracking-uri",
+        metavar="URI",
+        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI or MLflow's default)",
+    )
 
 
 def _add_store_options(parser: argparse.ArgumentParser, command: str) -> None:
     group = parser.add_argument_group("serving from MLflow's artifact store")
-    group.add_argument("--from-store", action="store_true",
-                       help=f"{command} with Triton reading each model's repository where MLflow stored it (s3://, "
-                            "gs://, Azure; see mlflow-triton locate) instead of a local copy; credentials from the "
-                            "standard AWS variables, endpoint from MLFLOW_S3_ENDPOINT_URL")
+    group.add_argument(
+        "--from-store",
+        action="store_true",
+        help=f"{command} with Triton reading each model's repository where MLflow stored it (s3://, "
+        "gs://, Azure; see mlflow-triton locate) instead of a local copy; credentials from the "
+        "standard AWS variables, endpoint from MLFLOW_S3_ENDPOINT_URL",
+    )
     _add_artifacts_destination(group)
 
 
 def _add_artifacts_destination(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    parser.add_argument("--artifacts-destination", metavar="URI",
-                        help="the tracking server's --artifacts-destination (e.g. s3://bucket/mlartifacts), needed "
-                             "when it proxies artifacts (mlflow-artifacts:/ locations); default "
-                             "$MLFLOW_TRITON_ARTIFACTS_DESTINATION")
+    parser.add_argument(
+        "--artifacts-destination",
+        metavar="URI",
+        help="the tracking server's --artifacts-destination (e.g. s3://bucket/mlartifacts), needed "
+        "when it proxies artifacts (mlflow-artifacts:/ locations); default "
+        "$MLFLOW_TRITON_ARTIFACTS_DESTINATION",
+    )
 
 
 def _check_arguments(parser: argparse.ArgumentParser) -> None:
     _add_model_uris(parser)
-    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
-                        help="the instance kind the repositories must have (KIND_CPU / KIND_GPU); default cpu")
-    parser.add_argument("--input", type=Path, metavar="FILE",
-                        help="also send this input (JSON in MLflow's serving format: dataframe_split, "
-                             "dataframe_records, inputs or instances; or a CSV table) and compare the answer with "
-                             "mlflow.pyfunc's prediction of it (one MODEL_URI only)")
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "gpu"),
+        default="cpu",
+        help="the instance kind the repositories must have (KIND_CPU / KIND_GPU); default cpu",
+    )
+    parser.add_argument(
+        "--input",
+        type=Path,
+        metavar="FILE",
+        help="also send this input (JSON in MLflow's serving format: dataframe_split, "
+        "dataframe_records, inputs or instances; or a CSV table) and compare the answer with "
+        "mlflow.pyfunc's prediction of it (one MODEL_URI only)",
+    )
     parser.add_argument("--report", type=Path, metavar="PATH", help="JSON report (default: <work dir>/report.json)")
     _add_common_options(parser, "model copies, logs and the report")
     _add_triton_options(parser)
@@ -125,9 +160,15 @@ def _check_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run_check(args: argparse.Namespace) -> int:
     options = dict(
-        device=args.device, tritonserver=args.tritonserver,
-        backend_directory=args.backend_directory, serving_constraints=args.serving_constraint, python=args.python,
-        report=args.report, work_dir=args.work_dir, input_file=args.input, tracking_uri=args.tracking_uri,
+        device=args.device,
+        tritonserver=args.tritonserver,
+        backend_directory=args.backend_directory,
+        serving_constraints=args.serving_constraint,
+        python=args.python,
+        report=args.report,
+        work_dir=args.work_dir,
+        input_file=args.input,
+        tracking_uri=args.tracking_uri,
     )
     if args.from_store:
         from mlflow_triton.deploy import check_from_store_command
@@ -140,9 +181,12 @@ def _run_check(args: argparse.Namespace) -> int:
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     _add_model_uris(parser)
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="address HTTP, gRPC and metrics listen on (default 127.0.0.1, this machine only; "
-                             "a non-loopback address exposes the models to the network)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address HTTP, gRPC and metrics listen on (default 127.0.0.1, this machine only; "
+        "a non-loopback address exposes the models to the network)",
+    )
     parser.add_argument("--http-port", type=_port, default=8000, metavar="PORT", help="1-65535, default 8000")
     parser.add_argument("--grpc-port", type=_port, default=8001, metavar="PORT", help="1-65535, default 8001")
     parser.add_argument("--metrics-port", type=_port, default=8002, metavar="PORT", help="1-65535, default 8002")
@@ -153,9 +197,15 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run_serve(args: argparse.Namespace) -> int:
     options = dict(
-        host=args.host, http_port=args.http_port, grpc_port=args.grpc_port,
-        metrics_port=args.metrics_port, tritonserver=args.tritonserver, backend_directory=args.backend_directory,
-        serving_constraints=args.serving_constraint, python=args.python, work_dir=args.work_dir,
+        host=args.host,
+        http_port=args.http_port,
+        grpc_port=args.grpc_port,
+        metrics_port=args.metrics_port,
+        tritonserver=args.tritonserver,
+        backend_directory=args.backend_directory,
+        serving_constraints=args.serving_constraint,
+        python=args.python,
+        work_dir=args.work_dir,
         tracking_uri=args.tracking_uri,
     )
     if args.from_store:
@@ -188,27 +238,50 @@ def _positive_int(text: str) -> int:
 
 
 def _export_onnx_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model_uri", metavar="MODEL_URI",
-                        help="runs:/<run id>/<name>, models:/<name>/<version>, models:/<name>@<alias>, models:/m-<id> "
-                             "or a local MLflow model directory, logged by mlflow-triton")
-    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
-                        help="directory that receives <name>_onnx/ (created if missing; an existing <name>_onnx/ is "
-                             "refused)")
-    parser.add_argument("--max-batch-size", type=_positive_int, default=64, metavar="N",
-                        help="largest batch Triton's dynamic batcher forms (default 64)")
-    parser.add_argument("--backend", choices=("onnxruntime", "python"), default="onnxruntime",
-                        help="onnxruntime: Triton's ONNX Runtime backend (default); python: a model.py running "
-                             "onnxruntime in Triton's Python backend")
-    parser.add_argument("--tracking-uri", metavar="URI",
-                        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI "
-                             "or MLflow's default)")
+    parser.add_argument(
+        "model_uri",
+        metavar="MODEL_URI",
+        help="runs:/<run id>/<name>, models:/<name>/<version>, models:/<name>@<alias>, models:/m-<id> "
+        "or a local MLflow model directory, logged by mlflow-triton",
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="directory that receives <name>_onnx/ (created if missing; an existing <name>_onnx/ is refused)",
+    )
+    parser.add_argument(
+        "--max-batch-size",
+        type=_positive_int,
+        default=64,
+        metavar="N",
+        help="largest batch Triton's dynamic batcher forms (default 64)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("onnxruntime", "python"),
+        default="onnxruntime",
+        help="onnxruntime: Triton's ONNX Runtime backend (default); python: a model.py running "
+        "onnxruntime in Triton's Python backend",
+    )
+    parser.add_argument(
+        "--tracking-uri",
+        metavar="URI",
+        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI or MLflow's default)",
+    )
 
 
 def _run_export_onnx(args: argparse.Namespace) -> int:
     from mlflow_triton.export import export_command
 
-    return export_command(args.model_uri, args.out, max_batch_size=args.max_batch_size, backend=args.backend,
-                          tracking_uri=args.tracking_uri)
+    return export_command(
+        args.model_uri,
+        args.out,
+        max_batch_size=args.max_batch_size,
+        backend=args.backend,
+        tracking_uri=args.tracking_uri,
+    )
 
 
 PACK_DESCRIPTION = """\
@@ -225,26 +298,38 @@ Ctrl-C, 143 after SIGTERM (nothing written to DIR on an error or an interruption
 
 def _pack_arguments(parser: argparse.ArgumentParser) -> None:
     _add_model_uris(parser)
-    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
-                        help="the repository to write (must not exist, or be empty)")
-    parser.add_argument("--target", default="bundled", metavar="NAME",
-                        help="the Triton that will serve it: bundled (default: the Triton 2.51 of mlflow-triton[local] "
-                             "on this machine, the Python of --python), triton-24.10 (NGC 24.10 container: Python "
-                             "3.10, glibc 2.35), triton-25.xx (NGC 25.x containers: Python 3.12, glibc 2.39); see "
-                             "docs/deploy-containers.md")
-    parser.add_argument("--python", metavar="X.Y|PATH",
-                        help="the interpreter the environment is built with (X.Y is looked up on PATH and under "
-                             "pyenv); for bundled it also picks the stub; a container target's X.Y is fixed")
-    parser.add_argument("--tracking-uri", metavar="URI",
-                        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI "
-                             "or MLflow's default)")
+    parser.add_argument(
+        "--out", required=True, type=Path, metavar="DIR", help="the repository to write (must not exist, or be empty)"
+    )
+    parser.add_argument(
+        "--target",
+        default="bundled",
+        metavar="NAME",
+        help="the Triton that will serve it: bundled (default: the Triton 2.51 of mlflow-triton[local] "
+        "on this machine, the Python of --python), triton-24.10 (NGC 24.10 container: Python "
+        "3.10, glibc 2.35), triton-25.xx (NGC 25.x containers: Python 3.12, glibc 2.39); see "
+        "docs/deploy-containers.md",
+    )
+    parser.add_argument(
+        "--python",
+        metavar="X.Y|PATH",
+        help="the interpreter the environment is built with (X.Y is looked up on PATH and under "
+        "pyenv); for bundled it also picks the stub; a container target's X.Y is fixed",
+    )
+    parser.add_argument(
+        "--tracking-uri",
+        metavar="URI",
+        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI or MLflow's default)",
+    )
 
 
 def _run_pack(args: argparse.Namespace) -> int:
     from mlflow_triton.deploy import pack_command
 
-    return pack_command(args.model_uris, args.out, target=args.target, python=args.python,
-                        tracking_uri=args.tracking_uri)
+    return pack_command(
+        args.model_uris, args.out, target=args.target, python=args.python, tracking_uri=args.tracking_uri
+    )
+
 
 LOCATE_DESCRIPTION = """\
 Print the address Triton can read a logged model's repository from, where MLflow stored it
@@ -263,25 +348,37 @@ there. Nothing is applied to a cluster and no credential is written: attach the 
 
 
 def _model_uri_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model_uri", metavar="MODEL_URI",
-                        help="models:/<name>/<version>, models:/<name>@<alias>, models:/m-<id>, runs:/<run id>/<name> "
-                             "or a local MLflow model directory, logged by mlflow-triton")
-    parser.add_argument("--tracking-uri", metavar="URI",
-                        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or MLflow's default)")
+    parser.add_argument(
+        "model_uri",
+        metavar="MODEL_URI",
+        help="models:/<name>/<version>, models:/<name>@<alias>, models:/m-<id>, runs:/<run id>/<name> "
+        "or a local MLflow model directory, logged by mlflow-triton",
+    )
+    parser.add_argument(
+        "--tracking-uri", metavar="URI", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or MLflow's default)"
+    )
     _add_artifacts_destination(parser)
 
 
 def _locate_arguments(parser: argparse.ArgumentParser) -> None:
     _model_uri_argument(parser)
-    parser.add_argument("--no-access-check", dest="check_access", action="store_false",
-                        help="do not read the repository's config.pbtxt from S3 with the current credentials")
+    parser.add_argument(
+        "--no-access-check",
+        dest="check_access",
+        action="store_false",
+        help="do not read the repository's config.pbtxt from S3 with the current credentials",
+    )
 
 
 def _run_locate(args: argparse.Namespace) -> int:
     from mlflow_triton.deploy import locate_command
 
-    return locate_command(args.model_uri, artifacts_destination=args.artifacts_destination,
-                          tracking_uri=args.tracking_uri, check_access=args.check_access)
+    return locate_command(
+        args.model_uri,
+        artifacts_destination=args.artifacts_destination,
+        tracking_uri=args.tracking_uri,
+        check_access=args.check_access,
+    )
 
 
 def _non_negative_int(text: str) -> int:
@@ -297,36 +394,79 @@ def _non_negative_int(text: str) -> int:
 def _kserve_arguments(parser: argparse.ArgumentParser) -> None:
     _model_uri_argument(parser)
     parser.add_argument("--name", metavar="N", help="the InferenceService's name (default: from the Triton model name)")
-    parser.add_argument("--triton-version", default="24.10", metavar="YY.MM",
-                        help="the Triton container release (runtimeVersion YY.MM-py3; default 24.10)")
-    parser.add_argument("--gpus", type=_non_negative_int, default=0, metavar="N",
-                        help="nvidia.com/gpu limit (default 0; the model must be logged with device='gpu')")
-    parser.add_argument("--service-account", metavar="NAME",
-                        help="the ServiceAccount whose secret holds the storage credentials")
+    parser.add_argument(
+        "--triton-version",
+        default="24.10",
+        metavar="YY.MM",
+        help="the Triton container release (runtimeVersion YY.MM-py3; default 24.10)",
+    )
+    parser.add_argument(
+        "--gpus",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="nvidia.com/gpu limit (default 0; the model must be logged with device='gpu')",
+    )
+    parser.add_argument(
+        "--service-account", metavar="NAME", help="the ServiceAccount whose secret holds the storage credentials"
+    )
     parser.add_argument("--out", type=Path, metavar="FILE", help="write the YAML there (default: print it)")
 
 
 def _run_kserve(args: argparse.Namespace) -> int:
     from mlflow_triton.deploy import kserve_command
 
-    return kserve_command(args.model_uri, name=args.name, triton_version=args.triton_version, gpus=args.gpus,
-                          service_account=args.service_account, artifacts_destination=args.artifacts_destination,
-                          tracking_uri=args.tracking_uri, out_file=args.out)
+    return kserve_command(
+        args.model_uri,
+        name=args.name,
+        triton_version=args.triton_version,
+        gpus=args.gpus,
+        service_account=args.service_account,
+        artifacts_destination=args.artifacts_destination,
+        tracking_uri=args.tracking_uri,
+        out_file=args.out,
+    )
 
 
 SUBCOMMANDS = (
-    Subcommand("check", "prove models on a real local Triton server (PASS/FAIL per model)", CHECK_DESCRIPTION,
-               _check_arguments, _run_check),
-    Subcommand("serve", "serve models from a local Triton server until Ctrl-C", SERVE_DESCRIPTION,
-               _serve_arguments, _run_serve),
-    Subcommand("export-onnx", "export a model logged by mlflow-triton to <name>_onnx/ (ONNX, dynamic batching, "
-               "parity-checked)", EXPORT_ONNX_DESCRIPTION, _export_onnx_arguments, _run_export_onnx),
-    Subcommand("pack", "write a repository whose model directories carry their environment (env.tar.gz) for a "
-               "Triton container", PACK_DESCRIPTION, _pack_arguments, _run_pack),
-    Subcommand("locate", "print the address Triton reads a model's repository from in MLflow's artifact store",
-               LOCATE_DESCRIPTION, _locate_arguments, _run_locate),
-    Subcommand("kserve", "write a KServe InferenceService serving a model from MLflow's artifact store",
-               KSERVE_DESCRIPTION, _kserve_arguments, _run_kserve),
+    Subcommand(
+        "check",
+        "prove models on a real local Triton server (PASS/FAIL per model)",
+        CHECK_DESCRIPTION,
+        _check_arguments,
+        _run_check,
+    ),
+    Subcommand(
+        "serve", "serve models from a local Triton server until Ctrl-C", SERVE_DESCRIPTION, _serve_arguments, _run_serve
+    ),
+    Subcommand(
+        "export-onnx",
+        "export a model logged by mlflow-triton to <name>_onnx/ (ONNX, dynamic batching, parity-checked)",
+        EXPORT_ONNX_DESCRIPTION,
+        _export_onnx_arguments,
+        _run_export_onnx,
+    ),
+    Subcommand(
+        "pack",
+        "write a repository whose model directories carry their environment (env.tar.gz) for a Triton container",
+        PACK_DESCRIPTION,
+        _pack_arguments,
+        _run_pack,
+    ),
+    Subcommand(
+        "locate",
+        "print the address Triton reads a model's repository from in MLflow's artifact store",
+        LOCATE_DESCRIPTION,
+        _locate_arguments,
+        _run_locate,
+    ),
+    Subcommand(
+        "kserve",
+        "write a KServe InferenceService serving a model from MLflow's artifact store",
+        KSERVE_DESCRIPTION,
+        _kserve_arguments,
+        _run_kserve,
+    ),
 )
 
 
@@ -334,16 +474,24 @@ def build_parser(prog: str = "mlflow-triton") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Check and serve the Triton repositories of models logged with mlflow_triton, on a real local "
-                    "Triton server, and export them to ONNX with dynamic batching. For demos and proofs of concept, "
-                    "not production serving.",
+        "Triton server, and export them to ONNX with dynamic batching. For demos and proofs of concept, "
+        "not production serving.",
     )
-    parser.add_argument("--version", action="version", version=_version(),
-                        help="print the package version and the version of the runtime it writes into generated "
-                             "repositories (recorded in config.pbtxt as mlflow_triton_runtime_version)")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=_version(),
+        help="print the package version and the version of the runtime it writes into generated "
+        "repositories (recorded in config.pbtxt as mlflow_triton_runtime_version)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for subcommand in SUBCOMMANDS:
-        sub = commands.add_parser(subcommand.name, help=subcommand.summary, description=subcommand.description,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub = commands.add_parser(
+            subcommand.name,
+            help=subcommand.summary,
+            description=subcommand.description,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         subcommand.add_arguments(sub)
         sub.set_defaults(subcommand=subcommand)
     return parser

@@ -232,24 +232,51 @@ def log_model(
     (docs/batching.md); ``max_queue_delay_microseconds`` is how long Triton waits to gather a batch.
     """
     return _packaging.log_model(
-        _FRAMEWORK, pytorch_model, input_example=input_example, name=name,
-        registered_model_name=registered_model_name, await_registration_for=await_registration_for,
-        run_id=run_id, metadata=metadata, tags=tags, params=params, signature=signature, device=device,
-        triton_model_name=triton_model_name, validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size, max_queue_delay_microseconds=max_queue_delay_microseconds,
+        _FRAMEWORK,
+        pytorch_model,
+        input_example=input_example,
+        name=name,
+        registered_model_name=registered_model_name,
+        await_registration_for=await_registration_for,
+        run_id=run_id,
+        metadata=metadata,
+        tags=tags,
+        params=params,
+        signature=signature,
+        device=device,
+        triton_model_name=triton_model_name,
+        validate_saved_model=validate_saved_model,
+        max_batch_size=max_batch_size,
+        max_queue_delay_microseconds=max_queue_delay_microseconds,
         extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
     )
 
 
-def save_model(pytorch_model: Module, path: str | os.PathLike[str], *, input_example: ModelInputExample,
-               signature: ModelSignature | None = None, device: Literal["cpu", "gpu"] = "cpu",
-               triton_model_name: str | None = None, validate_saved_model: bool = False, max_batch_size: int = 0,
-               max_queue_delay_microseconds: int | None = None, architecture_init_kwargs: dict[str, Any] | None = None,
-               **kwargs: Any) -> None:
+def save_model(
+    pytorch_model: Module,
+    path: str | os.PathLike[str],
+    *,
+    input_example: ModelInputExample,
+    signature: ModelSignature | None = None,
+    device: Literal["cpu", "gpu"] = "cpu",
+    triton_model_name: str | None = None,
+    validate_saved_model: bool = False,
+    max_batch_size: int = 0,
+    max_queue_delay_microseconds: int | None = None,
+    architecture_init_kwargs: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> None:
     """Write the same package as ``log_model`` to a new local directory ``path``."""
     _packaging.save_model(
-        _FRAMEWORK, pytorch_model, path, input_example=input_example, signature=signature, device=device,
-        triton_model_name=triton_model_name, validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size, max_queue_delay_microseconds=max_queue_delay_microseconds,
+        _FRAMEWORK,
+        pytorch_model,
+        path,
+        input_example=input_example,
+        signature=signature,
+        device=device,
+        triton_model_name=triton_model_name,
+        validate_saved_model=validate_saved_model,
+        max_batch_size=max_batch_size,
+        max_queue_delay_microseconds=max_queue_delay_microseconds,
         extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
     )

@@ -151,23 +151,50 @@ def log_model(
     (docs/batching.md); ``max_queue_delay_microseconds`` is how long Triton waits to gather a batch.
     """
     return _packaging.log_model(
-        _FRAMEWORK, sk_model, input_example=input_example, name=name,
-        registered_model_name=registered_model_name, await_registration_for=await_registration_for,
-        run_id=run_id, metadata=metadata, tags=tags, params=params, signature=signature, device=device,
-        triton_model_name=triton_model_name, validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size, max_queue_delay_microseconds=max_queue_delay_microseconds, extra_options=kwargs,
+        _FRAMEWORK,
+        sk_model,
+        input_example=input_example,
+        name=name,
+        registered_model_name=registered_model_name,
+        await_registration_for=await_registration_for,
+        run_id=run_id,
+        metadata=metadata,
+        tags=tags,
+        params=params,
+        signature=signature,
+        device=device,
+        triton_model_name=triton_model_name,
+        validate_saved_model=validate_saved_model,
+        max_batch_size=max_batch_size,
+        max_queue_delay_microseconds=max_queue_delay_microseconds,
+        extra_options=kwargs,
     )
 
 
-def save_model(sk_model: Any, path: str | os.PathLike[str], *, input_example: ModelInputExample,
-               signature: ModelSignature | None = None, device: Literal["cpu", "gpu"] = "cpu",
-               triton_model_name: str | None = None, validate_saved_model: bool = False,
-               max_batch_size: int = 0, max_queue_delay_microseconds: int | None = None, **kwargs: Any) -> None:
+def save_model(
+    sk_model: Any,
+    path: str | os.PathLike[str],
+    *,
+    input_example: ModelInputExample,
+    signature: ModelSignature | None = None,
+    device: Literal["cpu", "gpu"] = "cpu",
+    triton_model_name: str | None = None,
+    validate_saved_model: bool = False,
+    max_batch_size: int = 0,
+    max_queue_delay_microseconds: int | None = None,
+    **kwargs: Any,
+) -> None:
     """Write the same package as ``log_model`` to a new local directory ``path``."""
     _packaging.save_model(
-        _FRAMEWORK, sk_model, path, input_example=input_example, signature=signature, device=device,
-        triton_model_name=triton_model_name, validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size, max_queue_delay_microseconds=max_queue_delay_microseconds, extra_options=kwargs,
+        _FRAMEWORK,
+        sk_model,
+        path,
+        input_example=input_example,
+        signature=signature,
+        device=device,
+        triton_model_name=triton_model_name,
+        validate_saved_model=validate_saved_model,
+        max_batch_size=max_batch_size,
+        max_queue_delay_microseconds=max_queue_delay_microseconds,
+        extra_options=kwargs,
     )
-
-

@@ -120,8 +120,9 @@ class _Transformers(_packaging.Framework):
         )
         return PyFuncModel(model_meta, wrapper)
 
-    def save_native(self, model: Pipeline, path: Any, signature: ModelSignature, input_example: Any,
-                    options: dict[str, Any]) -> None:
+    def save_native(
+        self, model: Pipeline, path: Any, signature: ModelSignature, input_example: Any, options: dict[str, Any]
+    ) -> None:
         # The defaults depend on the model (its engine, PEFT), so they are settled here.
         options = _packaging.with_default_requirements(options, lambda _options: _default_requirements(model.model))
         super().save_native(model, path, signature, input_example, options)
@@ -201,24 +202,51 @@ def log_model(
     (docs/batching.md); ``max_queue_delay_microseconds`` is how long Triton waits to gather a batch.
     """
     return _packaging.log_model(
-        _FRAMEWORK, transformers_model, input_example=input_example, name=name,
-        registered_model_name=registered_model_name, await_registration_for=await_registration_for,
-        run_id=run_id, metadata=metadata, tags=tags, params=params, signature=signature, device=device,
-        triton_model_name=triton_model_name, validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size, max_queue_delay_microseconds=max_queue_delay_microseconds,
+        _FRAMEWORK,
+        transformers_model,
+        input_example=input_example,
+        name=name,
+        registered_model_name=registered_model_name,
+        await_registration_for=await_registration_for,
+        run_id=run_id,
+        metadata=metadata,
+        tags=tags,
+        params=params,
+        signature=signature,
+        device=device,
+        triton_model_name=triton_model_name,
+        validate_saved_model=validate_saved_model,
+        max_batch_size=max_batch_size,
+        max_queue_delay_microseconds=max_queue_delay_microseconds,
         extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
     )
 
 
-def save_model(transformers_model: Pipeline, path: str | os.PathLike[str], *, input_example: ModelInputExample,
-               signature: ModelSignature | None = None, device: Literal["cpu", "gpu"] = "cpu",
-               triton_model_name: str | None = None, validate_saved_model: bool = False, max_batch_size: int = 0,
-               max_queue_delay_microseconds: int | None = None, architecture_init_kwargs: dict[str, Any] | None = None,
-               **kwargs: Any) -> None:
+def save_model(
+    transformers_model: Pipeline,
+    path: str | os.PathLike[str],
+    *,
+    input_example: ModelInputExample,
+    signature: ModelSignature | None = None,
+    device: Literal["cpu", "gpu"] = "cpu",
+    triton_model_name: str | None = None,
+    validate_saved_model: bool = False,
+    max_batch_size: int = 0,
+    max_queue_delay_microseconds: int | None = None,
+    architecture_init_kwargs: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> None:
     """Write the same package as ``log_model`` to a new local directory ``path``."""
     _packaging.save_model(
-        _FRAMEWORK, transformers_model, path, input_example=input_example, signature=signature, device=device,
-        triton_model_name=triton_model_name, validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size, max_queue_delay_microseconds=max_queue_delay_microseconds,
+        _FRAMEWORK,
+        transformers_model,
+        path,
+        input_example=input_example,
+        signature=signature,
+        device=device,
+        triton_model_name=triton_model_name,
+        validate_saved_model=validate_saved_model,
+        max_batch_size=max_batch_size,
+        max_queue_delay_microseconds=max_queue_delay_microseconds,
         extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
     )

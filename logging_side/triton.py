@@ -95,7 +95,9 @@ def save_model(
     try:
         shutil.copytree(source, staging / data, symlinks=True)
         model = mlflow_model or Model()
-        empty = sorted(p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_dir() and not any(p.iterdir()))
+        empty = sorted(
+            p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_dir() and not any(p.iterdir())
+        )
         # Artifact stores keep files only (the server's proxy drops empty directories, such as an
         # ensemble's 1/): they are listed so that load_model can recreate them.
         extra = {"empty_directories": empty} if empty else {}
@@ -115,9 +117,7 @@ def check_model_directory(triton_model_path: str | os.PathLike[str]) -> pathlib.
     entries = [source, *source.rglob("*")]
     links = [p for p in entries if p.is_symlink()]
     if links:
-        raise InvalidArgumentError(
-            f"triton_model_path must not contain symbolic links; found {str(links[0])!r}"
-        )
+        raise InvalidArgumentError(f"triton_model_path must not contain symbolic links; found {str(links[0])!r}")
     for entry in entries:
         kind = _special_file_kind(entry)
         if kind:

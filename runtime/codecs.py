@@ -32,6 +32,7 @@ import pandas as pd
 # <mlflow-triton package imports: removed when composing model.py>
 from ..shared_contract.contract import BYTES_TYPE, TRITON_TO_NUMPY
 from .conversions import TensorMappingError, as_bytes, decode_text, object_array, to_bytes_items, to_numbers
+
 # </mlflow-triton package imports>
 
 
@@ -110,9 +111,7 @@ class _TensorSpec:
         if is_bytes and field.content is None:
             raise TensorMappingError(f"BYTES tensor `{field.tensor}` needs content text or binary")
         if not is_bytes and field.content is not None:
-            raise TensorMappingError(
-                f"Tensor `{field.tensor}` has content {field.content!r} but datatype {data_type}"
-            )
+            raise TensorMappingError(f"Tensor `{field.tensor}` has content {field.content!r} but datatype {data_type}")
         self.field = field
         self.tensor = field.tensor
         self.data_type = data_type
@@ -120,8 +119,8 @@ class _TensorSpec:
         self.dtype = np.dtype(TRITON_TO_NUMPY[data_type])
         self.is_bytes = is_bytes
         self.column_key = position if field.name is None else field.name
-        self.label = f"`{field.tensor}`" if field.name in (None, field.tensor) else (
-            f"`{field.tensor}` (field `{field.name}`)"
+        self.label = (
+            f"`{field.tensor}`" if field.name in (None, field.tensor) else (f"`{field.tensor}` (field `{field.name}`)")
         )
 
     def check_shape(self, shape):
@@ -136,7 +135,8 @@ class _TensorSpec:
         if not self.is_bytes:
             if array.dtype != self.dtype:
                 raise TensorMappingError(
-                    f"Tensor {self.label}: dtype {array.dtype} does not match configured {self.data_type} ({self.dtype})"
+                    f"Tensor {self.label}: dtype {array.dtype} does not match configured "
+                    f"{self.data_type} ({self.dtype})"
                 )
             return array
         if array.dtype != object and array.dtype.kind not in ("S", "U"):

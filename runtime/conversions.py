@@ -39,6 +39,7 @@ import pandas as pd
 
 # <mlflow-triton package imports: removed when composing model.py>
 from ..shared_contract.contract import MlflowTritonError
+
 # </mlflow-triton package imports>
 
 _NUMBER_KINDS = "biuf"
@@ -237,8 +238,9 @@ def decode_text(items, label):
     try:
         return list(map(bytes.decode, items))
     except (TypeError, UnicodeDecodeError):
-        return [item if isinstance(item, str) else _decoded(bytes(item), label, index)
-                for index, item in enumerate(items)]
+        return [
+            item if isinstance(item, str) else _decoded(bytes(item), label, index) for index, item in enumerate(items)
+        ]
 
 
 def as_bytes(item):

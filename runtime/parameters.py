@@ -29,6 +29,7 @@ import json
 
 # <mlflow-triton package imports: removed when composing model.py>
 from ..shared_contract.contract import MlflowTritonError
+
 # </mlflow-triton package imports>
 
 LIST_SHAPE = (-1,)

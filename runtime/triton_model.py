@@ -58,6 +58,7 @@ from .codecs import StructureCodec, tensor_types_from_model_config
 from .conversions import TensorMappingError
 from .loading import device_for_instance, load_predictor
 from .parameters import ParameterError, params_schema_of, request_params
+
 # </mlflow-triton package imports>
 
 ARTIFACT_DIRECTORY = "artifact"

@@ -62,7 +62,7 @@ def wire_datatype(config_datatype):
     """``TYPE_FP32`` -> ``FP32``; ``TYPE_STRING`` -> ``BYTES`` (the v2 protocol names)."""
     if config_datatype == BYTES_TYPE:
         return "BYTES"
-    return config_datatype[len("TYPE_"):]
+    return config_datatype[len("TYPE_") :]
 
 
 class MlflowTritonError(Exception):
@@ -123,22 +123,16 @@ class StructureMapping:
 
     def __post_init__(self):
         if self.structure not in STRUCTURES:
-            raise ContractError(
-                f"Structure {self.structure!r} is not supported; supported: {', '.join(STRUCTURES)}"
-            )
+            raise ContractError(f"Structure {self.structure!r} is not supported; supported: {', '.join(STRUCTURES)}")
         object.__setattr__(self, "fields", tuple(self.fields))
         if not self.fields:
             raise ContractError(f"Structure {self.structure!r} needs at least one field")
         if self.structure == "tensor" and len(self.fields) != 1:
-            raise ContractError(
-                f"Structure 'tensor' maps exactly one tensor, got {len(self.fields)}"
-            )
+            raise ContractError(f"Structure 'tensor' maps exactly one tensor, got {len(self.fields)}")
         if self.structure == "tensors":
             unnamed = [f.tensor for f in self.fields if f.name is None]
             if unnamed:
-                raise ContractError(
-                    f"Structure 'tensors' needs a name for every field; unnamed: {', '.join(unnamed)}"
-                )
+                raise ContractError(f"Structure 'tensors' needs a name for every field; unnamed: {', '.join(unnamed)}")
         _reject_duplicates([f.tensor for f in self.fields], "tensor name")
         _reject_duplicates([f.name for f in self.fields if f.name is not None], "field name")
 
@@ -185,9 +179,7 @@ class Contract:
             )
         if not isinstance(self.flavor, str) or not self.flavor or not _is_unicode_text(self.flavor):
             raise ContractError("Contract 'flavor' must be a non-empty string of valid Unicode text")
-        _reject_duplicates(
-            list(self.inputs.tensor_names) + list(self.outputs.tensor_names), "tensor name"
-        )
+        _reject_duplicates(list(self.inputs.tensor_names) + list(self.outputs.tensor_names), "tensor name")
 
     def to_dict(self):
         data = {

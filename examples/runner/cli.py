@@ -27,21 +27,41 @@ EXPERIMENT = "mlflow-triton-examples"
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m examples.runner", description=__doc__.splitlines()[0])
-    parser.add_argument("examples", nargs="*", default=["sklearn"], choices=[*EXAMPLES, "all"],
-                        help="which examples to run (default: sklearn)")
-    parser.add_argument("--work-dir", default=".work/runner", type=Path,
-                        help="MLflow store, served repository, logs and report (default: .work/runner)")
-    parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"),
-                        help="log with this device and validate a KIND_CPU/KIND_GPU repository "
-                             f"(gpu: {' and '.join(GPU_EXAMPLES)} only)")
+    parser.add_argument(
+        "examples",
+        nargs="*",
+        default=["sklearn"],
+        choices=[*EXAMPLES, "all"],
+        help="which examples to run (default: sklearn)",
+    )
+    parser.add_argument(
+        "--work-dir",
+        default=".work/runner",
+        type=Path,
+        help="MLflow store, served repository, logs and report (default: .work/runner)",
+    )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        choices=("cpu", "gpu"),
+        help="log with this device and validate a KIND_CPU/KIND_GPU repository "
+        f"(gpu: {' and '.join(GPU_EXAMPLES)} only)",
+    )
     parser.add_argument("--tritonserver", type=Path, help="use this tritonserver binary instead of the bundled 2.51")
     parser.add_argument("--backend-directory", type=Path, help="the backends folder of --tritonserver")
-    parser.add_argument("--serving-constraint", action="append", default=None,
-                        help="a pip constraint the chosen Triton imposes on the serving env (repeatable); "
-                             "default for the bundled 2.51: numpy<2")
-    parser.add_argument("--python", metavar="X.Y|PATH",
-                        help="build the serving environment with this Python and run the stub of its X.Y "
-                             "(default: the Python running the runner)")
+    parser.add_argument(
+        "--serving-constraint",
+        action="append",
+        default=None,
+        help="a pip constraint the chosen Triton imposes on the serving env (repeatable); "
+        "default for the bundled 2.51: numpy<2",
+    )
+    parser.add_argument(
+        "--python",
+        metavar="X.Y|PATH",
+        help="build the serving environment with this Python and run the stub of its X.Y "
+        "(default: the Python running the runner)",
+    )
     parser.add_argument("--report", type=Path, help="JSON report path (default: <work-dir>/report.json)")
     args = parser.parse_args(argv)
     if (args.tritonserver is None) != (args.backend_directory is None):
@@ -80,8 +100,9 @@ def main(argv=None):
     work_dir.mkdir(parents=True, exist_ok=True)
     progress = Progress(print)
     with stop_on_sigterm():
-        installation = choose_installation(args.tritonserver, args.backend_directory, args.serving_constraint,
-                                           python=args.python, progress=progress)
+        installation = choose_installation(
+            args.tritonserver, args.backend_directory, args.serving_constraint, python=args.python, progress=progress
+        )
         report_path = args.report or work_dir / "report.json"
         print(f"report: {report_path}", flush=True)
         reports = []
@@ -90,8 +111,14 @@ def main(argv=None):
             print(f"[{example}] logging the example model to {work_dir / 'mlflow.db'} ...", flush=True)
             info = log_example(example, work_dir, args.device)
             registry_uri = f"models:/runner-{example}/{info.registered_model_version}"
-            report = validate_model(registry_uri, work_dir / example, installation, device=args.device,
-                                    progress=progress.with_prefix(f"[{example}] "), name=example)
+            report = validate_model(
+                registry_uri,
+                work_dir / example,
+                installation,
+                device=args.device,
+                progress=progress.with_prefix(f"[{example}] "),
+                name=example,
+            )
             report.seconds["total"] = round(time.monotonic() - started, 1)
             if report.triton_log_tail and not report.passed:
                 print(f"--- Triton log ({example}) ---\n{report.triton_log_tail}")

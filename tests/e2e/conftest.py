@@ -18,7 +18,8 @@ def pytest_terminal_summary(terminalreporter):
         load = report["phases"].get("load", {})
         terminalreporter.write_line(
             f"fidelity: FIDELITY_SEED={report['seed']}: {report['served']} case(s) (generated and pinned) served by "
-            f"Triton {report['triton_version']} and answered like pyfunc.predict ({counts.get('requests: json', 0)} JSON and "
+            f"Triton {report['triton_version']} and answered like pyfunc.predict "
+            f"({counts.get('requests: json', 0)} JSON and "
             f"{counts.get('requests: binary', 0)} binary requests besides {report['served']} shipped ones; "
             f"{counts.get('answers: prediction', 0)} predictions, "
             f"{report['served'] and sum(v for k, v in counts.items() if k.startswith('answers: HTTP'))} expected "

@@ -71,11 +71,16 @@ def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("s3-store")
     with running_s3_server(root) as s3:
         s3.client().create_bucket(Bucket=BUCKET)
-        with running_mlflow_server(root / "mlflow", artifacts_destination=DESTINATION,
-                                   environment=s3.credentials()) as server:
+        with running_mlflow_server(
+            root / "mlflow", artifacts_destination=DESTINATION, environment=s3.credentials()
+        ) as server:
             completed = subprocess.run(
-                [sys.executable, "-c", LOG_THROUGH_THE_SERVER, server.url], cwd=root,
-                env=_user_environment(PYTHONPATH=str(SUPPORT_DIR)), capture_output=True, text=True, timeout=600,
+                [sys.executable, "-c", LOG_THROUGH_THE_SERVER, server.url],
+                cwd=root,
+                env=_user_environment(PYTHONPATH=str(SUPPORT_DIR)),
+                capture_output=True,
+                text=True,
+                timeout=600,
             )
             assert completed.returncode == 0, completed.stderr[-4000:]
             yield s3, server
@@ -92,8 +97,9 @@ def user_env(store, monkeypatch):
 
 
 def _user_environment(**overrides):
-    environment = {k: v for k, v in os.environ.items()
-                   if (not k.startswith(("MLFLOW_", "AWS_")) or k == "MLFLOW_TRITON_CACHE")}
+    environment = {
+        k: v for k, v in os.environ.items() if (not k.startswith(("MLFLOW_", "AWS_")) or k == "MLFLOW_TRITON_CACHE")
+    }
     environment.update(HF_HUB_OFFLINE="1", **overrides)
     return environment
 
@@ -105,15 +111,17 @@ def _secret_free(*texts):
 def test_locate_prints_the_address_triton_reads_when_the_server_proxies_an_s3_destination(user_env):
     location = locate_repository("models:/user-classifier/1", artifacts_destination=DESTINATION)
 
-    assert re.fullmatch(rf"s3://127\.0\.0\.1:{user_env.port}/{BUCKET}/mlartifacts/\d+/models/m-[0-9a-f]+/artifacts"
-                        r"/model_repository", location.address), location.address
+    assert re.fullmatch(
+        rf"s3://127\.0\.0\.1:{user_env.port}/{BUCKET}/mlartifacts/\d+/models/m-[0-9a-f]+/artifacts"
+        r"/model_repository",
+        location.address,
+    ), location.address
     assert location.storage_uri == location.address.replace(f"127.0.0.1:{user_env.port}/", "")
     assert location.model_name == "classifier"
-    assert f"{location.storage_uri[len(f's3://{BUCKET}/'):]}/classifier/config.pbtxt" in user_env.objects(BUCKET)
+    assert f"{location.storage_uri[len(f's3://{BUCKET}/') :]}/classifier/config.pbtxt" in user_env.objects(BUCKET)
 
 
-def test_locate_command_prints_only_the_address_on_stdout_and_the_model_name_on_stderr_when_located(user_env,
-                                                                                                    capsys):
+def test_locate_command_prints_only_the_address_on_stdout_and_the_model_name_on_stderr_when_located(user_env, capsys):
     status = locate_command("models:/user-classifier/1", artifacts_destination=DESTINATION)
 
     out, err = capsys.readouterr()
@@ -123,17 +131,30 @@ def test_locate_command_prints_only_the_address_on_stdout_and_the_model_name_on_
     assert _secret_free(out, err)
 
 
-def test_check_from_store_answers_like_pyfunc_and_adds_no_object_to_the_store_when_triton_reads_s3(
-    store, tmp_path
-):
+def test_check_from_store_answers_like_pyfunc_and_adds_no_object_to_the_store_when_triton_reads_s3(store, tmp_path):
     s3, server = store
     before = s3.objects(BUCKET)
     report = tmp_path / "report.json"
 
     completed = subprocess.run(
-        [str(CONSOLE_SCRIPT), "check", "models:/user-classifier/1", "--from-store", "--artifacts-destination",
-         DESTINATION, "--tracking-uri", server.url, "--work-dir", str(tmp_path / "work"), "--report", str(report)],
-        env=_user_environment(**s3.credentials()), capture_output=True, text=True, timeout=900,
+        [
+            str(CONSOLE_SCRIPT),
+            "check",
+            "models:/user-classifier/1",
+            "--from-store",
+            "--artifacts-destination",
+            DESTINATION,
+            "--tracking-uri",
+            server.url,
+            "--work-dir",
+            str(tmp_path / "work"),
+            "--report",
+            str(report),
+        ],
+        env=_user_environment(**s3.credentials()),
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
 
     assert completed.returncode == 0, completed.stdout + completed.stderr[-6000:]
@@ -152,8 +173,8 @@ def test_serve_from_store_answers_the_shipped_request_like_pyfunc_when_triton_re
     from mlflow_triton import triton
     from mlflow_triton.deploy import serve_from_store_command
     from mlflow_triton.local import send_shipped_request
-    from tests.support.oracle import expected_example_tensors
     from mlflow_triton.local.compare import compare
+    from tests.support.oracle import expected_example_tensors
 
     before = user_env.objects(BUCKET)
     answers, listing = {}, []
@@ -165,9 +186,17 @@ def test_serve_from_store_answers_the_shipped_request_like_pyfunc_when_triton_re
         raise KeyboardInterrupt
 
     http, grpc, metrics = free_ports(3)
-    status = serve_from_store_command(["models:/user-classifier/1"], artifacts_destination=DESTINATION,
-                                      http_port=http, grpc_port=grpc, metrics_port=metrics,
-                                      work_dir=tmp_path / "work", out=listing.append, progress=None, wait=ask_then_stop)
+    status = serve_from_store_command(
+        ["models:/user-classifier/1"],
+        artifacts_destination=DESTINATION,
+        http_port=http,
+        grpc_port=grpc,
+        metrics_port=metrics,
+        work_dir=tmp_path / "work",
+        out=listing.append,
+        progress=None,
+        wait=ask_then_stop,
+    )
 
     assert status == 0
     reference = triton.load_model("models:/user-classifier/1", dst_path=str(tmp_path / "reference"))
@@ -200,8 +229,11 @@ def test_locate_names_the_endpoint_variable_when_the_s3_endpoint_is_unreachable(
     (closed_port,) = free_ports(1)
     monkeypatch.setenv("MLFLOW_S3_ENDPOINT_URL", f"http://127.0.0.1:{closed_port}")
 
-    with pytest.raises(StoreAccessError, match=rf"cannot reach the S3 endpoint http://127.0.0.1:{closed_port} .*"
-                                               "MLFLOW_S3_ENDPOINT_URL"):
+    with pytest.raises(
+        StoreAccessError,
+        match=rf"cannot reach the S3 endpoint http://127.0.0.1:{closed_port} .*"
+        "MLFLOW_S3_ENDPOINT_URL",
+    ):
         locate_repository("models:/user-classifier/1", artifacts_destination=DESTINATION)
 
 
@@ -210,8 +242,9 @@ def test_locate_refuses_with_how_to_relog_when_the_model_has_no_triton_flavor(us
         locate_repository("models:/plain-sklearn/1", artifacts_destination=DESTINATION)
 
 
-def test_locate_command_prints_one_line_error_and_no_secret_when_credentials_are_missing(user_env, monkeypatch,
-                                                                                          capsys, tmp_path):
+def test_locate_command_prints_one_line_error_and_no_secret_when_credentials_are_missing(
+    user_env, monkeypatch, capsys, tmp_path
+):
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(name)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
@@ -227,16 +260,18 @@ def test_locate_command_prints_one_line_error_and_no_secret_when_credentials_are
 def test_kserve_writes_an_inference_service_valid_for_kserve_with_the_store_address_and_no_secret(user_env, tmp_path):
     path = tmp_path / "isvc.yaml"
 
-    status = kserve_command("models:/user-classifier/1", artifacts_destination=DESTINATION, gpus=1, out_file=path,
-                            out=lambda line: None)
+    status = kserve_command(
+        "models:/user-classifier/1", artifacts_destination=DESTINATION, gpus=1, out_file=path, out=lambda line: None
+    )
 
     assert status == 0
     text = path.read_text()
     manifest = yaml.safe_load(text)
     validate_inference_service(manifest)
     triton = manifest["spec"]["predictor"]["triton"]
-    assert re.fullmatch(rf"s3://{BUCKET}/mlartifacts/\d+/models/m-[0-9a-f]+/artifacts/model_repository",
-                        triton["storageUri"])
+    assert re.fullmatch(
+        rf"s3://{BUCKET}/mlartifacts/\d+/models/m-[0-9a-f]+/artifacts/model_repository", triton["storageUri"]
+    )
     assert triton["args"] == ["--model-control-mode=explicit", "--load-model=classifier"]
     assert triton["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert _secret_free(text)

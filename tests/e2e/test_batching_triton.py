@@ -35,11 +35,13 @@ pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 NAME = "batched"
 CLIENTS = 8
 REQUESTS_PER_CLIENT = 6
-TRAINING = pd.DataFrame({
-    "age": [22.0, 35.5, 47.0, 58.25, 31.0, 64.5, 29.0, 41.0],
-    "city": ["Oslo", "Zürich", "Oslo", "東京", "Zürich", "東京", "Oslo", "Zürich"],
-    "visits": [1, 4, 2, 7, 3, 5, 6, 2],
-})
+TRAINING = pd.DataFrame(
+    {
+        "age": [22.0, 35.5, 47.0, 58.25, 31.0, 64.5, 29.0, 41.0],
+        "city": ["Oslo", "Zürich", "Oslo", "東京", "Zürich", "東京", "Oslo", "Zürich"],
+        "visits": [1, 4, 2, 7, 3, 5, 6, 2],
+    }
+)
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +53,15 @@ def served(tmp_path_factory):
         LogisticRegression(),
     ).fit(TRAINING, [0, 1, 0, 1, 1, 0, 1, 0])
     package = root / "package"
-    sklearn.save_model(pipeline, package, input_example=TRAINING.iloc[:3], pyfunc_predict_fn="predict_proba",
-                       triton_model_name=NAME, max_batch_size=16, max_queue_delay_microseconds=20_000)
+    sklearn.save_model(
+        pipeline,
+        package,
+        input_example=TRAINING.iloc[:3],
+        pyfunc_predict_fn="predict_proba",
+        triton_model_name=NAME,
+        max_batch_size=16,
+        max_queue_delay_microseconds=20_000,
+    )
     repository = root / "repository"
     repository.mkdir()
     shutil.copytree(package / "model_repository" / NAME, repository / NAME)
@@ -73,8 +82,12 @@ def post(server, frame):
     ]
     connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
     try:
-        connection.request("POST", f"/v2/models/{NAME}/infer", body=json.dumps({"inputs": inputs}).encode(),
-                           headers={"Content-Type": "application/json"})
+        connection.request(
+            "POST",
+            f"/v2/models/{NAME}/infer",
+            body=json.dumps({"inputs": inputs}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         response = connection.getresponse()
         return response.status, json.loads(response.read())
     finally:
@@ -96,8 +109,10 @@ def statistics(server):
 def frames_for(client):
     """The requests of one client: 1 to 5 rows each, drawn from the training rows."""
     rng = np.random.default_rng(client)
-    return [TRAINING.iloc[rng.integers(0, len(TRAINING), size=int(rng.integers(1, 6)))].reset_index(drop=True)
-            for _ in range(REQUESTS_PER_CLIENT)]
+    return [
+        TRAINING.iloc[rng.integers(0, len(TRAINING), size=int(rng.integers(1, 6)))].reset_index(drop=True)
+        for _ in range(REQUESTS_PER_CLIENT)
+    ]
 
 
 def test_batched_repository_answers_concurrent_clients_like_pyfunc_predict_of_each_request_alone(served):
@@ -125,7 +140,7 @@ def test_batched_repository_answers_the_others_when_one_concurrent_request_canno
     server, package, _ = served
     pyfunc = mlflow.pyfunc.load_model(str(package))
     unknown_city = TRAINING.iloc[:2].assign(city=["Oslo", "Atlantis"])  # OneHotEncoder(handle_unknown="error")
-    frames = [TRAINING.iloc[i:i + 2].reset_index(drop=True) for i in range(6)]
+    frames = [TRAINING.iloc[i : i + 2].reset_index(drop=True) for i in range(6)]
     frames.insert(3, unknown_city)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(frames)) as pool:

@@ -34,7 +34,9 @@ def empty_tmpdir(tmp_path, monkeypatch):
 
 
 def test_log_model_registers_distinct_contiguous_complete_versions_when_workers_log_through_one_server(
-    mlflow_server, empty_tmpdir, tmp_path  # noqa: F811
+    mlflow_server,
+    empty_tmpdir,
+    tmp_path,  # noqa: F811
 ):
     registered = f"shared-{uuid.uuid4().hex[:8]}"
     with using_tracking(mlflow_server.url):
@@ -44,8 +46,10 @@ def test_log_model_registers_distinct_contiguous_complete_versions_when_workers_
 
         results = log_at_once(mlflow_server.url, experiment_id, registered, threads=THREADS, processes=PROCESSES)
 
-        print(f"\n{THREADS} threads + {PROCESSES} processes logged through the server in "
-              f"{time.monotonic() - started:.1f} s (slowest call {max(r.seconds for r in results):.1f} s)")
+        print(
+            f"\n{THREADS} threads + {PROCESSES} processes logged through the server in "
+            f"{time.monotonic() - started:.1f} s (slowest call {max(r.seconds for r in results):.1f} s)"
+        )
         assert len(results) == THREADS + PROCESSES
         assert_complete_and_contiguous(results, mlflow.MlflowClient(), registered, experiment_id, tmp_path / "fetched")
     assert list(empty_tmpdir.iterdir()) == []

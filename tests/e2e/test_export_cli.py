@@ -41,8 +41,14 @@ def user_environment():
 
 
 def export_onnx_command(*args, tracking_uri, cwd):
-    return subprocess.run([str(CONSOLE_SCRIPT), "export-onnx", *args, "--tracking-uri", tracking_uri], cwd=cwd,
-                          env=user_environment(), capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [str(CONSOLE_SCRIPT), "export-onnx", *args, "--tracking-uri", tracking_uri],
+        cwd=cwd,
+        env=user_environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +57,10 @@ def store(tmp_path_factory):
 
     Returns (tracking URI, store directory, ``pyfunc.predict`` of the saved input example).
     """
-    from examples import sklearn_example
     from mlflow.artifacts import download_artifacts
     from mlflow.models import Model
+
+    from examples import sklearn_example
 
     directory = tmp_path_factory.mktemp("cli-export")
     with tiny_models.sqlite_tracking(directory):
@@ -69,8 +76,17 @@ def store(tmp_path_factory):
 def exported(store):
     """(completed console-script process, the directory it wrote) for ``--backend python --max-batch-size 16``."""
     tracking_uri, directory, _ = store
-    completed = export_onnx_command(f"models:/{REGISTERED}/1", "--out", "exports", "--backend", "python",
-                                    "--max-batch-size", "16", tracking_uri=tracking_uri, cwd=directory)
+    completed = export_onnx_command(
+        f"models:/{REGISTERED}/1",
+        "--out",
+        "exports",
+        "--backend",
+        "python",
+        "--max-batch-size",
+        "16",
+        tracking_uri=tracking_uri,
+        cwd=directory,
+    )
     return completed, directory / "exports" / "classifier_onnx"
 
 
@@ -80,7 +96,13 @@ def test_console_script_exports_the_registered_model_when_given_its_uri(exported
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.splitlines()[0] == f"exported: {directory}"
     assert sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()) == [
-        "1/model.onnx", "1/model.py", "config.pbtxt", "handoff.json", "request.json", "requirements.txt"]
+        "1/model.onnx",
+        "1/model.py",
+        "config.pbtxt",
+        "handoff.json",
+        "request.json",
+        "requirements.txt",
+    ]
     assert "Traceback" not in completed.stderr
 
 
@@ -102,13 +124,18 @@ def test_console_script_export_answers_its_shipped_request_like_pyfunc_when_serv
     np.testing.assert_allclose(answer, expected, rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize(("uri", "out", "message"), [
-    (f"models:/{REGISTERED}/1", "exports", "already exists; choose another output directory or remove it first"),
-    ("models:/missing/1", "elsewhere", "models:/missing/1: Registered Model with name=missing not found; nothing was "
-                                       "written"),
-])
-def test_console_script_exits_1_with_one_error_line_when_the_export_cannot_be_made(exported, store, uri, out,
-                                                                                   message):
+@pytest.mark.parametrize(
+    ("uri", "out", "message"),
+    [
+        (f"models:/{REGISTERED}/1", "exports", "already exists; choose another output directory or remove it first"),
+        (
+            "models:/missing/1",
+            "elsewhere",
+            "models:/missing/1: Registered Model with name=missing not found; nothing was written",
+        ),
+    ],
+)
+def test_console_script_exits_1_with_one_error_line_when_the_export_cannot_be_made(exported, store, uri, out, message):
     tracking_uri, directory, _ = store
     before = sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*"))
 
@@ -130,9 +157,25 @@ def test_serve_answers_the_export_directory_like_pyfunc_when_given_a_python_back
     http, grpc, metrics = free_ports()
     work = tmp_path / "work"
     server = subprocess.Popen(
-        [str(CONSOLE_SCRIPT), "serve", str(directory), "--http-port", str(http), "--grpc-port", str(grpc),
-         "--metrics-port", str(metrics), "--work-dir", str(work)],
-        cwd=directory.parent, env=user_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            str(CONSOLE_SCRIPT),
+            "serve",
+            str(directory),
+            "--http-port",
+            str(http),
+            "--grpc-port",
+            str(grpc),
+            "--metrics-port",
+            str(metrics),
+            "--work-dir",
+            str(work),
+        ],
+        cwd=directory.parent,
+        env=user_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     stdout, stderr = LineReader(server.stdout), LineReader(server.stderr)
     try:
         stdout.wait_for("Press Ctrl-C", timeout=900)
@@ -154,13 +197,18 @@ def test_serve_answers_the_export_directory_like_pyfunc_when_given_a_python_back
 
 def test_serve_refuses_an_onnxruntime_export_saying_to_export_with_the_python_backend(store, tmp_path):
     tracking_uri, directory, _ = store
-    completed = export_onnx_command(f"models:/{REGISTERED}/1", "--out", str(tmp_path / "ort"),
-                                    tracking_uri=tracking_uri, cwd=directory)
+    completed = export_onnx_command(
+        f"models:/{REGISTERED}/1", "--out", str(tmp_path / "ort"), tracking_uri=tracking_uri, cwd=directory
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
 
-    served = subprocess.run([str(CONSOLE_SCRIPT), "serve", str(tmp_path / "ort" / "classifier_onnx"), "--work-dir",
-                             str(tmp_path / "work")], env=user_environment(), capture_output=True, text=True,
-                            timeout=600)
+    served = subprocess.run(
+        [str(CONSOLE_SCRIPT), "serve", str(tmp_path / "ort" / "classifier_onnx"), "--work-dir", str(tmp_path / "work")],
+        env=user_environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
     assert served.returncode == 1
     assert served.stderr.splitlines()[-1].startswith("mlflow-triton serve: error: ")

@@ -28,11 +28,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
-from mlflow_triton import sklearn as mt_sklearn
 from benchmarks.soak_client import stub_pids
+from mlflow_triton import sklearn as mt_sklearn
 from mlflow_triton.export import export_onnx
 from mlflow_triton.export._parity import FLOAT_TOLERANCES as PARITY_TOLERANCES
+from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from tests.support import tiny_models
 
 pytestmark = pytest.mark.triton
@@ -69,8 +69,9 @@ def exports(tmp_path_factory):
         sklearn_info = sklearn_example.log_example(uri, registered_model_name="export-sklearn")
         pytorch_info = pytorch_example.log_example(uri, registered_model_name="export-pytorch")
         pipeline, frame = sklearn_example.fitted_pipeline()
-        labels_info = mt_sklearn.log_model(pipeline, input_example=frame.iloc[:3], name="labels",
-                                           registered_model_name="export-labels")
+        labels_info = mt_sklearn.log_model(
+            pipeline, input_example=frame.iloc[:3], name="labels", registered_model_name="export-labels"
+        )
         _timing("log three models", started)
         cases, example_expected = {}, {}
         for case, registered, info, rows in (
@@ -215,8 +216,12 @@ def _pending(server):
     """Triton's ``nv_inference_pending_request_count`` of the served model: requests queued, not yet executing."""
     with urllib.request.urlopen(server.metrics_url, timeout=30) as response:
         text = response.read().decode()
-    found = re.search(rf'^nv_inference_pending_request_count{{model="{re.escape(server.model_name)}",'
-                      r'version="1"} (\d+)', text, re.M)
+    found = re.search(
+        rf'^nv_inference_pending_request_count{{model="{re.escape(server.model_name)}",'
+        r'version="1"} (\d+)',
+        text,
+        re.M,
+    )
     assert found, "Triton reports no nv_inference_pending_request_count for the model"
     return int(found.group(1))
 
@@ -237,18 +242,28 @@ def _row_body(tensors, rows, position):
             data = [value if isinstance(value, str) else float(value)]
         else:
             data = [float(v) for v in rows[position].ravel()]
-        inputs.append({"name": tensor["tensor"], "datatype": _wire(tensor["data_type"]),
-                       "shape": [1, *tensor["exported_dims"]], "data": data})
+        inputs.append(
+            {
+                "name": tensor["tensor"],
+                "datatype": _wire(tensor["data_type"]),
+                "shape": [1, *tensor["exported_dims"]],
+                "data": data,
+            }
+        )
     return {"inputs": inputs, "outputs": [{"name": t["tensor"]} for t in tensors["outputs"]]}
 
 
 def _wire(config_type):
-    return "BYTES" if config_type == "TYPE_STRING" else config_type[len("TYPE_"):]
+    return "BYTES" if config_type == "TYPE_STRING" else config_type[len("TYPE_") :]
 
 
 def _infer(connection, model, body):
-    connection.request("POST", f"/v2/models/{urllib.parse.quote(model)}/infer", body=json.dumps(body),
-                       headers={"Content-Type": "application/json"})
+    connection.request(
+        "POST",
+        f"/v2/models/{urllib.parse.quote(model)}/infer",
+        body=json.dumps(body),
+        headers={"Content-Type": "application/json"},
+    )
     response = connection.getresponse()
     payload = json.loads(response.read())
     assert response.status == 200, payload
@@ -276,8 +291,10 @@ def test_served_export_rejects_only_the_bad_request_with_400_when_text_is_not_ut
     good = json.loads((directory / "request.json").read_text())
     inputs = []
     for entry in good["inputs"]:
-        data = np.array([[b"\xff\xfe"]] if entry["datatype"] == "BYTES" else [[entry["data"][0]]],
-                        dtype=object if entry["datatype"] == "BYTES" else np.float64)
+        data = np.array(
+            [[b"\xff\xfe"]] if entry["datatype"] == "BYTES" else [[entry["data"][0]]],
+            dtype=object if entry["datatype"] == "BYTES" else np.float64,
+        )
         infer_input = InferInput(entry["name"], [1, 1], entry["datatype"])
         infer_input.set_data_from_numpy(data, binary_data=True)
         inputs.append(infer_input)
@@ -285,8 +302,12 @@ def test_served_export_rejects_only_the_bad_request_with_400_when_text_is_not_ut
 
     with TritonServer(directory.parent, directory.name, installation=installation, serving_env=env) as server:
         connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
-        connection.request("POST", f"/v2/models/{directory.name}/infer", body=body, headers={
-            "Content-Type": "application/octet-stream", "Inference-Header-Content-Length": str(json_size)})
+        connection.request(
+            "POST",
+            f"/v2/models/{directory.name}/infer",
+            body=body,
+            headers={"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": str(json_size)},
+        )
         response = connection.getresponse()
         status, error = response.status, json.loads(response.read())["error"]
         connection.close()

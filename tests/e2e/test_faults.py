@@ -63,7 +63,8 @@ UNKNOWN_MODEL = f"Request for unknown model: '{MODEL_NAME}' has no available ver
 CONNECTION_ERRORS = re.compile(
     r"^(ConnectionRefusedError|ConnectionResetError|BrokenPipeError|RemoteDisconnected|ConnectionAbortedError"
     r"|IncompleteRead|BadStatusLine|TimeoutError): |^failed to connect to all addresses|^Socket closed"
-    r"|^recvmsg:Connection reset by peer|^Connection reset|^Broken pipe|^Stream removed|^GOAWAY received")
+    r"|^recvmsg:Connection reset by peer|^Connection reset|^Broken pipe|^Stream removed|^GOAWAY received"
+)
 
 
 @pytest.fixture(scope="module")
@@ -92,15 +93,19 @@ def served(server):
     if status(server, f"/v2/models/{MODEL_NAME}/ready") != 200 or len(stub_pids(server.pid)) != 1:
         assert control(server, "unload") == (200, "")
         assert control(server, "load") == (200, "")
-    wait_until(lambda: status(server, f"/v2/models/{MODEL_NAME}/ready") == 200 and len(stub_pids(server.pid)) == 1,
-               120, "the model ready with one stub")
+    wait_until(
+        lambda: status(server, f"/v2/models/{MODEL_NAME}/ready") == 200 and len(stub_pids(server.pid)) == 1,
+        120,
+        "the model ready with one stub",
+    )
     return server
 
 
 def control(server, action, model=MODEL_NAME):
     """``POST /v2/repository/models/<model>/<action>``; returns (HTTP status, error text)."""
-    request = urllib.request.Request(f"{server.url}/v2/repository/models/{model}/{action}", data=b"{}",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"{server.url}/v2/repository/models/{model}/{action}", data=b"{}", headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=300) as response:
             return response.status, ""
@@ -128,9 +133,7 @@ def failure_messages(load, **window):
     return {message for (_, message) in load.failures(**window)}
 
 
-def test_triton_answers_500_stub_not_healthy_until_unload_and_load_when_the_stub_process_is_killed(
-    served, soak_model
-):
+def test_triton_answers_500_stub_not_healthy_until_unload_and_load_when_the_stub_process_is_killed(served, soak_model):
     server = served
     _, _, layout, oracle = soak_model
     [stub] = stub_pids(server.pid)
@@ -141,8 +144,11 @@ def test_triton_answers_500_stub_not_healthy_until_unload_and_load_when_the_stub
         os.kill(stub, signal.SIGKILL)
         wait_until(lambda: stub_pids(server.pid) == [], 60, "the killed stub is still listed")
         load.wait_for_failures(3, sent_after=killed + 0.5)  # a request sent at the kill may still be answered
-        after_kill = (status(server, f"/v2/models/{MODEL_NAME}/ready"), status(server, "/v2/health/ready"),
-                      stub_pids(server.pid))
+        after_kill = (
+            status(server, f"/v2/models/{MODEL_NAME}/ready"),
+            status(server, "/v2/health/ready"),
+            stub_pids(server.pid),
+        )
         reload_started = time.monotonic()
         assert control(server, "unload") == (200, "")
         assert control(server, "load") == (200, "")
@@ -156,11 +162,12 @@ def test_triton_answers_500_stub_not_healthy_until_unload_and_load_when_the_stub
     assert load.failures(answered_before=killed) == {}
     assert failure_messages(load) <= {STUB_NOT_HEALTHY, UNKNOWN_MODEL}
     dead_window = load.failures(sent_after=killed + 0.5, sent_before=reload_started)
-    assert {(code, message) for code, message in dead_window} <= {("500", STUB_NOT_HEALTHY),
-                                                                  ("INTERNAL", STUB_NOT_HEALTHY)}
+    assert {(code, message) for code, message in dead_window} <= {
+        ("500", STUB_NOT_HEALTHY),
+        ("INTERNAL", STUB_NOT_HEALTHY),
+    }
     assert sum(dead_window.values()) >= 3
-    assert failure_messages(load, sent_after=reload_started, sent_before=reloaded) <= {STUB_NOT_HEALTHY,
-                                                                                      UNKNOWN_MODEL}
+    assert failure_messages(load, sent_after=reload_started, sent_before=reloaded) <= {STUB_NOT_HEALTHY, UNKNOWN_MODEL}
     assert load.failures(sent_after=reloaded) == {}
 
 
@@ -182,8 +189,10 @@ def test_triton_answers_404_meanwhile_and_correctly_afterwards_when_the_model_is
         loaded = time.monotonic()
         load.wait_for_answers(30, after=loaded)
 
-    assert {(code, message) for code, message in unloaded_failures} <= {("404", UNKNOWN_MODEL),
-                                                                        ("NOT_FOUND", UNKNOWN_MODEL)}
+    assert {(code, message) for code, message in unloaded_failures} <= {
+        ("404", UNKNOWN_MODEL),
+        ("NOT_FOUND", UNKNOWN_MODEL),
+    }
     assert unloaded_failures
     assert load.wrong_answers(oracle) == []
     assert load.failures(answered_before=unloading) == {}
@@ -203,10 +212,14 @@ def test_serve_exits_leaving_no_process_and_no_wrong_answer_when_tritonserver_ge
     """
     _, model_dir, layout, oracle = soak_model
     command, stderr, work, (http, grpc, _) = with_free_ports(
-        lambda *ports: start_serve(model_dir, tmp_path / f"work-{ports[0]}", *ports))
+        lambda *ports: start_serve(model_dir, tmp_path / f"work-{ports[0]}", *ports)
+    )
     try:
-        [server_pid] = [pid for pid in triton_processes_under(work)
-                        if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"tritonserver")]
+        [server_pid] = [
+            pid
+            for pid in triton_processes_under(work)
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"tritonserver")
+        ]
         with BackgroundLoad(http, f"127.0.0.1:{grpc}", layout, seed=3) as load:
             load.wait_for_answers(30)
             signalled = time.monotonic()
@@ -216,14 +229,19 @@ def test_serve_exits_leaving_no_process_and_no_wrong_answer_when_tritonserver_ge
             load.wait_for_failures(1, sent_after=exited)  # the server is gone: nothing answers any more
     finally:
         stop_politely(command)
-    print(f"[timing] SIGTERM to tritonserver -> serve exited: {exited - signalled:.1f}s; outcomes: "
-          f"{sum(1 for r in load.snapshot() if r.outcome.answer_class == 'answered')} answers, "
-          f"{load.failures(sent_after=signalled)}")
+    print(
+        f"[timing] SIGTERM to tritonserver -> serve exited: {exited - signalled:.1f}s; outcomes: "
+        f"{sum(1 for r in load.snapshot() if r.outcome.answer_class == 'answered')} answers, "
+        f"{load.failures(sent_after=signalled)}"
+    )
 
     assert load.wrong_answers(oracle) == []
     assert load.failures(answered_before=signalled) == {}
-    unexplained = {message for message in failure_messages(load, sent_after=signalled)
-                   if not CONNECTION_ERRORS.search(message) and message != UNKNOWN_MODEL}
+    unexplained = {
+        message
+        for message in failure_messages(load, sent_after=signalled)
+        if not CONNECTION_ERRORS.search(message) and message != UNKNOWN_MODEL
+    }
     assert unexplained == set()
     assert load.failures(sent_after=exited)
     assert exit_status == 1, stderr.text()
@@ -238,9 +256,24 @@ def start_serve(model_dir, work, http, grpc, metrics):
     """
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_") or k == "MLFLOW_TRITON_CACHE"}
     command = subprocess.Popen(
-        [str(CONSOLE_SCRIPT), "serve", str(model_dir), "--http-port", str(http), "--grpc-port", str(grpc),
-         "--metrics-port", str(metrics), "--work-dir", str(work)],
-        env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            str(CONSOLE_SCRIPT),
+            "serve",
+            str(model_dir),
+            "--http-port",
+            str(http),
+            "--grpc-port",
+            str(grpc),
+            "--metrics-port",
+            str(metrics),
+            "--work-dir",
+            str(work),
+        ],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     stdout, stderr = LineReader(command.stdout), LineReader(command.stderr)
     try:
         stdout.wait_for("Press Ctrl-C", timeout=600)
@@ -273,21 +306,29 @@ def unsupported_mapping_version(model_dir):
 
 BROKEN_MODELS = {
     "missing-artifact": (
-        "skops", remove_artifact,
+        "skops",
+        remove_artifact,
         r"ModelLoadError: The MLflow model directory {artifact} is missing: a generated Triton model directory carries "
         r"a complete copy of the logged model in <version>/artifact/; fetch the directory again with "
-        r"mlflow_triton\.triton\.load_model\(model_uri, dst_path=\.\.\.\) and serve that copy"),
+        r"mlflow_triton\.triton\.load_model\(model_uri, dst_path=\.\.\.\) and serve that copy",
+    ),
     "damaged-skops-file": (
-        "skops", damage_model_file,
+        "skops",
+        damage_model_file,
         r"ModelLoadError: MLflow could not load the sklearn model in {artifact}: BadZipFile: File is not a zip file\. "
-        r"Its files may be damaged or incomplete"),
+        r"Its files may be damaged or incomplete",
+    ),
     "damaged-pickle": (
-        "cloudpickle", damage_model_file,
+        "cloudpickle",
+        damage_model_file,
         r"ModelLoadError: MLflow could not load the sklearn model in {artifact}: UnpicklingError: .+\. Its files may "
-        r"be damaged or incomplete"),
+        r"be damaged or incomplete",
+    ),
     "unsupported-mapping-version": (
-        "skops", unsupported_mapping_version,
-        r"ContractError: Mapping version 99 is not supported; supported: 1, 2, 3"),
+        "skops",
+        unsupported_mapping_version,
+        r"ContractError: Mapping version 99 is not supported; supported: 1, 2, 3",
+    ),
 }
 
 
@@ -299,8 +340,14 @@ def cloudpickle_repository(tmp_path_factory):
 
     pipeline, frame = fitted_pipeline()
     package = tmp_path_factory.mktemp("cloudpickle") / "package"
-    triton_sklearn.save_model(pipeline, package, input_example=frame.iloc[:3], pyfunc_predict_fn="predict_proba",
-                              serialization_format="cloudpickle", triton_model_name=MODEL_NAME)
+    triton_sklearn.save_model(
+        pipeline,
+        package,
+        input_example=frame.iloc[:3],
+        pyfunc_predict_fn="predict_proba",
+        serialization_format="cloudpickle",
+        triton_model_name=MODEL_NAME,
+    )
     return package / "model_repository" / MODEL_NAME
 
 
@@ -328,8 +375,9 @@ def test_triton_refuses_the_model_with_the_runtime_message_as_load_error_when_in
     load_status, load_error = control(server, "load", name)
 
     assert load_status == 400
-    assert re.match(rf"load failed for model '{name}': version 1 is at UNAVAILABLE state: Internal: {expected}",
-                    load_error), load_error
+    assert re.match(
+        rf"load failed for model '{name}': version 1 is at UNAVAILABLE state: Internal: {expected}", load_error
+    ), load_error
     [entry] = [entry for entry in server_index(server) if entry["name"] == name]
     assert entry["state"] == "UNAVAILABLE"
     assert re.match(rf"Internal: {expected}", entry["reason"]), entry["reason"]
@@ -338,8 +386,9 @@ def test_triton_refuses_the_model_with_the_runtime_message_as_load_error_when_in
 
 
 def server_index(server):
-    request = urllib.request.Request(f"{server.url}/v2/repository/index", data=b"{}",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"{server.url}/v2/repository/index", data=b"{}", headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
 
@@ -354,8 +403,14 @@ def test_serve_fails_quoting_the_runtime_load_error_when_the_model_file_is_damag
     damage_model_file(broken)
 
     def serve(http, grpc, metrics):
-        exit_status = serve_command([str(broken)], http_port=http, grpc_port=grpc, metrics_port=metrics,
-                                    work_dir=tmp_path / "work", out=lambda line: None)
+        exit_status = serve_command(
+            [str(broken)],
+            http_port=http,
+            grpc_port=grpc,
+            metrics_port=metrics,
+            work_dir=tmp_path / "work",
+            out=lambda line: None,
+        )
         error = capsys.readouterr().err
         if exit_status == 1 and PORT_TAKEN_MESSAGE.search(error):
             raise PortTaken(error)
@@ -364,10 +419,14 @@ def test_serve_fails_quoting_the_runtime_load_error_when_the_model_file_is_damag
     exit_status, error = with_free_ports(serve)
 
     assert exit_status == 1
-    assert re.search(rf"^mlflow-triton serve: error: model '{MODEL_NAME}' failed to load\nTriton says: Internal: "
-                     r"ModelLoadError: MLflow could not load the sklearn model in \S+/1/artifact: BadZipFile: File is "
-                     r"not a zip file\. Its files may be damaged or incomplete \(fetch the directory again with "
-                     r"mlflow_triton\.triton\.load_model\(model_uri, dst_path=\.\.\.\) and serve that copy\), or the "
-                     r"serving environment may lack a package or version the model needs \(compare it with "
-                     r"requirements\.txt\)$", error, re.M), error
+    assert re.search(
+        rf"^mlflow-triton serve: error: model '{MODEL_NAME}' failed to load\nTriton says: Internal: "
+        r"ModelLoadError: MLflow could not load the sklearn model in \S+/1/artifact: BadZipFile: File is "
+        r"not a zip file\. Its files may be damaged or incomplete \(fetch the directory again with "
+        r"mlflow_triton\.triton\.load_model\(model_uri, dst_path=\.\.\.\) and serve that copy\), or the "
+        r"serving environment may lack a package or version the model needs \(compare it with "
+        r"requirements\.txt\)$",
+        error,
+        re.M,
+    ), error
     assert triton_processes_under(tmp_path) == []

@@ -25,19 +25,23 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, reject, seed, settings
 
+from mlflow_triton._requests import triton_json_double
 from tests.property.fidelity_strategies import rejected_cases, served_cases
 from tests.support.fidelity.campaign import Campaign
 from tests.support.fidelity.cases import Case, Field, Input, Output
 from tests.support.fidelity.seed import SEED, SUMMARIES
 
-from mlflow_triton._requests import triton_json_double
-
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
 CASES = int(os.environ.get("FIDELITY_CASES", "40"))
 REJECTIONS = int(os.environ.get("FIDELITY_REJECTIONS", "12"))
-CAMPAIGN_SETTINGS = dict(deadline=None, database=None, print_blob=True, derandomize=False,
-                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+CAMPAIGN_SETTINGS = dict(
+    deadline=None,
+    database=None,
+    print_blob=True,
+    derandomize=False,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @pytest.fixture(scope="module")
@@ -53,47 +57,117 @@ def campaign(tmp_path_factory):
 @seed(SEED)
 @settings(max_examples=CASES, **CAMPAIGN_SETTINGS)
 @given(case=served_cases())
-@example(case=Case(  # integer column labels in and out, text with NUL bytes, binary with trailing zeros
-    "sklearn-recipe", "columns", (Field(0, "int64"), Field("a b", "text"), Field("a_b", "binary")),
-    (Output(3, 0, "flip"), Output("t", 1, "text"), Output(0, 2, "binary")), "frame", False,
-    (Input(((2,), (2,), (2,)), ((1, -(2**63)), ("ü\x00", ""), (b"ab\x00\x00", b""))),
-     Input(((3,), (3,), (3,)), ((2**63 - 1, 0, -1), ("名前", "\n", "a\x00"), (b"\xff\x00", b"\x00", b"x"))),
-     Input(((0,), (0,), (0,)), ((), (), ()))),
-    (("serialization", "cloudpickle"),)))
-@example(case=Case(  # FP16 in and out, -1 on inner axes, NaN and infinities
-    "pytorch-recipe", "tensor", (Field("x", "float16", (-1, 2, -1)),), (Output(None, 0, "flip"),), "array", True,
-    (Input(((1, 2, 1),), ((0.5, -1.0),)),
-     Input(((2, 2, 3),), ((float("nan"), float("inf"), -0.0, 65504.0, 6e-08, -1.0) * 2,)))))
-@example(case=Case(  # a prediction that does not fit the declared INT8 output: 500 naming the tensor
-    "sklearn-recipe", "tensor", (Field(None, "int64", (-1,)),), (Output(None, 0, "echo", "int8"),), "array", True,
-    (Input(((2,),), ((1, -5),)), Input(((2,),), ((127, 128),)), Input(((1,),), ((-128,),))),
-    (("serialization", "skops"),)))
-@example(case=Case(  # found by the campaign: Triton reads -1.8585403758418125e-246 from JSON as ...23e-246
-    "sklearn-recipe", "tensor", (Field(" ", "float64", (-1,)),), (Output("__", 0, "echo"), Output(".", 0, "text")),
-    "dict", True,
-    (Input(((3,),), ((0.0, -1.8585403758418125e-246, 123456789012345.67),)), Input(((1,),), ((0.1,),)),
-     Input(((2,),), ((-1.8585403758418125e-246, 5e-324),))),
-    (("serialization", "cloudpickle"), ("fixed_width", False))))
-@example(case=Case(  # an object array of bytes is a text output: answered while UTF-8, else 500 naming it
-    "sklearn-recipe", "columns", (Field("t", "text"),), (Output("raw", 0, "binary"),), "dict", False,
-    (Input(((2,),), (("ü", ""),)), Input(((1,),), (("a\x00",),)), Input(((0,),), ((),))),
-    (("serialization", "skops"), ("fixed_width", False))))
-@example(case=Case(  # found by the campaign: a binary output in a JSON answer is not JSON (shipped request.json)
-    "sklearn-recipe", "tensor", (Field(None, "float32", (-1, 2)),), (Output(None, 0, "binary"),), "array", False,
-    (Input(((1, 2),), ((2.5, -2.0),)), Input(((2, 2),), ((0.5, 1.0, -2.0, 3.0),))),
-    (("serialization", "cloudpickle"), ("fixed_width", True))))
-@example(case=Case(  # outputs without elements: Triton 2.51 leaves "data" out of such a JSON output (F3)
-    "sklearn-recipe", "tensor", (Field(None, "int64", (-1, -1)),),
-    (Output("same", 0, "echo"), Output("words", 0, "text")), "dict", True,
-    (Input(((1, 2),), ((3, -4),)), Input(((2, 0),), ((),)), Input(((0, 2),), ((),))),
-    (("serialization", "cloudpickle"), ("fixed_width", False))))
-@example(case=Case(  # dynamic batching: inputs sent at once are joined; NaN fails its own request
-    "sklearn-pipeline", "columns", (Field("x", "float64"), Field("t", "text")), (Output(None, 0, "predict"),),
-    "array", False,
-    (Input(((2,), (2,)), ((0.5, -1.0), ("a", "b"))), Input(((1,), (1,)), ((3.0,), ("ü",))),
-     Input(((3,), (3,)), ((float("nan"), 1.0, 2.0), ("a", "", "名前"))),
-     Input(((4,), (4,)), ((1.0, 2.0, 3.0, 4.0), ("a", "b", "a", "b")))),
-    (("estimator", "logistic-proba"), ("serialization", "cloudpickle"), ("seed", 1), ("max_batch_size", 8))))
+@example(
+    case=Case(  # integer column labels in and out, text with NUL bytes, binary with trailing zeros
+        "sklearn-recipe",
+        "columns",
+        (Field(0, "int64"), Field("a b", "text"), Field("a_b", "binary")),
+        (Output(3, 0, "flip"), Output("t", 1, "text"), Output(0, 2, "binary")),
+        "frame",
+        False,
+        (
+            Input(((2,), (2,), (2,)), ((1, -(2**63)), ("ü\x00", ""), (b"ab\x00\x00", b""))),
+            Input(((3,), (3,), (3,)), ((2**63 - 1, 0, -1), ("名前", "\n", "a\x00"), (b"\xff\x00", b"\x00", b"x"))),
+            Input(((0,), (0,), (0,)), ((), (), ())),
+        ),
+        (("serialization", "cloudpickle"),),
+    )
+)
+@example(
+    case=Case(  # FP16 in and out, -1 on inner axes, NaN and infinities
+        "pytorch-recipe",
+        "tensor",
+        (Field("x", "float16", (-1, 2, -1)),),
+        (Output(None, 0, "flip"),),
+        "array",
+        True,
+        (
+            Input(((1, 2, 1),), ((0.5, -1.0),)),
+            Input(((2, 2, 3),), ((float("nan"), float("inf"), -0.0, 65504.0, 6e-08, -1.0) * 2,)),
+        ),
+    )
+)
+@example(
+    case=Case(  # a prediction that does not fit the declared INT8 output: 500 naming the tensor
+        "sklearn-recipe",
+        "tensor",
+        (Field(None, "int64", (-1,)),),
+        (Output(None, 0, "echo", "int8"),),
+        "array",
+        True,
+        (Input(((2,),), ((1, -5),)), Input(((2,),), ((127, 128),)), Input(((1,),), ((-128,),))),
+        (("serialization", "skops"),),
+    )
+)
+@example(
+    case=Case(  # found by the campaign: Triton reads -1.8585403758418125e-246 from JSON as ...23e-246
+        "sklearn-recipe",
+        "tensor",
+        (Field(" ", "float64", (-1,)),),
+        (Output("__", 0, "echo"), Output(".", 0, "text")),
+        "dict",
+        True,
+        (
+            Input(((3,),), ((0.0, -1.8585403758418125e-246, 123456789012345.67),)),
+            Input(((1,),), ((0.1,),)),
+            Input(((2,),), ((-1.8585403758418125e-246, 5e-324),)),
+        ),
+        (("serialization", "cloudpickle"), ("fixed_width", False)),
+    )
+)
+@example(
+    case=Case(  # an object array of bytes is a text output: answered while UTF-8, else 500 naming it
+        "sklearn-recipe",
+        "columns",
+        (Field("t", "text"),),
+        (Output("raw", 0, "binary"),),
+        "dict",
+        False,
+        (Input(((2,),), (("ü", ""),)), Input(((1,),), (("a\x00",),)), Input(((0,),), ((),))),
+        (("serialization", "skops"), ("fixed_width", False)),
+    )
+)
+@example(
+    case=Case(  # found by the campaign: a binary output in a JSON answer is not JSON (shipped request.json)
+        "sklearn-recipe",
+        "tensor",
+        (Field(None, "float32", (-1, 2)),),
+        (Output(None, 0, "binary"),),
+        "array",
+        False,
+        (Input(((1, 2),), ((2.5, -2.0),)), Input(((2, 2),), ((0.5, 1.0, -2.0, 3.0),))),
+        (("serialization", "cloudpickle"), ("fixed_width", True)),
+    )
+)
+@example(
+    case=Case(  # outputs without elements: Triton 2.51 leaves "data" out of such a JSON output (F3)
+        "sklearn-recipe",
+        "tensor",
+        (Field(None, "int64", (-1, -1)),),
+        (Output("same", 0, "echo"), Output("words", 0, "text")),
+        "dict",
+        True,
+        (Input(((1, 2),), ((3, -4),)), Input(((2, 0),), ((),)), Input(((0, 2),), ((),))),
+        (("serialization", "cloudpickle"), ("fixed_width", False)),
+    )
+)
+@example(
+    case=Case(  # dynamic batching: inputs sent at once are joined; NaN fails its own request
+        "sklearn-pipeline",
+        "columns",
+        (Field("x", "float64"), Field("t", "text")),
+        (Output(None, 0, "predict"),),
+        "array",
+        False,
+        (
+            Input(((2,), (2,)), ((0.5, -1.0), ("a", "b"))),
+            Input(((1,), (1,)), ((3.0,), ("ü",))),
+            Input(((3,), (3,)), ((float("nan"), 1.0, 2.0), ("a", "", "名前"))),
+            Input(((4,), (4,)), ((1.0, 2.0, 3.0, 4.0), ("a", "b", "a", "b"))),
+        ),
+        (("estimator", "logistic-proba"), ("serialization", "cloudpickle"), ("seed", 1), ("max_batch_size", 8)),
+    )
+)
 def test_real_triton_answers_like_pyfunc_when_a_generated_case_is_served(campaign, case):
     rejection = campaign.expected_rejection(case)
     if rejection is not None:  # drawn now and then (a prediction of the example that does not fit its output)
@@ -106,12 +180,30 @@ def test_real_triton_answers_like_pyfunc_when_a_generated_case_is_served(campaig
 @seed(SEED)
 @settings(max_examples=REJECTIONS, **CAMPAIGN_SETTINGS)
 @given(case=rejected_cases())
-@example(case=Case(  # a fixed-width str input: the message says `fixed-width str` (F4)
-    "sklearn-recipe", "tensor", (Field("s", "fixed-text"),), (Output(None, 0, "echo"),), "array", True,
-    (Input(((2,),), (("ab", "c"),)),), (("serialization", "cloudpickle"),)))
-@example(case=Case(  # a fixed-width bytes input: the message says `fixed-width bytes` (F4)
-    "sklearn-recipe", "tensor", (Field(None, "fixed-binary"),), (Output(None, 0, "echo"),), "array", False,
-    (Input(((2,),), ((b"ab", b"c"),)),), (("serialization", "cloudpickle"),)))
+@example(
+    case=Case(  # a fixed-width str input: the message says `fixed-width str` (F4)
+        "sklearn-recipe",
+        "tensor",
+        (Field("s", "fixed-text"),),
+        (Output(None, 0, "echo"),),
+        "array",
+        True,
+        (Input(((2,),), (("ab", "c"),)),),
+        (("serialization", "cloudpickle"),),
+    )
+)
+@example(
+    case=Case(  # a fixed-width bytes input: the message says `fixed-width bytes` (F4)
+        "sklearn-recipe",
+        "tensor",
+        (Field(None, "fixed-binary"),),
+        (Output(None, 0, "echo"),),
+        "array",
+        False,
+        (Input(((2,),), ((b"ab", b"c"),)),),
+        (("serialization", "cloudpickle"),),
+    )
+)
 def test_log_model_refuses_naming_the_field_when_a_generated_case_cannot_be_served(campaign, case):
     rejection = campaign.expected_rejection(case)
     assert rejection is not None, case.describe()
@@ -122,14 +214,24 @@ def test_log_model_refuses_naming_the_field_when_a_generated_case_cannot_be_serv
 def test_triton_json_double_predicts_what_real_triton_reads_when_float64_values_travel_as_json(campaign):
     """The request writer's model of Triton's JSON number parsing, checked on the real server."""
     generator = np.random.default_rng(SEED)
-    values = np.concatenate([
-        generator.normal(0.0, 10.0, 300),
-        generator.integers(0, 2**63, 300, dtype=np.int64).view(np.float64),
-        [-1.8585403758418125e-246, 123456789012345.67, 0.1, 5e-324, -0.0],
-    ])
+    values = np.concatenate(
+        [
+            generator.normal(0.0, 10.0, 300),
+            generator.integers(0, 2**63, 300, dtype=np.int64).view(np.float64),
+            [-1.8585403758418125e-246, 123456789012345.67, 0.1, 5e-324, -0.0],
+        ]
+    )
     values = values[np.isfinite(values)]
-    case = Case("sklearn-recipe", "tensor", (Field(None, "float64", (-1,)),), (Output(None, 0, "text"),), "array",
-                False, (Input(((1,),), ((0.5,),)),), (("serialization", "cloudpickle"),))
+    case = Case(
+        "sklearn-recipe",
+        "tensor",
+        (Field(None, "float64", (-1,)),),
+        (Output(None, 0, "text"),),
+        "array",
+        False,
+        (Input(((1,),), ((0.5,),)),),
+        (("serialization", "cloudpickle"),),
+    )
     with campaign.loaded(case) as model:
         model.wait()
         [output] = [name for name, _ in model.output_types]

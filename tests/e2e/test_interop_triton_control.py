@@ -10,6 +10,7 @@ Checked through a real MLflow server (proxied artifacts) and a local sqlite stor
 import uuid
 
 import mlflow
+import mlflow_triton_control.triton as control  # noqa: E402  (the tests extra installs it)
 import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
@@ -17,8 +18,6 @@ from sklearn.linear_model import LogisticRegression
 from mlflow_triton import sklearn as mlflow_triton_sklearn
 from mlflow_triton import triton
 from tests.support.mlflow_server import file_tree, mlflow_server, using_tracking, write_triton_repository  # noqa: F401
-
-import mlflow_triton_control.triton as control  # noqa: E402  (the tests extra installs it)
 
 
 def _log_sklearn(source_dir, registered):
@@ -48,6 +47,7 @@ def _assert_same_repository(model_uri):
 
 
 # --- through a real MLflow server ---------------------------------------------------------------
+
 
 @pytest.fixture
 def server(mlflow_server):  # noqa: F811
@@ -79,6 +79,7 @@ def test_a_directory_logged_by_triton_control_loads_here_through_the_server(serv
 
 
 # --- through a local sqlite store ---------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def local_database(tmp_path_factory):

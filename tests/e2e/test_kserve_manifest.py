@@ -15,8 +15,9 @@ from tests.support.kserve_schema import ManifestInvalid, validate_inference_serv
 STORAGE_URI = "s3://team-bucket/mlartifacts/1/models/m-01/artifacts/model_repository"
 
 
-@pytest.mark.parametrize("options", [{}, {"gpus": 2, "service_account": "mlflow-s3-reader", "triton_version": "25.01"},
-                                     {"name": "churn-v3"}])
+@pytest.mark.parametrize(
+    "options", [{}, {"gpus": 2, "service_account": "mlflow-s3-reader", "triton_version": "25.01"}, {"name": "churn-v3"}]
+)
 def test_inference_service_validates_against_kserve_models_when_built(options):
     manifest = inference_service(STORAGE_URI, "classifier", **options)
 
@@ -37,23 +38,29 @@ def test_inference_service_name_defaults_to_a_dns_label_made_from_the_triton_mod
     assert inference_service(STORAGE_URI, "Text_Classifier")["metadata"]["name"] == "text-classifier"
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"name": "Churn_Model"}, r"--name 'Churn_Model': KServe needs a DNS label"),
-    ({"name": "x" * 46}, r"at most 45 characters"),
-    ({"triton_version": "latest"}, r"--triton-version 'latest'"),
-    ({"gpus": -1}, r"--gpus -1"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"name": "Churn_Model"}, r"--name 'Churn_Model': KServe needs a DNS label"),
+        ({"name": "x" * 46}, r"at most 45 characters"),
+        ({"triton_version": "latest"}, r"--triton-version 'latest'"),
+        ({"gpus": -1}, r"--gpus -1"),
+    ],
+)
 def test_inference_service_is_refused_naming_the_option_when_an_option_is_invalid(options, message):
     with pytest.raises(KServeManifestError, match=message):
         inference_service(STORAGE_URI, "classifier", **options)
 
 
-@pytest.mark.parametrize(("mutate", "message"), [
-    (lambda m: m["spec"]["predictor"]["triton"].update(storageURI="s3://b/p"), r"'storageURI' is not a field"),
-    (lambda m: m["spec"]["predictor"]["triton"].update(args="--strict"), r"triton\.args: expected a list"),
-    (lambda m: m["spec"]["predictor"]["triton"]["resources"]["limits"].update(cpu=1), r"limits\.cpu: expected str"),
-    (lambda m: m.update(spec={}), r"`predictor`, must not be `None`"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda m: m["spec"]["predictor"]["triton"].update(storageURI="s3://b/p"), r"'storageURI' is not a field"),
+        (lambda m: m["spec"]["predictor"]["triton"].update(args="--strict"), r"triton\.args: expected a list"),
+        (lambda m: m["spec"]["predictor"]["triton"]["resources"]["limits"].update(cpu=1), r"limits\.cpu: expected str"),
+        (lambda m: m.update(spec={}), r"`predictor`, must not be `None`"),
+    ],
+)
 def test_validation_rejects_the_manifest_when_a_field_does_not_fit_kserve(mutate, message):
     manifest = copy.deepcopy(inference_service(STORAGE_URI, "classifier"))
     mutate(manifest)

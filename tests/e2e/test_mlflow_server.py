@@ -47,7 +47,10 @@ def logged(server, tmp_path_factory):
     with mlflow.start_run() as run:
         existing_info = triton.log_model(source, name="existing", registered_model_name=existing)
         sklearn_info = mlflow_triton_sklearn.log_model(
-            classifier, input_example=frame.iloc[:2], name="classifier", registered_model_name=generated,
+            classifier,
+            input_example=frame.iloc[:2],
+            name="classifier",
+            registered_model_name=generated,
             pyfunc_predict_fn="predict_proba",
         )
     client = MlflowClient()
@@ -118,8 +121,14 @@ def test_load_model_returns_the_generated_repository_through_the_server(logged, 
     assert repository.parent.name == "model_repository"
     assert repository.name == info.flavors["triton"]["model_name"]
     files = file_tree(repository)
-    assert {"config.pbtxt", "requirements.txt", "validation.json", "request.json", "1/model.py",
-            "1/artifact/MLmodel"} <= set(files)
+    assert {
+        "config.pbtxt",
+        "requirements.txt",
+        "validation.json",
+        "request.json",
+        "1/model.py",
+        "1/artifact/MLmodel",
+    } <= set(files)
     assert files == reference
 
 
@@ -133,12 +142,16 @@ def test_sklearn_wrapper_native_flavor_predicts_after_the_server_round_trip(logg
 
 # --- PyTorch and Transformers wrappers ----------------------------------------------------------
 
+
 def _log_pytorch(registered):
     from mlflow_triton import pytorch as mlflow_triton_pytorch
 
     return mlflow_triton_pytorch.log_model(
-        tiny_models.shared_tiny_mlp(), input_example=tiny_models.mlp_example(), name="network",
-        code_paths=[str(tiny_models.CUSTOM_NET_DIR)], architecture_init_kwargs=tiny_models.MLP_SIZES,
+        tiny_models.shared_tiny_mlp(),
+        input_example=tiny_models.mlp_example(),
+        name="network",
+        code_paths=[str(tiny_models.CUSTOM_NET_DIR)],
+        architecture_init_kwargs=tiny_models.MLP_SIZES,
         registered_model_name=registered,
     )
 
@@ -147,8 +160,10 @@ def _log_transformers(registered):
     from mlflow_triton import transformers as mlflow_triton_transformers
 
     return mlflow_triton_transformers.log_model(
-        tiny_models.shared_text_classification_pipeline(), input_example=tiny_models.TEXT_EXAMPLE,
-        name="classifier", registered_model_name=registered,
+        tiny_models.shared_text_classification_pipeline(),
+        input_example=tiny_models.TEXT_EXAMPLE,
+        name="classifier",
+        registered_model_name=registered,
     )
 
 
@@ -187,6 +202,7 @@ def test_sklearn_wrapper_repository_serves_after_the_server_round_trip(logged):
 
 
 # --- empty directories (the proxy stores files only; the flavor lists them) -----------------------
+
 
 def test_empty_version_directory_survives_the_server_round_trip(server, tmp_path):
     source = tmp_path / "ensemble"

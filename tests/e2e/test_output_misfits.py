@@ -41,21 +41,49 @@ def objects(*items):
 # name: (declared output, lookup table, rows sent, the rest of the error message). Row 0 is the input
 # example's, and fits; the rows sent hold the misfit.
 MISFITS = {
-    "uint64_for_long": (ColSpec("long"), np.array([1, 2**63], dtype=np.uint64), [1],
-                        "element 0 (9223372036854775808) does not fit TYPE_INT64 (int64) unchanged"),
-    "float64_for_float16": (TensorSpec(np.dtype(np.float16), (-1,)), np.array([0.5, 1e6]), [0, 1],
-                            "element 1 (1000000.0) does not fit TYPE_FP16 (float16) unchanged"),
-    "int64_for_double": (ColSpec("double"), np.array([1, 2**53 + 1], dtype=np.int64), [1],
-                         "element 0 (9007199254740993) does not fit TYPE_FP64 (float64) unchanged"),
+    "uint64_for_long": (
+        ColSpec("long"),
+        np.array([1, 2**63], dtype=np.uint64),
+        [1],
+        "element 0 (9223372036854775808) does not fit TYPE_INT64 (int64) unchanged",
+    ),
+    "float64_for_float16": (
+        TensorSpec(np.dtype(np.float16), (-1,)),
+        np.array([0.5, 1e6]),
+        [0, 1],
+        "element 1 (1000000.0) does not fit TYPE_FP16 (float16) unchanged",
+    ),
+    "int64_for_double": (
+        ColSpec("double"),
+        np.array([1, 2**53 + 1], dtype=np.int64),
+        [1],
+        "element 0 (9007199254740993) does not fit TYPE_FP64 (float64) unchanged",
+    ),
     # Floats never become integers: every element is refused, so the message names the kind, not an index.
-    "float_objects_for_long": (ColSpec("long"), objects(1, 0.7, 1.9), [1, 2],
-                               "cannot convert float values to TYPE_INT64 (int64)"),
-    "big_objects_for_integer": (ColSpec("integer"), objects(1, 2**40, 1), [1, 2],
-                                "element 0 (1099511627776) does not fit TYPE_INT32 (int32) unchanged"),
-    "none_for_boolean": (ColSpec("boolean"), objects(True, None), [0, 1],
-                         "element 1 is missing (None), not a number (TYPE_BOOL expected)"),
-    "text_for_long": (ColSpec("long"), objects(1, "1", "2"), [1, 2],
-                      "element 0 is a str, not a number (TYPE_INT64 expected)"),
+    "float_objects_for_long": (
+        ColSpec("long"),
+        objects(1, 0.7, 1.9),
+        [1, 2],
+        "cannot convert float values to TYPE_INT64 (int64)",
+    ),
+    "big_objects_for_integer": (
+        ColSpec("integer"),
+        objects(1, 2**40, 1),
+        [1, 2],
+        "element 0 (1099511627776) does not fit TYPE_INT32 (int32) unchanged",
+    ),
+    "none_for_boolean": (
+        ColSpec("boolean"),
+        objects(True, None),
+        [0, 1],
+        "element 1 is missing (None), not a number (TYPE_BOOL expected)",
+    ),
+    "text_for_long": (
+        ColSpec("long"),
+        objects(1, "1", "2"),
+        [1, 2],
+        "element 0 is a str, not a number (TYPE_INT64 expected)",
+    ),
 }
 
 
@@ -63,7 +91,8 @@ def lookup_estimator_class():
     """``misfit_models.lookup.LookupEstimator``, imported by its top-level name as Triton imports it."""
     if "misfit_models" not in sys.modules:
         spec = importlib.util.spec_from_file_location(
-            "misfit_models", MISFIT_MODELS_DIR / "__init__.py", submodule_search_locations=[str(MISFIT_MODELS_DIR)])
+            "misfit_models", MISFIT_MODELS_DIR / "__init__.py", submodule_search_locations=[str(MISFIT_MODELS_DIR)]
+        )
         module = importlib.util.module_from_spec(spec)
         sys.modules["misfit_models"] = module
         spec.loader.exec_module(module)
@@ -85,9 +114,15 @@ def misfit_server(tmp_path_factory):
     for name, (output, table, _, _) in MISFITS.items():
         signature = ModelSignature(Schema([ColSpec("long", "row")]), Schema([output]))
         package = root / "packages" / name
-        sklearn.save_model(estimator(table=table), package, input_example=example, signature=signature,
-                           triton_model_name=name, code_paths=[str(MISFIT_MODELS_DIR)],
-                           serialization_format="cloudpickle")
+        sklearn.save_model(
+            estimator(table=table),
+            package,
+            input_example=example,
+            signature=signature,
+            triton_model_name=name,
+            code_paths=[str(MISFIT_MODELS_DIR)],
+            serialization_format="cloudpickle",
+        )
         shutil.move(str(package / "model_repository" / name), str(repository / name))
         packages[name] = package
     print(f"[timing] saving {len(MISFITS)} models: {time.monotonic() - started:.1f}s")
@@ -110,8 +145,12 @@ def post_rows(server, model, rows, binary_output):
         body["outputs"] = [{"name": "output_0", "parameters": {"binary_data": True}}]
     connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
     try:
-        connection.request("POST", f"/v2/models/{model}/infer", body=json.dumps(body).encode(),
-                           headers={"Content-Type": "application/json"})
+        connection.request(
+            "POST",
+            f"/v2/models/{model}/infer",
+            body=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         response = connection.getresponse()
         return response.status, response.read()
     finally:

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from mlflow_triton.local import TritonInstallation, TritonServer, TritonStartError, check_command, validate_repository
-from tests.support.oracle import expected_example_tensors
 from mlflow_triton.local.installation import stub_python_version
+from tests.support.oracle import expected_example_tensors
 from tests.support.processes import LineReader, processes_mentioning, stop_politely, triton_processes_under
 from tests.support.tree_digest import changes, tree_digest
 
@@ -47,7 +47,6 @@ def packed_example(tmp_path_factory):
     progress lines, changes pack made to the store)."""
     from examples.runner.cli import use_local_store
     from examples.sklearn_example import log_example
-
     from mlflow_triton.deploy import pack_models
 
     store = tmp_path_factory.mktemp("store")
@@ -60,8 +59,9 @@ def packed_example(tmp_path_factory):
 
 def test_check_passes_from_a_bare_start_when_the_packed_sklearn_example_is_checked(packed_example, tmp_path):
     model_uri, model_dir, pack_lines, store_changes = packed_example
-    bare_python = subprocess.run(["/usr/bin/python3", "-c", "import numpy"], env={"PATH": "/usr/bin:/bin"},
-                                 capture_output=True, text=True)
+    bare_python = subprocess.run(
+        ["/usr/bin/python3", "-c", "import numpy"], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True
+    )
     assert "No module named 'numpy'" in bare_python.stderr  # the system Python cannot serve the model by itself
     printed, progress = [], []
     before = unpacked_environments()
@@ -69,20 +69,31 @@ def test_check_passes_from_a_bare_start_when_the_packed_sklearn_example_is_check
     status = check_command([str(model_dir.parent)], work_dir=tmp_path, out=printed.append, progress=progress.append)
 
     assert status == 0, printed + progress[-20:]
-    assert printed[0] == (f"PASS {model_dir}: Triton 2.51.0 answered the shipped json request like pyfunc.predict "
-                          "(output_0)")
+    assert printed[0] == (
+        f"PASS {model_dir}: Triton 2.51.0 answered the shipped json request like pyfunc.predict (output_0)"
+    )
     [entry] = json.loads((tmp_path / "report.json").read_text())
-    assert entry["serving_env"] == {"carried": "$$TRITON_MODEL_DIRECTORY/env.tar.gz", "bare_start": True,
-                                    "archive_mib": round((model_dir / "env.tar.gz").stat().st_size / 2**20)}
+    assert entry["serving_env"] == {
+        "carried": "$$TRITON_MODEL_DIRECTORY/env.tar.gz",
+        "bare_start": True,
+        "archive_mib": round((model_dir / "env.tar.gz").stat().st_size / 2**20),
+    }
     assert any("bare start, as env -i would (PATH=/usr/bin:/bin" in line for line in progress), progress
-    assert any(re.search(r"tritonserver ready in \d+\.\ds \(unpacking its environment included\)", line)
-               for line in progress), progress
+    assert any(
+        re.search(r"tritonserver ready in \d+\.\ds \(unpacking its environment included\)", line) for line in progress
+    ), progress
     assert unpacked_environments() == before  # the server's unpacked copy is removed when it stops
     assert triton_processes_under(tmp_path) == []
     # pack: progress on the long steps, figures in the summary, the logged model only read
     assert any(line.startswith("reusing cached serving environment") for line in pack_lines), pack_lines
-    assert any(re.search(r"env\.tar\.gz: \d+ MiB \(\d+ members, \d+ MiB unpacked\) in \d+s; follows Triton's "
-                         r"archive rules", line) for line in pack_lines), pack_lines
+    assert any(
+        re.search(
+            r"env\.tar\.gz: \d+ MiB \(\d+ members, \d+ MiB unpacked\) in \d+s; follows Triton's "
+            r"archive rules",
+            line,
+        )
+        for line in pack_lines
+    ), pack_lines
     assert store_changes == []
     manifest = json.loads((model_dir / "pack.json").read_text())
     assert (manifest["target"], manifest["python"], manifest["ships_stub"]) == ("bundled", RUNNING, True)
@@ -100,8 +111,14 @@ def test_bare_start_fails_with_the_missing_package_when_execution_env_path_is_re
     installation = TritonInstallation.bundled(progress=None)
 
     with pytest.raises(TritonStartError, match="No module named 'numpy'"):
-        with TritonServer(tmp_path / "repository", control.name, installation=installation, bare=True,
-                          log_path=tmp_path / "tritonserver.log", startup_timeout=120):
+        with TritonServer(
+            tmp_path / "repository",
+            control.name,
+            installation=installation,
+            bare=True,
+            log_path=tmp_path / "tritonserver.log",
+            startup_timeout=120,
+        ):
             pass
 
 
@@ -110,8 +127,9 @@ def test_validate_repository_passes_when_the_backend_default_stub_is_of_another_
     other = "3.12" if RUNNING != "3.12" else "3.10"
     installation = TritonInstallation.bundled(python=other, progress=None)
 
-    report = validate_repository(model_dir, expected_example_tensors(model_uri, model_dir), tmp_path, installation,
-                                 progress=None)
+    report = validate_repository(
+        model_dir, expected_example_tensors(model_uri, model_dir), tmp_path, installation, progress=None
+    )
 
     assert report.passed, (report.reason, report.triton_log_tail)
     assert stub_python_version(installation.backend_directory / "python" / STUB) == other
@@ -126,7 +144,12 @@ def user_store(tmp_path_factory):
     tracking_uri = f"sqlite:///{directory / 'mlflow.db'}"
     completed = subprocess.run(
         [sys.executable, str(USER_SCRIPT), tracking_uri, (directory / "artifacts").as_uri(), "user-classifier"],
-        cwd=directory, env=user_environment(), capture_output=True, text=True, timeout=900)
+        cwd=directory,
+        env=user_environment(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert completed.returncode == 0, completed.stderr[-4000:]
     return tracking_uri, directory
 
@@ -140,30 +163,66 @@ def test_pack_writes_a_packed_repository_when_a_user_scripts_model_is_packed_fro
     before = tree_digest(directory / "artifacts")
 
     completed = subprocess.run(
-        [str(CONSOLE_SCRIPT), "pack", "models:/user-classifier/1", "--out", str(tmp_path / "out"),
-         "--tracking-uri", tracking_uri], cwd=directory, env=user_environment(), capture_output=True, text=True,
-        timeout=900)
+        [
+            str(CONSOLE_SCRIPT),
+            "pack",
+            "models:/user-classifier/1",
+            "--out",
+            str(tmp_path / "out"),
+            "--tracking-uri",
+            tracking_uri,
+        ],
+        cwd=directory,
+        env=user_environment(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
     assert completed.returncode == 0, completed.stdout + completed.stderr[-4000:]
-    assert re.match(r"PACKED classifier \(models:/user-classifier/1\): env\.tar\.gz \d+ MiB, packed in \d+s from a "
-                    r"\d+ MiB environment \((reused from the cache|built in \d+s)\)\n", completed.stdout)
+    assert re.match(
+        r"PACKED classifier \(models:/user-classifier/1\): env\.tar\.gz \d+ MiB, packed in \d+s from a "
+        r"\d+ MiB environment \((reused from the cache|built in \d+s)\)\n",
+        completed.stdout,
+    )
     assert f"repository: {tmp_path / 'out'} (1 model(s)" in completed.stdout
     assert "packing for bundled (Triton 2.51.0 of nvidia-pytriton 0.7.0, on this machine" in completed.stderr
     model_dir = tmp_path / "out" / "classifier"
     assert sorted(p.name for p in model_dir.iterdir()) == [
-        "1", "config.pbtxt", "env.tar.gz", "pack.json", "request.json", "requirements.txt", STUB, "validation.json"]
+        "1",
+        "config.pbtxt",
+        "env.tar.gz",
+        "pack.json",
+        "request.json",
+        "requirements.txt",
+        STUB,
+        "validation.json",
+    ]
     assert 'key: "EXECUTION_ENV_PATH"' in (model_dir / "config.pbtxt").read_text()
     assert changes(before, tree_digest(directory / "artifacts")) == []
 
 
 def test_pack_stops_and_leaves_nothing_when_interrupted_while_packing(user_store, tmp_path):
     tracking_uri, directory = user_store
-    command = [str(CONSOLE_SCRIPT), "pack", "models:/user-classifier/1", "--out", str(tmp_path / "out"),
-               "--tracking-uri", tracking_uri]
+    command = [
+        str(CONSOLE_SCRIPT),
+        "pack",
+        "models:/user-classifier/1",
+        "--out",
+        str(tmp_path / "out"),
+        "--tracking-uri",
+        tracking_uri,
+    ]
     # a terminal's Ctrl-C; SIGINT restored in case this test runs in a background job (which ignores it)
-    process = subprocess.Popen(command, cwd=directory, env=user_environment(), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(
+        command,
+        cwd=directory,
+        env=user_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     stderr = LineReader(process.stderr)
     try:
         stderr.wait_for("into env.tar.gz (venv-pack2)", timeout=600)  # the packer is being started

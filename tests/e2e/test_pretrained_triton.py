@@ -25,8 +25,8 @@ import pytest
 from mlflow_triton import transformers as triton_transformers
 from mlflow_triton import triton
 from mlflow_triton._config import declarations, read_config
-from mlflow_triton.local.compare import differences
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
+from mlflow_triton.local.compare import differences
 from tests.support import tiny_models
 from tests.support.fidelity import client
 
@@ -63,19 +63,26 @@ def served(encoder, tmp_path_factory):
     root = tmp_path_factory.mktemp("pretrained")
     with tiny_models.sqlite_tracking(root):
         started = time.monotonic()
-        info = triton_transformers.log_model(encoder, input_example=EXAMPLE, name="minilm", task="feature-extraction",
-                                             registered_model_name="minilm-encoder")
+        info = triton_transformers.log_model(
+            encoder,
+            input_example=EXAMPLE,
+            name="minilm",
+            task="feature-extraction",
+            registered_model_name="minilm-encoder",
+        )
         print(f"[timing] logging all-MiniLM-L6-v2: {time.monotonic() - started:.1f}s")
-        repository = triton.load_model(f"models:/minilm-encoder/{info.registered_model_version}",
-                                       dst_path=str(root / "download"))
+        repository = triton.load_model(
+            f"models:/minilm-encoder/{info.registered_model_version}", dst_path=str(root / "download")
+        )
         pyfunc_model = mlflow.pyfunc.load_model(info.model_uri)
     served_root = root / "repository"
     served_root.mkdir()
     shutil.copytree(repository, served_root / MODEL)
     installation = TritonInstallation.bundled(progress=None)
     env = ensure_serving_env(served_root / MODEL / "requirements.txt", installation.serving_constraints, progress=None)
-    with TritonServer(served_root, MODEL, installation=installation, serving_env=env,
-                      log_path=root / "tritonserver.log") as server:
+    with TritonServer(
+        served_root, MODEL, installation=installation, serving_env=env, log_path=root / "tritonserver.log"
+    ) as server:
         print(f"[timing] Triton ready with all-MiniLM-L6-v2: {server.ready_seconds:.1f}s")
         yield server, served_root / MODEL, pyfunc_model
 
@@ -130,9 +137,7 @@ def test_pretrained_encoder_answers_like_pyfunc_when_text_is_sent(served, name, 
 
 
 @pytest.mark.parametrize("encoding", ["json", "binary"])
-def test_pretrained_encoder_answers_like_pyfunc_when_the_text_is_near_its_maximum_length(
-    served, encoder, encoding
-):
+def test_pretrained_encoder_answers_like_pyfunc_when_the_text_is_near_its_maximum_length(served, encoder, encoding):
     server, repository, pyfunc_model = served
     texts = [_words_for(encoder.tokenizer, MAX_TOKENS - 2)]
 

@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
 def by_hand_block(text):
     """The first ```bash block after the "Starting Triton by hand" heading."""
-    section = text[text.index(HEADING):]
+    section = text[text.index(HEADING) :]
     return re.search(r"^```bash\n(.*?)^```", section, flags=re.MULTILINE | re.DOTALL).group(1)
 
 
@@ -54,8 +54,11 @@ def with_ports(block, ports):
 
 def reader_environment():
     """A reader's shell: no virtualenv or MLflow settings of this test session."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith("MLFLOW_") and k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MLFLOW_") and k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")
+    }
 
 
 def ready(url):
@@ -98,9 +101,14 @@ def test_readme_triton_by_hand_block_serves_the_model_like_pyfunc_when_run_as_wr
     log_path = tmp_path / "by-hand.log"
 
     with open(log_path, "w") as log:
-        process = subprocess.Popen(["bash", "-e", "-c", with_ports(block, ports)], cwd=tmp_path,
-                                   env=reader_environment(), stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            ["bash", "-e", "-c", with_ports(block, ports)],
+            cwd=tmp_path,
+            env=reader_environment(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{ports[0]}"
     try:
         deadline = time.monotonic() + 900

@@ -28,7 +28,11 @@ def run_runner(*args, work_dir):
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_") or k == "MLFLOW_TRITON_CACHE"}
     return subprocess.run(
         [sys.executable, "-m", "examples.runner", *args, "--work-dir", str(work_dir)],
-        cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=1800,
+        cwd=REPO_ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
 
 
@@ -38,7 +42,9 @@ def test_runner_passes_when_example_is_logged_and_served_by_real_triton(example,
 
     output = completed.stdout + completed.stderr
     assert (completed.returncode, re.findall(r"^(PASS|FAIL) (\w+)", completed.stdout, re.M)) == (
-        0, [("PASS", example)]), output[-4000:]
+        0,
+        [("PASS", example)],
+    ), output[-4000:]
     report = json.loads((tmp_path / "report.json").read_text())
     assert report[0]["real_triton_validation"] and report[0]["passed"]
     assert report[0]["triton_version"] == "2.51.0"
@@ -47,7 +53,8 @@ def test_runner_passes_when_example_is_logged_and_served_by_real_triton(example,
     assert triton_processes_under(tmp_path) == []
     if example == "sklearn":  # what `make demo` ends with
         assert completed.stdout.splitlines()[-1] == (
-            "PASS sklearn: Triton 2.51.0 answered the shipped json request like pyfunc.predict (output_0)")
+            "PASS sklearn: Triton 2.51.0 answered the shipped json request like pyfunc.predict (output_0)"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +74,13 @@ def test_validate_repository_reuses_serving_env_when_run_again(logged_sklearn_re
     ensure_serving_env(repository / "requirements.txt", installation.serving_constraints, progress=None)
     messages = []
 
-    report = validate_repository(repository, expected_example_tensors(model_uri, repository), tmp_path / "work",
-                                 installation, progress=messages.append)
+    report = validate_repository(
+        repository,
+        expected_example_tensors(model_uri, repository),
+        tmp_path / "work",
+        installation,
+        progress=messages.append,
+    )
 
     assert report.passed, report.reason
     assert any(message.startswith("reusing cached serving environment") for message in messages), messages
@@ -92,12 +104,22 @@ def test_validate_repository_passes_with_binary_request_when_example_holds_nan(t
         Schema([ColSpec("double", "a"), ColSpec("double", "b")]), Schema([TensorSpec(np.dtype("float64"), (-1, 2))])
     )
     triton_sklearn.save_model(
-        pipeline, tmp_path / "package", input_example=frame.iloc[1:3], signature=signature,
-        pyfunc_predict_fn="predict_proba", skops_trusted_types=["numpy.dtype"], triton_model_name="with_nan",
+        pipeline,
+        tmp_path / "package",
+        input_example=frame.iloc[1:3],
+        signature=signature,
+        pyfunc_predict_fn="predict_proba",
+        skops_trusted_types=["numpy.dtype"],
+        triton_model_name="with_nan",
     )
     repository = tmp_path / "package" / "model_repository" / "with_nan"
 
-    report = validate_repository(repository, {"output_0": pipeline.predict_proba(frame.iloc[1:3])}, tmp_path / "work",
-                                 TritonInstallation.bundled(progress=None), progress=lambda _message: None)
+    report = validate_repository(
+        repository,
+        {"output_0": pipeline.predict_proba(frame.iloc[1:3])},
+        tmp_path / "work",
+        TritonInstallation.bundled(progress=None),
+        progress=lambda _message: None,
+    )
 
     assert (report.passed, report.request_form) == (True, "binary"), report.reason

@@ -30,7 +30,7 @@ import torch
 import tritonclient.grpc as triton_grpc
 import tritonclient.http as triton_http
 from mlflow.models import ModelSignature, infer_signature
-from mlflow.types import ColSpec, Schema, TensorSpec
+from mlflow.types import ColSpec, Schema
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -38,9 +38,9 @@ from sklearn.preprocessing import OneHotEncoder
 from tritonclient.grpc import model_config_pb2
 from tritonclient.utils import InferenceServerException
 
-from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from mlflow_triton import pytorch, sklearn
 from mlflow_triton._config import read_config, write_config
+from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from tests.support import tiny_models
 from tests.support.oracle import expected_example_tensors
 
@@ -57,10 +57,14 @@ SECRET = "SECRET-TOKEN-abc123"
 def serve(repository, models):
     """A started TritonServer holding ``models`` of ``repository``, every one of them ready."""
     installation = TritonInstallation.bundled(progress=None)
-    env = ensure_serving_env(repository / models[0] / "requirements.txt", installation.serving_constraints,
-                             progress=None)
+    env = ensure_serving_env(
+        repository / models[0] / "requirements.txt", installation.serving_constraints, progress=None
+    )
     server = TritonServer(
-        repository, models[0], installation=installation, serving_env=env,
+        repository,
+        models[0],
+        installation=installation,
+        serving_env=env,
         extra_args=tuple(f"--load-model={name}" for name in models[1:]),
     )
     server.__enter__()
@@ -102,8 +106,9 @@ def sklearn_models(tmp_path_factory):
     frame = pd.DataFrame({0: [0.0, 0.1, 10.0, 11.0], 1: [1.0, 0.0, 1.0, 0.0]})
     classifier = LogisticRegression().fit(frame, [1, 1, BIG_LABEL, BIG_LABEL])
     declared_int32 = ModelSignature(Schema([ColSpec("double", 0), ColSpec("double", 1)]), Schema([ColSpec("integer")]))
-    labels = save(sklearn.save_model, classifier, repository, "labels", input_example=frame.iloc[:2],
-                  signature=declared_int32)
+    labels = save(
+        sklearn.save_model, classifier, repository, "labels", input_example=frame.iloc[:2], signature=declared_int32
+    )
 
     strict_frame = pd.DataFrame({"n": [1, 2, 3, 4], "s": ["a", "b", "a", "b"]})
     one_hot = ColumnTransformer([("s", OneHotEncoder(handle_unknown="error"), ["s"])], remainder="passthrough")
@@ -138,21 +143,35 @@ def pytorch_models(tmp_path_factory):
     half_package = save(pytorch.save_model, half, repository, "half", input_example=half_example)
 
     half_output = tiny_models.scripted_half_output()
-    half_output_package = save(pytorch.save_model, half_output, repository, "half_output",
-                               input_example=tiny_models.mlp_example())
+    half_output_package = save(
+        pytorch.save_model, half_output, repository, "half_output", input_example=tiny_models.mlp_example()
+    )
 
     frame_example = pd.DataFrame(tiny_models.mlp_example(3))
-    frame_package = save(pytorch.save_model, tiny_models.shared_tiny_mlp(), repository, "frame_labels",
-                         input_example=frame_example, code_paths=code_paths)
+    frame_package = save(
+        pytorch.save_model,
+        tiny_models.shared_tiny_mlp(),
+        repository,
+        "frame_labels",
+        input_example=frame_example,
+        code_paths=code_paths,
+    )
 
     # forward(x, scale=1.0) with a params schema: `scale` is a request parameter (#22.1); the example's params
     # (scale 3) travel with the shipped request.
     scaled = tiny_models.scripted_scaled_linear()
     scaled_example = tiny_models.mlp_example()
-    scaled_signature = infer_signature(scaled_example, scaled(torch.from_numpy(scaled_example)).detach().numpy(),
-                                       params={"scale": 1.0})
-    scaled_package = save(pytorch.save_model, scaled, repository, "scaled",
-                          input_example=(scaled_example, {"scale": 3.0}), signature=scaled_signature)
+    scaled_signature = infer_signature(
+        scaled_example, scaled(torch.from_numpy(scaled_example)).detach().numpy(), params={"scale": 1.0}
+    )
+    scaled_package = save(
+        pytorch.save_model,
+        scaled,
+        repository,
+        "scaled",
+        input_example=(scaled_example, {"scale": 3.0}),
+        signature=scaled_signature,
+    )
 
     print(f"[timing] logging 4 PyTorch models: {time.monotonic() - started:.1f}s")
 
@@ -179,8 +198,7 @@ def post_json(server, model, inputs, parameters=None):
     body = json.dumps({"inputs": inputs, **({"parameters": parameters} if parameters is not None else {})}).encode()
     connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
     try:
-        connection.request("POST", f"/v2/models/{model}/infer", body=body,
-                           headers={"Content-Type": "application/json"})
+        connection.request("POST", f"/v2/models/{model}/infer", body=body, headers={"Content-Type": "application/json"})
         response = connection.getresponse()
         return response.status, json.loads(response.read())
     finally:
@@ -430,14 +448,17 @@ def test_real_triton_answers_the_shipped_request_with_the_example_params_like_th
     assert form == "json"
     expected = mlflow.pyfunc.load_model(str(package)).predict(example, params={"scale": 3.0})
     np.testing.assert_array_equal(outputs["output_0"], expected)
-    np.testing.assert_array_equal(outputs["output_0"], expected_example_tensors(package, repository / "scaled")["output_0"])
+    np.testing.assert_array_equal(
+        outputs["output_0"], expected_example_tensors(package, repository / "scaled")["output_0"]
+    )
 
 
 def test_real_triton_answers_400_naming_the_parameter_when_a_request_parameter_is_unknown(pytorch_models):
     server, repository, _ = pytorch_models
 
-    status, body = post_json(server, "scaled", shipped_inputs(repository, "scaled"),
-                             parameters={"scale": 2.0, "scael": 2.0})
+    status, body = post_json(
+        server, "scaled", shipped_inputs(repository, "scaled"), parameters={"scale": 2.0, "scael": 2.0}
+    )
 
     assert status == 400, body
     assert body["error"] == (
@@ -452,9 +473,17 @@ def test_real_triton_answers_400_when_a_model_without_params_schema_gets_a_param
     inputs = shipped_inputs(repository, "frame_labels")
 
     refused, body = post_json(server, "frame_labels", inputs, parameters={"scale": 2.0})
-    answered, _ = post_json(server, "frame_labels", inputs, parameters={
-        "priority": 0, "timeout": 60_000_000, "sequence_id": 0, "binary_data_output": False,
-    })
+    answered, _ = post_json(
+        server,
+        "frame_labels",
+        inputs,
+        parameters={
+            "priority": 0,
+            "timeout": 60_000_000,
+            "sequence_id": 0,
+            "binary_data_output": False,
+        },
+    )
 
     assert refused == 400, body
     assert body["error"].startswith("Request parameter(s) `scale`: this model takes no parameters")

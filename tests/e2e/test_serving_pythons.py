@@ -59,25 +59,42 @@ def sklearn_example_store(tmp_path_factory):
 
 
 def test_check_passes_when_the_sklearn_repository_is_served_from_a_python_3_12_environment(
-        sklearn_example_store, tmp_path):
+    sklearn_example_store, tmp_path
+):
     tracking_uri, store = sklearn_example_store
     wheel_backend = locate_bundled_server()[0] / "backends" / "python"
     wheel_files = sorted(path.name for path in wheel_backend.iterdir())
 
     completed = subprocess.run(
-        [str(CONSOLE_SCRIPT), "check", "models:/served-from-another-python/1", "--python", "3.12",
-         "--work-dir", str(tmp_path), "--tracking-uri", tracking_uri],
-        cwd=store, env=clean_environment(), capture_output=True, text=True, timeout=1800,
+        [
+            str(CONSOLE_SCRIPT),
+            "check",
+            "models:/served-from-another-python/1",
+            "--python",
+            "3.12",
+            "--work-dir",
+            str(tmp_path),
+            "--tracking-uri",
+            tracking_uri,
+        ],
+        cwd=store,
+        env=clean_environment(),
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
 
     assert completed.returncode == 0, completed.stdout + completed.stderr[-6000:]
     assert completed.stdout.splitlines()[0] == (
         "PASS models:/served-from-another-python/1: Triton 2.51.0 answered the shipped json request like "
-        "pyfunc.predict (output_0)")
-    assert re.search(r"using Triton 2\.51\.0: .* \(Python 3\.12 stub; serving environments from \S+python3\.12\)",
-                     completed.stderr), completed.stderr
-    assert re.search(r"serving environment (ready|\S+) \(\d+ MiB|reusing cached serving environment \S+ \(\d+ MiB",
-                     completed.stderr), completed.stderr
+        "pyfunc.predict (output_0)"
+    )
+    assert re.search(
+        r"using Triton 2\.51\.0: .* \(Python 3\.12 stub; serving environments from \S+python3\.12\)", completed.stderr
+    ), completed.stderr
+    assert re.search(
+        r"serving environment (ready|\S+) \(\d+ MiB|reusing cached serving environment \S+ \(\d+ MiB", completed.stderr
+    ), completed.stderr
     [entry] = json.loads((tmp_path / "report.json").read_text())
     assert entry["serving_env"]["python"].startswith("cpython-3.12."), entry["serving_env"]
     assert entry["serving_env"]["size_mib"] > 0
@@ -92,23 +109,39 @@ def test_check_passes_when_the_sklearn_repository_is_served_from_a_python_3_12_e
 
 
 def test_check_names_the_python_to_log_under_when_a_pinned_version_has_no_release_for_the_serving_python(
-        sklearn_example_store, tmp_path):
+    sklearn_example_store, tmp_path
+):
     tracking_uri, store = sklearn_example_store
     repository = triton.load_model("models:/served-from-another-python/1", dst_path=str(tmp_path / "download"))
-    sklearn_pin = [line for line in (repository / "requirements.txt").read_text().splitlines()
-                   if line.startswith("scikit-learn==")]
+    sklearn_pin = [
+        line for line in (repository / "requirements.txt").read_text().splitlines() if line.startswith("scikit-learn==")
+    ]
     assert Version(sklearn_pin[0].split("==")[1]) >= Version("1.8"), sklearn_pin  # no release for Python 3.10
 
     completed = subprocess.run(
-        [str(CONSOLE_SCRIPT), "check", "models:/served-from-another-python/1", "--python", "3.10",
-         "--work-dir", str(tmp_path / "work"), "--tracking-uri", tracking_uri],
-        cwd=store, env=clean_environment(), capture_output=True, text=True, timeout=900,
+        [
+            str(CONSOLE_SCRIPT),
+            "check",
+            "models:/served-from-another-python/1",
+            "--python",
+            "3.10",
+            "--work-dir",
+            str(tmp_path / "work"),
+            "--tracking-uri",
+            tracking_uri,
+        ],
+        cwd=store,
+        env=clean_environment(),
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
 
     assert completed.returncode == 1, completed.stdout + completed.stderr[-6000:]
     verdict = completed.stdout.splitlines()[0]
-    assert verdict.startswith("FAIL models:/served-from-another-python/1: ServingEnvError: building the serving "
-                              "environment for "), verdict
+    assert verdict.startswith(
+        "FAIL models:/served-from-another-python/1: ServingEnvError: building the serving environment for "
+    ), verdict
     assert "a required version has no release for this Python (cpython-3.10." in verdict
     assert "log the model under the Python of the target Triton's stub" in verdict
     assert f"{sklearn_pin[0].split('==')[1]} Requires-Python >=3.11" in verdict
@@ -119,7 +152,8 @@ def py310_venv():
     python = venv / "bin" / "python"
     assert python.is_file(), (
         f"{python} is missing: `make venv-py310` creates the Python 3.10 environment that logs the example "
-        "(`make PYTHON310=/path/to/python3.10 venv-py310` where no python3.10 is on PATH or under pyenv)")
+        "(`make PYTHON310=/path/to/python3.10 venv-py310` where no python3.10 is on PATH or under pyenv)"
+    )
     return python
 
 
@@ -128,12 +162,18 @@ def test_runner_passes_when_the_sklearn_example_is_logged_and_served_under_pytho
 
     completed = subprocess.run(
         [str(python), "-m", "examples.runner", "sklearn", "--python", "3.10", "--work-dir", str(tmp_path)],
-        cwd=REPO_ROOT, env=clean_environment(), capture_output=True, text=True, timeout=1800,
+        cwd=REPO_ROOT,
+        env=clean_environment(),
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
 
     output = completed.stdout + completed.stderr
     assert (completed.returncode, re.findall(r"^(PASS|FAIL) (\w+)", completed.stdout, re.M)) == (
-        0, [("PASS", "sklearn")]), output[-6000:]
+        0,
+        [("PASS", "sklearn")],
+    ), output[-6000:]
     [entry] = json.loads((tmp_path / "report.json").read_text())
     assert entry["serving_env"]["python"].startswith("cpython-3.10."), entry["serving_env"]
     assert served_requirements(entry)[0].startswith("mlflow-skinny==")

@@ -12,8 +12,7 @@ independent encoder of ``pyfunc.predict`` (``benchmarks.soak.Oracle`` -> ``tests
 import pytest
 
 from benchmarks.soak import CI_MAX_RSS_GROWTH_MB, SoakSettings, render, run_soak
-from benchmarks.soak_requests import ANSWERED, HOSTILE, MODEL_500, RUNTIME_400, TRANSPORTS, TRITON_400, \
-    TRITON_PARSE_500
+from benchmarks.soak_requests import ANSWERED, HOSTILE, MODEL_500, RUNTIME_400, TRANSPORTS, TRITON_400, TRITON_PARSE_500
 
 pytestmark = pytest.mark.triton
 
@@ -22,8 +21,14 @@ REQUESTS = 1000
 
 @pytest.fixture(scope="module")
 def soak(tmp_path_factory):
-    settings = SoakSettings(requests=REQUESTS, clients=4, hostile_fraction=0.4, seed=20261130,
-                            max_rss_growth_mb=CI_MAX_RSS_GROWTH_MB, work_dir=tmp_path_factory.mktemp("soak"))
+    settings = SoakSettings(
+        requests=REQUESTS,
+        clients=4,
+        hostile_fraction=0.4,
+        seed=20261130,
+        max_rss_growth_mb=CI_MAX_RSS_GROWTH_MB,
+        work_dir=tmp_path_factory.mktemp("soak"),
+    )
     report = run_soak(settings, progress=print)
     print(render(report))
     return report

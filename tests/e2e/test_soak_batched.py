@@ -19,8 +19,16 @@ REQUESTS = 300
 
 @pytest.fixture(scope="module")
 def soak(tmp_path_factory):
-    settings = SoakSettings(requests=REQUESTS, clients=4, hostile_fraction=0.4, seed=20261201, huge_mb=16.0,
-                            warmup_rounds=1, max_batch_size=64, work_dir=tmp_path_factory.mktemp("soak-batched"))
+    settings = SoakSettings(
+        requests=REQUESTS,
+        clients=4,
+        hostile_fraction=0.4,
+        seed=20261201,
+        huge_mb=16.0,
+        warmup_rounds=1,
+        max_batch_size=64,
+        work_dir=tmp_path_factory.mktemp("soak-batched"),
+    )
     report = run_soak(settings, progress=print)
     print(render(report))
     return report
@@ -37,7 +45,8 @@ def test_batched_soak_sends_the_batched_kinds_but_no_0_row_request_when_the_repo
 def test_batched_soak_answers_like_pyfunc_of_each_request_alone_when_requests_are_joined(soak):
     assert soak.run.wrong_answers == [] and soak.warmup.wrong_answers == [] and soak.settle.wrong_answers == []
     assert soak.batching["answers_compared"] == (
-        soak.run.answers_compared + soak.warmup.answers_compared + soak.settle.answers_compared)
+        soak.run.answers_compared + soak.warmup.answers_compared + soak.settle.answers_compared
+    )
 
 
 def test_batched_soak_never_answers_a_runtime_detected_client_error_with_5xx_when_requests_are_hostile(soak):

@@ -80,8 +80,11 @@ def user_environment(**overrides):
     """A user's shell: no MLflow settings left by other tests, the shared serving-environment cache, no model hub,
     and Python writing bytecode as it does by default (this machine sets PYTHONDONTWRITEBYTECODE, which would hide
     a ``__pycache__`` written into the store)."""
-    environment = {k: v for k, v in os.environ.items()
-                   if (not k.startswith("MLFLOW_") or k == "MLFLOW_TRITON_CACHE") and k != "PYTHONDONTWRITEBYTECODE"}
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if (not k.startswith("MLFLOW_") or k == "MLFLOW_TRITON_CACHE") and k != "PYTHONDONTWRITEBYTECODE"
+    }
     environment.update(HF_HUB_OFFLINE="1", **overrides)
     return environment
 
@@ -93,7 +96,10 @@ def user_store(tmp_path_factory):
     tracking_uri = f"sqlite:///{directory / 'mlflow.db'}"
     completed = subprocess.run(
         [sys.executable, "-c", LOG_TWO_MODELS, tracking_uri, (directory / "artifacts").as_uri()],
-        cwd=directory, env=user_environment(PYTHONPATH=str(SUPPORT_DIR)), capture_output=True, text=True,
+        cwd=directory,
+        env=user_environment(PYTHONPATH=str(SUPPORT_DIR)),
+        capture_output=True,
+        text=True,
         timeout=600,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
@@ -102,8 +108,9 @@ def user_store(tmp_path_factory):
 
 def logged_models(digest):
     """The relative paths of the logged models' directories (those holding an MLmodel file)."""
-    return sorted(str(Path(path).parent) for path in digest if Path(path).name == "MLmodel"
-                  and "model_repository" not in path)
+    return sorted(
+        str(Path(path).parent) for path in digest if Path(path).name == "MLmodel" and "model_repository" not in path
+    )
 
 
 def test_check_leaves_every_file_of_the_logged_models_unchanged_when_it_proves_them_from_a_local_store(
@@ -116,9 +123,21 @@ def test_check_leaves_every_file_of_the_logged_models_unchanged_when_it_proves_t
     assert any(Path(path).name == "custom_net" for path in before)  # the architecture travelled with code_paths
 
     completed = subprocess.run(
-        [str(CONSOLE_SCRIPT), "check", "models:/user-classifier/1", "models:/user-network/1", "--work-dir",
-         str(tmp_path / "work"), "--tracking-uri", tracking_uri],
-        cwd=directory, env=user_environment(), capture_output=True, text=True, timeout=900,
+        [
+            str(CONSOLE_SCRIPT),
+            "check",
+            "models:/user-classifier/1",
+            "models:/user-network/1",
+            "--work-dir",
+            str(tmp_path / "work"),
+            "--tracking-uri",
+            tracking_uri,
+        ],
+        cwd=directory,
+        env=user_environment(),
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
 
     assert completed.returncode == 0, completed.stdout + completed.stderr[-6000:]
@@ -134,7 +153,11 @@ def test_example_runner_leaves_every_file_of_the_logged_model_unchanged_when_it_
 
     completed = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(RUN_RUNNER_RECORDING_DIGESTS), str(work_dir), str(digests)],
-        cwd=REPO_ROOT, env=user_environment(), capture_output=True, text=True, timeout=900,
+        cwd=REPO_ROOT,
+        env=user_environment(),
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
 
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-4000:]

@@ -22,13 +22,23 @@ pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 def test_real_triton_answers_like_pyfunc_when_the_module_subclasses_a_transformers_model(tmp_path):
     package = tmp_path / "package"
     example = tiny_models.token_ids_example()
-    pytorch.save_model(tiny_models.tiny_bert_subclass(), package, input_example=example,
-                       code_paths=[str(tiny_models.CUSTOM_NET_DIR)], triton_model_name="my_bert")
+    pytorch.save_model(
+        tiny_models.tiny_bert_subclass(),
+        package,
+        input_example=example,
+        code_paths=[str(tiny_models.CUSTOM_NET_DIR)],
+        triton_model_name="my_bert",
+    )
     repository = package / "model_repository" / "my_bert"
     requirements = requirement_lines((repository / "requirements.txt").read_text())
     installation = TritonInstallation.bundled(progress=None)
-    env = ensure_env_for_requirements(requirements, installation.serving_constraints, progress=None,
-                                      reuse_superset=True, source=str(repository / "requirements.txt"))
+    env = ensure_env_for_requirements(
+        requirements,
+        installation.serving_constraints,
+        progress=None,
+        reuse_superset=True,
+        source=str(repository / "requirements.txt"),
+    )
 
     with TritonServer(repository.parent, "my_bert", installation=installation, serving_env=env) as server:
         outputs, _ = send_shipped_request(server.url, repository)

@@ -58,7 +58,7 @@ parameters: {{ key: "signature" value: {{ string_value: "{{\\"inputs\\": [1, 2]}
 instance_group [ {{ kind: KIND_CPU count: 1 }} ]
 """
 
-MODEL_PY = '''\
+MODEL_PY = """\
 import json
 
 import numpy as np
@@ -84,14 +84,15 @@ class TritonPythonModel:
                 pb_utils.Tensor("TEXT_OUT", text),
             ]))
         return responses
-'''
+"""
 
 X = np.array([[1.0, 2.0, 3.0], [-1.5, 0.0, 4.25]], dtype=np.float32)
 TEXT = np.array([b"hello", "gr\u00fc\u00dfe".encode()], dtype=object)
 
 
-def write_model(repo: Path, name: str = MODEL, *, y_type: str = "TYPE_FP32",
-                init_extra: str = "pass", execute_extra: str = "pass") -> Path:
+def write_model(
+    repo: Path, name: str = MODEL, *, y_type: str = "TYPE_FP32", init_extra: str = "pass", execute_extra: str = "pass"
+) -> Path:
     model_dir = repo / name
     (model_dir / "1").mkdir(parents=True)
     (model_dir / "config.pbtxt").write_text(CONFIG.format(name=name, y_type=y_type))
@@ -104,8 +105,7 @@ def write_json_request(model_dir: Path) -> None:
     body = {
         "inputs": [
             {"name": "X", "datatype": "FP32", "shape": list(X.shape), "data": X.ravel().tolist()},
-            {"name": "TEXT", "datatype": "BYTES", "shape": list(TEXT.shape),
-             "data": [t.decode() for t in TEXT]},
+            {"name": "TEXT", "datatype": "BYTES", "shape": list(TEXT.shape), "data": [t.decode() for t in TEXT]},
         ],
         "outputs": [{"name": "Y"}, {"name": "TEXT_OUT"}],
     }
@@ -117,14 +117,15 @@ def write_binary_request(model_dir: Path) -> int:
     x.set_data_from_numpy(X, binary_data=True)
     text = triton_http.InferInput("TEXT", list(TEXT.shape), "BYTES")
     text.set_data_from_numpy(TEXT, binary_data=True)
-    outputs = [triton_http.InferRequestedOutput("Y", binary_data=True),
-               triton_http.InferRequestedOutput("TEXT_OUT", binary_data=True)]
-    body, json_size = triton_http.InferenceServerClient.generate_request_body(
-        [x, text], outputs=outputs)
+    outputs = [
+        triton_http.InferRequestedOutput("Y", binary_data=True),
+        triton_http.InferRequestedOutput("TEXT_OUT", binary_data=True),
+    ]
+    body, json_size = triton_http.InferenceServerClient.generate_request_body([x, text], outputs=outputs)
     (model_dir / "request.bin").write_bytes(body)
     (model_dir / "request.headers").write_text(
-        "Content-Type: application/octet-stream\n"
-        f"Inference-Header-Content-Length: {json_size}\n")
+        f"Content-Type: application/octet-stream\nInference-Header-Content-Length: {json_size}\n"
+    )
     return json_size
 
 
@@ -175,8 +176,9 @@ def test_json_and_binary_requests(installation, serving_env, tmp_path):
     write_json_request(model_dir)
 
     started = time.monotonic()
-    with TritonServer(tmp_path / "repo", MODEL, installation=installation,
-                      serving_env=serving_env, log_path=tmp_path / "triton.log") as server:
+    with TritonServer(
+        tmp_path / "repo", MODEL, installation=installation, serving_env=serving_env, log_path=tmp_path / "triton.log"
+    ) as server:
         print(f"[timing] server start to model ready: {time.monotonic() - started:.1f}s")
         assert server.url.startswith("http://127.0.0.1:")
         assert server.version() == installation.version == "2.51.0"
@@ -200,11 +202,11 @@ def test_json_and_binary_requests(installation, serving_env, tmp_path):
 
         # what Triton hands model.py in args["model_config"], and which numpy the stub uses
         log = server.log_text()
-        line = next(l for l in log.splitlines() if l.startswith("MODEL_CONFIG_JSON="))
+        line = next(line for line in log.splitlines() if line.startswith("MODEL_CONFIG_JSON="))
         model_config = json.loads(line.split("=", 1)[1])
         print(json.dumps(model_config, indent=1))
-        print(next(l for l in log.splitlines() if l.startswith("ARGS_KEYS=")))
-        print(next(l for l in log.splitlines() if l.startswith("NUMPY_VERSION=")))
+        print(next(line for line in log.splitlines() if line.startswith("ARGS_KEYS=")))
+        print(next(line for line in log.splitlines() if line.startswith("NUMPY_VERSION=")))
         assert str(serving_env) in log  # numpy came from the serving env
         assert model_config["input"][0]["dims"] == [-1, 3]  # JSON numbers, not protobuf-JSON strings
         assert model_config["input"][1]["data_type"] == "TYPE_STRING"
@@ -215,6 +217,7 @@ def test_json_and_binary_requests(installation, serving_env, tmp_path):
     assert server.pid is None
     with pytest.raises(OSError):
         import urllib.request
+
         urllib.request.urlopen(f"{server.url}/v2/health/live", timeout=2)
     assert pid is not None
 
@@ -222,8 +225,9 @@ def test_json_and_binary_requests(installation, serving_env, tmp_path):
 def test_model_raising_in_initialize_fails_startup(installation, serving_env, tmp_path):
     write_model(tmp_path / "repo", init_extra='raise RuntimeError("artifact is missing: boom-42")')
     with pytest.raises(TritonStartError) as info:
-        with TritonServer(tmp_path / "repo", MODEL, installation=installation,
-                          serving_env=serving_env, startup_timeout=60):
+        with TritonServer(
+            tmp_path / "repo", MODEL, installation=installation, serving_env=serving_env, startup_timeout=60
+        ):
             pytest.fail("server should not become ready")
     err = info.value
     print(err)
@@ -240,8 +244,7 @@ def test_request_datatype_mismatch_fails_inference(installation, serving_env, tm
     body["inputs"][0]["datatype"] = "INT32"
     body["inputs"][0]["data"] = [1, 2, 3, 4, 5, 6]
     (model_dir / "request.json").write_text(json.dumps(body))
-    with TritonServer(tmp_path / "repo", MODEL, installation=installation,
-                      serving_env=serving_env) as server:
+    with TritonServer(tmp_path / "repo", MODEL, installation=installation, serving_env=serving_env) as server:
         for transport in ("curl", "http.client"):
             with pytest.raises(InferenceError) as info:
                 send_shipped_request(server.url, model_dir, transport=transport)
@@ -253,11 +256,9 @@ def test_request_datatype_mismatch_fails_inference(installation, serving_env, tm
 
 
 def test_model_raising_in_execute_fails_inference(installation, serving_env, tmp_path):
-    model_dir = write_model(tmp_path / "repo",
-                            execute_extra='raise ValueError("cannot score this: boom-77")')
+    model_dir = write_model(tmp_path / "repo", execute_extra='raise ValueError("cannot score this: boom-77")')
     write_json_request(model_dir)
-    with TritonServer(tmp_path / "repo", MODEL, installation=installation,
-                      serving_env=serving_env) as server:
+    with TritonServer(tmp_path / "repo", MODEL, installation=installation, serving_env=serving_env) as server:
         with pytest.raises(InferenceError) as info:
             send_shipped_request(server.url, model_dir)
     print(info.value)
@@ -270,8 +271,7 @@ def test_output_datatype_mismatch_is_not_checked_by_triton(installation, serving
     generated model.py must cast to the configured dtype itself; Triton will not catch it."""
     model_dir = write_model(tmp_path / "repo", y_type="TYPE_INT32")
     write_json_request(model_dir)
-    with TritonServer(tmp_path / "repo", MODEL, installation=installation,
-                      serving_env=serving_env) as server:
+    with TritonServer(tmp_path / "repo", MODEL, installation=installation, serving_env=serving_env) as server:
         outputs, _ = send_shipped_request(server.url, model_dir)
     assert outputs["Y"].dtype == np.float32
 
@@ -279,8 +279,9 @@ def test_output_datatype_mismatch_is_not_checked_by_triton(installation, serving
 def test_unknown_model_fails_startup(installation, serving_env, tmp_path):
     write_model(tmp_path / "repo")
     with pytest.raises(TritonStartError) as info:
-        with TritonServer(tmp_path / "repo", "no_such_model", installation=installation,
-                          serving_env=serving_env, startup_timeout=60):
+        with TritonServer(
+            tmp_path / "repo", "no_such_model", installation=installation, serving_env=serving_env, startup_timeout=60
+        ):
             pass
     print(info.value)
     assert "no_such_model" in str(info.value)
@@ -295,8 +296,8 @@ def test_conflict_dry_run(tmp_path):
     print(err)
     assert err.conflict
     assert "numpy<2" in str(err)
-    assert any("numpy==2.1.0" in l for l in err.pip_lines)
-    assert any("(constraint) numpy<2" in l for l in err.pip_lines)
+    assert any("numpy==2.1.0" in line for line in err.pip_lines)
+    assert any("(constraint) numpy<2" in line for line in err.pip_lines)
 
 
 def test_conflict_in_ensure_serving_env_leaves_nothing(tmp_path):
@@ -307,7 +308,7 @@ def test_conflict_in_ensure_serving_env_leaves_nothing(tmp_path):
         ensure_serving_env(req, ["numpy<2"], cache, progress=None)
     err = info.value
     assert err.conflict
-    assert any("The user requested (constraint) numpy<2" in l for l in err.pip_lines), err.pip_lines
+    assert any("The user requested (constraint) numpy<2" in line for line in err.pip_lines), err.pip_lines
     assert list((cache / "envs").iterdir()) == []
 
 
@@ -329,8 +330,7 @@ def test_signals_stop_the_server(installation, serving_env, cache_dir, tmp_path,
     import subprocess
 
     write_model(tmp_path / "repo")
-    script = CHILD.format(cache=str(cache_dir),
-                          repo=str(tmp_path / "repo"), env=str(serving_env))
+    script = CHILD.format(cache=str(cache_dir), repo=str(tmp_path / "repo"), env=str(serving_env))
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     server_pid = None
     try:

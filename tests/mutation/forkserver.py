@@ -27,10 +27,24 @@ import subprocess
 import sys
 
 # Imported once by the server: the project's heavy dependencies, never the project itself.
-PRELOADED = ("numpy", "pandas", "mlflow", "mlflow.pyfunc", "mlflow.models", "mlflow.types", "mlflow.sklearn",
-             "google.protobuf.json_format", "google.protobuf.text_format", "tritonclient.grpc.model_config_pb2",
-             "sklearn.pipeline", "sklearn.linear_model", "sklearn.compose", "sklearn.preprocessing", "hypothesis",
-             "pytest")
+PRELOADED = (
+    "numpy",
+    "pandas",
+    "mlflow",
+    "mlflow.pyfunc",
+    "mlflow.models",
+    "mlflow.types",
+    "mlflow.sklearn",
+    "google.protobuf.json_format",
+    "google.protobuf.text_format",
+    "tritonclient.grpc.model_config_pb2",
+    "sklearn.pipeline",
+    "sklearn.linear_model",
+    "sklearn.compose",
+    "sklearn.preprocessing",
+    "hypothesis",
+    "pytest",
+)
 CHILD_TIMEOUT_S = 300
 OWN_MODULES = ("mlflow_triton", "tests")
 
@@ -69,13 +83,17 @@ def run(path: str, args: list[str]) -> int:
 def _import_package_from(root: str) -> None:
     """Point the editable install's finder at the same folders under ``root``."""
     importlib.import_module("mlflow_triton")  # installs nothing new: makes sure the finder module is loaded
-    finders = [module for name, module in sys.modules.items()
-               if name.startswith("__editable___mlflow_triton") and hasattr(module, "MAPPING")]
+    finders = [
+        module
+        for name, module in sys.modules.items()
+        if name.startswith("__editable___mlflow_triton") and hasattr(module, "MAPPING")
+    ]
     if not finders:
         raise SystemExit("forkserver: no editable install of mlflow_triton to redirect (pip install -e .)")
     for finder in finders:
-        finder.MAPPING.update({package: os.path.join(root, os.path.basename(folder))
-                               for package, folder in finder.MAPPING.items()})
+        finder.MAPPING.update(
+            {package: os.path.join(root, os.path.basename(folder)) for package, folder in finder.MAPPING.items()}
+        )
     for name in [name for name in sys.modules if name.split(".")[0] in OWN_MODULES]:
         del sys.modules[name]
 

@@ -45,9 +45,13 @@ TENSOR_KINDS = NUMBER_KINDS + ("text",)
 # torch has no bitwise_not for uint16/32/64 on CPU: "flip" is left out for them.
 TORCH_OPERATIONS = ("echo", "flip", "wide", "half", "nonzero", "sum", "linear")
 RECIPE_ACCEPTS = {
-    "echo": NUMBER_KINDS + ("text", "binary"), "flip": NUMBER_KINDS + ("text", "binary"),
-    "text": NUMBER_KINDS + ("text", "binary"), "binary": NUMBER_KINDS + ("text", "binary"),
-    "nonzero": NUMBER_KINDS + ("text", "binary"), "length": ("text", "binary"), "wide": NUMBER_KINDS,
+    "echo": NUMBER_KINDS + ("text", "binary"),
+    "flip": NUMBER_KINDS + ("text", "binary"),
+    "text": NUMBER_KINDS + ("text", "binary"),
+    "binary": NUMBER_KINDS + ("text", "binary"),
+    "nonzero": NUMBER_KINDS + ("text", "binary"),
+    "length": ("text", "binary"),
+    "wide": NUMBER_KINDS,
     "sum": NUMBER_KINDS,
 }
 
@@ -129,8 +133,9 @@ def _input(draw, fields, *, example, finite=(), small=()):
 @st.composite
 def _inputs(draw, fields, *, finite_example=(), small_example=(), extra_finite=()):
     example = draw(_input(fields, example=True, finite=set(finite_example), small=set(small_example)))
-    extra = draw(st.lists(_input(fields, example=False, finite=set(extra_finite)), min_size=2,
-                          max_size=MAX_EXTRA_INPUTS))
+    extra = draw(
+        st.lists(_input(fields, example=False, finite=set(extra_finite)), min_size=2, max_size=MAX_EXTRA_INPUTS)
+    )
     return (example, *extra)
 
 
@@ -147,8 +152,14 @@ def _needs_explicit(fields):
 
 @st.composite
 def _column_labels(draw, count, *, integers=True):
-    labels = draw(st.lists(st.one_of(string_names, integer_labels) if integers else string_names,
-                           min_size=count, max_size=count, unique_by=str))
+    labels = draw(
+        st.lists(
+            st.one_of(string_names, integer_labels) if integers else string_names,
+            min_size=count,
+            max_size=count,
+            unique_by=str,
+        )
+    )
     if integers and draw(st.booleans()) and not any(str(label) == "0" for label in labels):
         labels[0] = 0  # the integer label 0 is served in the first position only
     return labels
@@ -157,8 +168,13 @@ def _column_labels(draw, count, *, integers=True):
 def _declared_candidates(kind, columns):
     """Dtypes an explicit signature may declare for an output the model produces as ``kind``."""
     if columns:
-        return {"int64": ("int32",), "int32": ("int64",), "float64": ("float32",), "float32": ("float64",),
-                "bool": ("int32", "int64", "float32", "float64")}.get(kind, ())
+        return {
+            "int64": ("int32",),
+            "int32": ("int64",),
+            "float64": ("float32",),
+            "float32": ("float64",),
+            "bool": ("int32", "int64", "float32", "float64"),
+        }.get(kind, ())
     if kind in INTEGER_KINDS:
         return tuple(k for k in INTEGER_KINDS + FLOAT_KINDS if k != kind)
     if kind in FLOAT_KINDS:
@@ -175,7 +191,7 @@ def _declared(draw, case_so_far, output, explicit):
         return None
     columns = case_so_far.form in ("frame", "series")
     candidates = _declared_candidates(produced_kind(case_so_far, output), columns)
-    if not candidates or not draw(st.integers(0, 3)) == 0:
+    if not candidates or draw(st.integers(0, 3)) != 0:
         return None
     return draw(st.sampled_from(candidates))
 
@@ -226,8 +242,7 @@ def sklearn_recipe_cases(draw):
     if structure == "tensor" and explicit and draw(st.booleans()):
         fields = (Field(draw(string_names), fields[0].kind, fields[0].dims),)  # a single named tensor
     outputs = draw(_recipe_outputs(fields, structure, form))
-    options = (("serialization", draw(st.sampled_from(("cloudpickle", "skops")))),
-               ("fixed_width", draw(st.booleans())))
+    options = (("serialization", draw(st.sampled_from(("cloudpickle", "skops")))), ("fixed_width", draw(st.booleans())))
     case = Case("sklearn-recipe", structure, fields, tuple(outputs), form, explicit, (), options)
     outputs = tuple(Output(o.key, o.source, o.operation, draw(_declared(case, o, explicit))) for o in outputs)
     small = {o.source for o in outputs if o.declared}
@@ -269,22 +284,28 @@ PIPELINE_MAX_BATCH_SIZE = 8
 def sklearn_pipeline_cases(draw):
     count = draw(st.integers(1, 5))
     integers = draw(st.booleans())
-    labels = draw(st.lists(integer_labels, min_size=count, max_size=count, unique=True) if integers
-                  else st.lists(string_names, min_size=count, max_size=count, unique=True))
+    labels = draw(
+        st.lists(integer_labels, min_size=count, max_size=count, unique=True)
+        if integers
+        else st.lists(string_names, min_size=count, max_size=count, unique=True)
+    )
     numeric = [k for k in COLUMN_KINDS if k in NUMBER_KINDS]
     kinds = [draw(st.sampled_from(numeric))] + [draw(st.sampled_from(numeric + ["text"])) for _ in labels[1:]]
     fields = tuple(Field(label, kind) for label, kind in zip(labels, kinds))
     example = draw(_pipeline_input(fields, example=True))
     extra = draw(st.lists(_pipeline_input(fields, example=False), min_size=2, max_size=MAX_EXTRA_INPUTS))
-    options = (("estimator", draw(st.sampled_from(ESTIMATORS))),
-               ("serialization", draw(st.sampled_from(("skops", "cloudpickle")))),
-               ("seed", draw(st.integers(0, 2**16))))
+    options = (
+        ("estimator", draw(st.sampled_from(ESTIMATORS))),
+        ("serialization", draw(st.sampled_from(("skops", "cloudpickle")))),
+        ("seed", draw(st.integers(0, 2**16))),
+    )
     if draw(st.booleans()):  # dynamic batching: the extra inputs are also sent at once and joined
         options += (("max_batch_size", PIPELINE_MAX_BATCH_SIZE),)
         # A request of 0 rows crashes Triton 2.51's Python backend when the model batches (docs/batching.md).
         extra = [model_input for model_input in extra if model_input.rows > 0]
-    return Case("sklearn-pipeline", "columns", fields, (Output(None, 0, "predict"),), "array", False,
-                (example, *extra), options)
+    return Case(
+        "sklearn-pipeline", "columns", fields, (Output(None, 0, "predict"),), "array", False, (example, *extra), options
+    )
 
 
 @st.composite
@@ -295,8 +316,13 @@ def _pipeline_input(draw, fields, *, example):
         if field.kind == "text":
             elements = st.one_of(st.sampled_from(VOCABULARY), texts)
         elif example or draw(st.integers(0, 9)):
-            elements = {"bool": st.booleans(), "int32": st.integers(-1000, 1000), "int64": st.integers(-1000, 1000),
-                        "float32": st.floats(-1e3, 1e3, width=32), "float64": st.floats(-1e3, 1e3)}[field.kind]
+            elements = {
+                "bool": st.booleans(),
+                "int32": st.integers(-1000, 1000),
+                "int64": st.integers(-1000, 1000),
+                "float32": st.floats(-1e3, 1e3, width=32),
+                "float64": st.floats(-1e3, 1e3),
+            }[field.kind]
         else:
             elements = values(field.kind)  # the edges: NaN, infinities, extreme integers
         contents.append(tuple(draw(st.lists(elements, min_size=rows, max_size=rows))))
@@ -314,8 +340,21 @@ def served_cases():
 @st.composite
 def rejected_cases(draw):
     """A served case changed so that logging must refuse it, naming the field."""
-    mutation = draw(st.sampled_from(("label-0-later", "empty-name", "float-label", "nan-example", "fixed-width-input",
-                                     "scalar-output", "example-misfit", "datetime-column", "empty-output-key")))
+    mutation = draw(
+        st.sampled_from(
+            (
+                "label-0-later",
+                "empty-name",
+                "float-label",
+                "nan-example",
+                "fixed-width-input",
+                "scalar-output",
+                "example-misfit",
+                "datetime-column",
+                "empty-output-key",
+            )
+        )
+    )
     if mutation == "scalar-output":
         kind = draw(st.sampled_from(("float32", "float64", "int64")))
         fields = (Field(None, kind, (-1, 2)),)
@@ -329,8 +368,16 @@ def rejected_cases(draw):
         rows = draw(st.integers(1, 3))
         raw = draw(st.lists(elements, min_size=rows, max_size=rows))
         contents = tuple(raw) if kind == "fixed-text" else tuple(text.encode() for text in raw)
-        return Case("sklearn-recipe", "tensor", fields, (Output(None, 0, "echo"),), "array", name is not None,
-                    (Input(((rows,),), (contents,)),), (("serialization", "cloudpickle"),))
+        return Case(
+            "sklearn-recipe",
+            "tensor",
+            fields,
+            (Output(None, 0, "echo"),),
+            "array",
+            name is not None,
+            (Input(((rows,),), (contents,)),),
+            (("serialization", "cloudpickle"),),
+        )
     if mutation == "example-misfit":
         kind = draw(st.sampled_from(("int64", "int32", "float64")))
         declared = {"int64": "int8", "int32": "uint8", "float64": "float16"}[kind]
@@ -341,8 +388,16 @@ def rejected_cases(draw):
         contents = tuple(big if i == position else 0 for i in range(rows))
         form = draw(st.sampled_from(("array", "dict")))
         key = draw(string_names) if form == "dict" else None
-        return Case("sklearn-recipe", "columns", fields, (Output(key, 0, "echo", declared),), form, True,
-                    (Input(((rows,),), (contents,)),), (("serialization", "cloudpickle"),))
+        return Case(
+            "sklearn-recipe",
+            "columns",
+            fields,
+            (Output(key, 0, "echo", declared),),
+            form,
+            True,
+            (Input(((rows,),), (contents,)),),
+            (("serialization", "cloudpickle"),),
+        )
     count = draw(st.integers(2, 4))
     labels = draw(st.lists(string_names, min_size=count, max_size=count, unique=True))
     kinds = [draw(st.sampled_from(COLUMN_KINDS)) for _ in labels]
@@ -362,18 +417,36 @@ def rejected_cases(draw):
         form = draw(st.sampled_from(("frame", "dict")))
         keys = [""]
     fields = tuple(Field(label, kind) for label, kind in zip(labels, kinds))
-    example = draw(_input(tuple(Field(f.name, "int64" if f.kind == "datetime" else f.kind) for f in fields),
-                          example=True, finite=set(range(count))))
+    example = draw(
+        _input(
+            tuple(Field(f.name, "int64" if f.kind == "datetime" else f.kind) for f in fields),
+            example=True,
+            finite=set(range(count)),
+        )
+    )
     if mutation == "datetime-column":  # seconds since 1970 that pandas can hold (the int64 minimum is NaT)
-        example = Input(example.shapes, tuple(tuple(range(0, 86400 * len(values), 86400)) if kind == "datetime"
-                                              else values for kind, values in zip(kinds, example.values)))
+        example = Input(
+            example.shapes,
+            tuple(
+                tuple(range(0, 86400 * len(values), 86400)) if kind == "datetime" else values
+                for kind, values in zip(kinds, example.values)
+            ),
+        )
     if mutation == "nan-example":
         column = list(example.values[0])
         column[draw(st.integers(0, len(column) - 1))] = float("nan")
         example = Input(example.shapes, (tuple(column),) + example.values[1:])
     source = next(i for i, kind in enumerate(kinds) if kind != "datetime")
-    return Case("sklearn-recipe", "columns", fields, (Output(keys[0], source, "echo"),), form, False, (example,),
-                (("serialization", "cloudpickle"),))
+    return Case(
+        "sklearn-recipe",
+        "columns",
+        fields,
+        (Output(keys[0], source, "echo"),),
+        form,
+        False,
+        (example,),
+        (("serialization", "cloudpickle"),),
+    )
 
 
 __all__ = ["rejected_cases", "served_cases", "values"]

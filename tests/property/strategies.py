@@ -13,14 +13,64 @@ from mlflow_triton.shared_contract import Contract, FieldMapping, StructureMappi
 # newlines, braces, backslashes, leading digits, empty strings, names that sanitize
 # to the same thing, and names equal to the generated defaults or their suffixes.
 HOSTILE_NAMES = (
-    "", " ", "\t", "\n", "line\nbreak", "\r\n", "\x00",
-    '"', "'", '"quoted"', "it's", '\\"', "\\", "\\n", "back\\slash",
-    "{", "}", "{}", "{x}", "}{", "[0]",
-    "a b", "a_b", "a-b", "a.b", "a  b", "_a_b_", "a_b_2", "a_b_3",
-    "1", "1st", "0_0", "_1st", "123",
-    "input_0", "input_1", "output_0", "output_0_2",
-    "ü", "u", "Ü", "über", "uber", "名前", "émoji 🎉", "ﬁ", "fi", "①", "a\u00a0b", "Ω", "\U00010000", "\U0001f600",
-    "__", "-", ".", "..", "/", "a/b",
+    "",
+    " ",
+    "\t",
+    "\n",
+    "line\nbreak",
+    "\r\n",
+    "\x00",
+    '"',
+    "'",
+    '"quoted"',
+    "it's",
+    '\\"',
+    "\\",
+    "\\n",
+    "back\\slash",
+    "{",
+    "}",
+    "{}",
+    "{x}",
+    "}{",
+    "[0]",
+    "a b",
+    "a_b",
+    "a-b",
+    "a.b",
+    "a  b",
+    "_a_b_",
+    "a_b_2",
+    "a_b_3",
+    "1",
+    "1st",
+    "0_0",
+    "_1st",
+    "123",
+    "input_0",
+    "input_1",
+    "output_0",
+    "output_0_2",
+    "ü",
+    "u",
+    "Ü",
+    "über",
+    "uber",
+    "名前",
+    "émoji 🎉",
+    "ﬁ",
+    "fi",
+    "①",
+    "a\u00a0b",
+    "Ω",
+    "\U00010000",
+    "\U0001f600",
+    "__",
+    "-",
+    ".",
+    "..",
+    "/",
+    "a/b",
 )
 
 # Every Unicode scalar value: all code points but surrogates, which are not text (JSON
@@ -53,8 +103,21 @@ SUPPORTED_COLUMN_TYPES = (
 SUPPORTED_TENSOR_DTYPES = tuple(
     np.dtype(t)
     for t in (
-        "bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
-        "float16", "float32", "float64", object, str, bytes,
+        "bool",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "float16",
+        "float32",
+        "float64",
+        object,
+        str,
+        bytes,
     )
 )
 
@@ -115,8 +178,9 @@ def _structure(draw, tensor_names):
         field_names = draw(st.lists(any_text, min_size=len(tensor_names), max_size=len(tensor_names), unique=True))
     else:
         field_names = draw(
-            st.lists(st.one_of(st.none(), any_text, st.integers()), min_size=len(tensor_names), max_size=len(tensor_names))
-            .filter(lambda ns: len([n for n in ns if n is not None]) == len({n for n in ns if n is not None}))
+            st.lists(
+                st.one_of(st.none(), any_text, st.integers()), min_size=len(tensor_names), max_size=len(tensor_names)
+            ).filter(lambda ns: len([n for n in ns if n is not None]) == len({n for n in ns if n is not None}))
         )
     fields = [FieldMapping(name, tensor, draw(contents)) for name, tensor in zip(field_names, tensor_names)]
     return StructureMapping(structure, tuple(fields))
@@ -131,6 +195,7 @@ def contracts(draw):
         inputs=draw(_structure(tensor_names[:split])),
         outputs=draw(_structure(tensor_names[split:])),
     )
+
 
 # --- schemas paired with data, for codec round trips ---------------------------------------------
 # Each strategy draws ``(schema, value)``: an MLflow schema the codecs are built from (through

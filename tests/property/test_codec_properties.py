@@ -21,6 +21,11 @@ from hypothesis import strategies as st
 from mlflow.models import ModelSignature
 from mlflow.models.utils import _enforce_schema
 from mlflow.types import ColSpec, DataType, Schema
+
+from mlflow_triton._config import build_config, declarations
+from mlflow_triton._schema import layout_from_signature
+from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
+from mlflow_triton.shared_contract import BYTES_TYPE, TRITON_TO_NUMPY
 from tests.property.strategies import (
     NUMERIC_TENSOR_DTYPES,
     column_frames,
@@ -30,11 +35,6 @@ from tests.property.strategies import (
 )
 from tests.support import fake_pb_utils
 from tests.support.fidelity.expectations import Answer, expected_answer
-
-from mlflow_triton._config import build_config, declarations
-from mlflow_triton._schema import layout_from_signature
-from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
-from mlflow_triton.shared_contract import BYTES_TYPE, TRITON_TO_NUMPY
 
 # What MLflow's enforcement accepts for tensors: numeric dtypes and ``object`` (text).
 # ``bytes`` tensor specs are left out: MLflow wants ``|S`` arrays, the runtime decodes BYTES
@@ -59,8 +59,10 @@ def model_config(signature, integer_dims):
 
 
 def codec_for(schema, side, integer_dims):
-    signature = ModelSignature(inputs=schema, outputs=OTHER_SIDE) if side == "input" else (
-        ModelSignature(inputs=OTHER_SIDE, outputs=schema)
+    signature = (
+        ModelSignature(inputs=schema, outputs=OTHER_SIDE)
+        if side == "input"
+        else (ModelSignature(inputs=OTHER_SIDE, outputs=schema))
     )
     config = model_config(signature, integer_dims)
     contract = layout_from_signature(signature, "sklearn").contract

@@ -8,11 +8,11 @@ from google.protobuf import json_format
 from hypothesis import given
 from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, Schema
-from tests.property.strategies import contracts, names_with_surrogates, signatures
 
 from mlflow_triton._config import build_config, declarations, parse_config, render_config
 from mlflow_triton._schema import layout_from_signature
 from mlflow_triton.shared_contract import BYTES_TYPE, Contract, ContractError, FieldMapping, contract_from_model_config
+from tests.property.strategies import contracts, names_with_surrogates, signatures
 
 TENSOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -86,8 +86,10 @@ class BackgroundLoad:
         deadline = time.monotonic() + timeout
         while sum(1 for r in self.snapshot() if r.sent >= after and r.outcome.answer_class == ANSWERED) < count:
             if time.monotonic() > deadline:
-                raise AssertionError(f"fewer than {count} answers within {timeout}s; last outcomes: "
-                                     f"{[r.outcome.as_dict() for r in self.snapshot()[-5:]]}")
+                raise AssertionError(
+                    f"fewer than {count} answers within {timeout}s; last outcomes: "
+                    f"{[r.outcome.as_dict() for r in self.snapshot()[-5:]]}"
+                )
             time.sleep(0.05)
 
     def wait_for_failures(self, count, *, sent_after=0.0, timeout=120.0):
@@ -95,8 +97,10 @@ class BackgroundLoad:
         deadline = time.monotonic() + timeout
         while sum((found := self.failures(sent_after=sent_after)).values()) < count:
             if time.monotonic() > deadline:
-                raise AssertionError(f"fewer than {count} failed requests within {timeout}s; last outcomes: "
-                                     f"{[r.outcome.as_dict() for r in self.snapshot()[-5:]]}")
+                raise AssertionError(
+                    f"fewer than {count} failed requests within {timeout}s; last outcomes: "
+                    f"{[r.outcome.as_dict() for r in self.snapshot()[-5:]]}"
+                )
             time.sleep(0.05)
         return found
 
@@ -121,8 +125,11 @@ class BackgroundLoad:
         """
         found = {}
         for record in self.snapshot():
-            if sent_after <= record.sent < sent_before and record.answered < answered_before \
-                    and record.outcome.answer_class != ANSWERED:
+            if (
+                sent_after <= record.sent < sent_before
+                and record.answered < answered_before
+                and record.outcome.answer_class != ANSWERED
+            ):
                 key = (record.outcome.status, record.outcome.message)
                 found[key] = found.get(key, 0) + 1
         return found

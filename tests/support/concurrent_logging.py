@@ -61,9 +61,20 @@ def log_at_once(tracking_uri, experiment_id, registered_model_name, *, threads, 
     """Run ``threads`` + ``processes`` simultaneous ``log_model`` calls; return their results."""
     children = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.support.concurrent_logging", tracking_uri, experiment_id,
-             registered_model_name, f"process-{index}"],
-            cwd=REPOSITORY_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "tests.support.concurrent_logging",
+                tracking_uri,
+                experiment_id,
+                registered_model_name,
+                f"process-{index}",
+            ],
+            cwd=REPOSITORY_ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for index in range(processes)
     ]
@@ -103,7 +114,7 @@ def _child_result(child):
     lines = [line for line in stdout.splitlines() if line.startswith(RESULT)]
     if child.returncode != 0 or not lines:
         return WorkerResult("process", None, None, f"child exited {child.returncode}: {stderr[-3000:]}", 0.0)
-    return WorkerResult(**json.loads(lines[-1][len(RESULT):]))
+    return WorkerResult(**json.loads(lines[-1][len(RESULT) :]))
 
 
 def _child_main(tracking_uri, experiment_id, registered_model_name, worker):

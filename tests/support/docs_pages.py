@@ -74,8 +74,15 @@ def blocks(page: Path, language: str | None = None) -> list[Block]:
     found = []
     for match in _FENCE.finditer(text):
         if language is None or match.group("language") == language:
-            found.append(Block(page, text.count("\n", 0, match.start("code")) + 1, match.group("language"),
-                               textwrap.dedent(match.group("code")), _heading_before(text, match.start())))
+            found.append(
+                Block(
+                    page,
+                    text.count("\n", 0, match.start("code")) + 1,
+                    match.group("language"),
+                    textwrap.dedent(match.group("code")),
+                    _heading_before(text, match.start()),
+                )
+            )
     return found
 
 
@@ -106,7 +113,7 @@ def test_exists(reference: str) -> bool:
     return match is not None and match.group("name") in _function_names(ROOT / match.group("file"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _function_names(path: Path) -> frozenset[str]:
     """The names of the functions ``path`` defines (module level, in classes, anywhere); none when it is missing."""
     if not path.is_file():

@@ -34,8 +34,11 @@ def save_pytorch_example(path, **options):
     from examples import pytorch_example
 
     mt_pytorch.save_model(
-        pytorch_example.build_network(), path, input_example=pytorch_example.example_input(),
-        code_paths=[str(pytorch_example.ARCHITECTURE_DIR)], **options,
+        pytorch_example.build_network(),
+        path,
+        input_example=pytorch_example.example_input(),
+        code_paths=[str(pytorch_example.ARCHITECTURE_DIR)],
+        **options,
     )
     return path
 
@@ -61,14 +64,16 @@ def drive_exported(directory, requests):
     config = read_config(directory)
     module = fake_pb_utils.load_model_py(directory / "1" / "model.py", name=f"exported_{directory.name}")
     model = module.TritonPythonModel()
-    model.initialize({
-        "model_config": json.dumps(json_format.MessageToDict(config, preserving_proto_field_name=True)),
-        "model_name": config.name,
-        "model_repository": str(directory),
-        "model_version": "1",
-        "model_instance_kind": "CPU",
-        "model_instance_device_id": "0",
-    })
+    model.initialize(
+        {
+            "model_config": json.dumps(json_format.MessageToDict(config, preserving_proto_field_name=True)),
+            "model_name": config.name,
+            "model_repository": str(directory),
+            "model_version": "1",
+            "model_instance_kind": "CPU",
+            "model_instance_device_id": "0",
+        }
+    )
     try:
         return model.execute([fake_pb_utils.request_from_arrays(arrays) for arrays in requests])
     finally:
@@ -116,11 +121,14 @@ def config_graph_mismatches(directory):
                 problems.append(f"{value.name}: graph batch axis is not variable: {shape}")
             expected_dims, expect_reshape = (shape[1:], False) if shape[1:] else ([1], True)
             if list(entry.dims) != expected_dims or entry.HasField("reshape") != expect_reshape:
-                problems.append(f"{value.name}: config dims {list(entry.dims)} (reshape {entry.HasField('reshape')}) "
-                                f"!= graph {shape}")
+                problems.append(
+                    f"{value.name}: config dims {list(entry.dims)} (reshape {entry.HasField('reshape')}) "
+                    f"!= graph {shape}"
+                )
             if expect_reshape and list(entry.reshape.shape) != []:
                 problems.append(f"{value.name}: reshape {list(entry.reshape.shape)} != []")
     if config.max_batch_size < 1 or not config.HasField("dynamic_batching"):
-        problems.append(f"batching: max_batch_size {config.max_batch_size}, dynamic_batching "
-                        f"{config.HasField('dynamic_batching')}")
+        problems.append(
+            f"batching: max_batch_size {config.max_batch_size}, dynamic_batching {config.HasField('dynamic_batching')}"
+        )
     return problems

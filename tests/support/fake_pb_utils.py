@@ -163,5 +163,3 @@ def outputs_of(response):
     if response.has_error():
         raise AssertionError(f"response has error: {response.error().message()}")
     return {tensor.name(): tensor.as_numpy() for tensor in response.output_tensors()}
-
-

@@ -36,8 +36,10 @@ class ManifestInvalid(AssertionError):
 def validate_inference_service(manifest: dict) -> None:
     """Raise :class:`ManifestInvalid` naming the first field that does not fit ``V1beta1InferenceService``."""
     if manifest.get("apiVersion") != "serving.kserve.io/v1beta1" or manifest.get("kind") != "InferenceService":
-        raise ManifestInvalid(f"apiVersion/kind: expected serving.kserve.io/v1beta1 InferenceService, got "
-                              f"{manifest.get('apiVersion')!r} {manifest.get('kind')!r}")
+        raise ManifestInvalid(
+            f"apiVersion/kind: expected serving.kserve.io/v1beta1 InferenceService, got "
+            f"{manifest.get('apiVersion')!r} {manifest.get('kind')!r}"
+        )
     _check(manifest, "V1beta1InferenceService", "")
 
 
@@ -71,8 +73,9 @@ def _check(value, type_name: str, path: str) -> None:
     fields = {json_name: attribute for attribute, json_name in cls.attribute_map.items()}
     unknown = sorted(set(value) - set(fields))
     if unknown:
-        raise ManifestInvalid(f"{path or '<root>'}: {unknown[0]!r} is not a field of {type_name} "
-                              f"(fields: {', '.join(sorted(fields))})")
+        raise ManifestInvalid(
+            f"{path or '<root>'}: {unknown[0]!r} is not a field of {type_name} (fields: {', '.join(sorted(fields))})"
+        )
     for json_name, item in value.items():
         _check(item, cls.openapi_types[fields[json_name]], f"{path}.{json_name}" if path else json_name)
     try:  # the generated setters reject a missing required field and values outside declared enums
@@ -98,8 +101,9 @@ def _kserve_models() -> dict[str, type]:
     """``kserve.models``' classes, imported without running ``kserve/__init__.py``."""
     spec = importlib.util.find_spec("kserve")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(f"kserve=={KSERVE_VERSION} is not installed: pip install --no-deps "
-                                  f"kserve=={KSERVE_VERSION}")
+        raise ModuleNotFoundError(
+            f"kserve=={KSERVE_VERSION} is not installed: pip install --no-deps kserve=={KSERVE_VERSION}"
+        )
     saved = {name: module for name, module in sys.modules.items() if name == "kserve" or name.startswith("kserve.")}
     package = types.ModuleType("kserve")
     package.__path__ = list(spec.submodule_search_locations)

@@ -87,8 +87,12 @@ def running_mlflow_server(root, *, startup_timeout=STARTUP_TIMEOUT_S, artifacts_
                     continue
                 raise
             yield MlflowServer(
-                url=f"http://{HOST}:{port}", root=root, artifacts=artifacts, log_path=log_path,
-                pid=process.pid, startup_s=time.monotonic() - started,
+                url=f"http://{HOST}:{port}",
+                root=root,
+                artifacts=artifacts,
+                log_path=log_path,
+                pid=process.pid,
+                startup_s=time.monotonic() - started,
             )
             return
         finally:
@@ -98,20 +102,33 @@ def running_mlflow_server(root, *, startup_timeout=STARTUP_TIMEOUT_S, artifacts_
 
 def _start(root, artifacts, port, log_path, environment):
     command = [
-        sys.executable, "-m", "mlflow", "server",
-        "--host", HOST,
-        "--port", str(port),
-        "--workers", "1",
-        "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--backend-store-uri",
+        f"sqlite:///{root / 'mlflow.db'}",
         "--serve-artifacts",
-        "--artifacts-destination", str(artifacts),
+        "--artifacts-destination",
+        str(artifacts),
     ]
     env = {key: value for key, value in os.environ.items() if not key.startswith("MLFLOW_")}
     env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"  # no background job runner to clean up
     env.update(environment)
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            command, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            command,
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # own process group: uvicorn is a grandchild
         )
     _STARTED[process.pid] = process
@@ -232,6 +249,7 @@ def mlflow_server(tmp_path_factory):
 
 
 # --- artifacts that travel through MLflow --------------------------------------------------------
+
 
 def write_triton_repository(parent, name="existing_model"):
     """A hand-written Triton model directory with nested, binary, empty and hidden files."""

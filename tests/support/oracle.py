@@ -25,7 +25,9 @@ def expected_tensors(model_dir: str | Path, prediction: object) -> dict[str, np.
     _, outputs = declarations(config)
     answer = expected_answer(contract, outputs, prediction=prediction)
     if not isinstance(answer, Answer):
-        raise AssertionError(f"pyfunc.predict's prediction does not fit the configured outputs of {model_dir}: {answer}")
+        raise AssertionError(
+            f"pyfunc.predict's prediction does not fit the configured outputs of {model_dir}: {answer}"
+        )
     return answer.outputs
 
 

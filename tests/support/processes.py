@@ -28,8 +28,11 @@ def triton_processes_under(directory):
 
     The server's command line names its model repository, each stub's names its model directory.
     """
-    return sorted(pid for pid, line in command_lines().items()
-                  if any(program in line for program in TRITON_PROGRAMS) and str(directory) in line)
+    return sorted(
+        pid
+        for pid, line in command_lines().items()
+        if any(program in line for program in TRITON_PROGRAMS) and str(directory) in line
+    )
 
 
 def processes_mentioning(text):
@@ -112,7 +115,7 @@ def _address(hex_address, width):
 
     if width == 8:
         return socket.inet_ntoa(struct.pack("<I", int(hex_address, 16)))
-    words = [int(hex_address[i:i + 8], 16) for i in range(0, 32, 8)]
+    words = [int(hex_address[i : i + 8], 16) for i in range(0, 32, 8)]
     address = ipaddress.IPv6Address(struct.pack("<4I", *words))
     return str(address.ipv4_mapped or address)  # gRPC listens on an IPv6 socket bound to ::ffff:127.0.0.1
 

@@ -36,14 +36,23 @@ class S3Server:
 
     def credentials(self) -> dict[str, str]:
         """The standard AWS variables MLflow, boto3 and Triton read, pointed at this server."""
-        return {"AWS_ACCESS_KEY_ID": ACCESS_KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY,
-                "AWS_DEFAULT_REGION": REGION, "MLFLOW_S3_ENDPOINT_URL": self.endpoint_url}
+        return {
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
+            "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY,
+            "AWS_DEFAULT_REGION": REGION,
+            "MLFLOW_S3_ENDPOINT_URL": self.endpoint_url,
+        }
 
     def client(self):
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint_url, aws_access_key_id=ACCESS_KEY_ID,
-                            aws_secret_access_key=SECRET_ACCESS_KEY, region_name=REGION)
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id=ACCESS_KEY_ID,
+            aws_secret_access_key=SECRET_ACCESS_KEY,
+            region_name=REGION,
+        )
 
     def objects(self, bucket: str) -> dict[str, str]:
         """``{key: ETag}`` of every object in ``bucket``."""
@@ -57,8 +66,13 @@ def running_s3_server(log_dir):
     (port,) = free_ports(1)
     log_path = Path(log_dir) / "moto-server.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([str(MOTO_SERVER), "-H", HOST, "-p", str(port)], stdin=subprocess.DEVNULL,
-                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [str(MOTO_SERVER), "-H", HOST, "-p", str(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         _wait_until_answering(process, f"http://{HOST}:{port}", log_path)
         yield S3Server(endpoint_url=f"http://{HOST}:{port}", port=port, log_path=log_path)

@@ -32,7 +32,7 @@ def arrays_from_binary_request(body, headers):
     arrays, offset = {}, prefix_length
     for entry in prefix["inputs"]:
         size = entry["parameters"]["binary_data_size"]
-        chunk = body[offset:offset + size]
+        chunk = body[offset : offset + size]
         offset += size
         if entry["datatype"] == "BYTES":
             array = deserialize_bytes_tensor(chunk)

@@ -48,8 +48,7 @@ GENERATION_CONFIG = {"max_new_tokens": 4, "do_sample": False}
 TEXT_EXAMPLE = ["hello world", "the model serves text"]
 LABELS = ("NEGATIVE", "POSITIVE")
 _WORDS = (
-    "the a model serves text example input hello world triton mlflow signature tensor "
-    "request answer small tiny network"
+    "the a model serves text example input hello world triton mlflow signature tensor request answer small tiny network"
 ).split()
 _SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 _MODEL_PY_IMPORTS = itertools.count()
@@ -75,7 +74,7 @@ def import_custom_net():
     return module
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def shared_tiny_mlp():
     """``custom_net.TinyMLP(4, 8, 3)`` with seeded weights, in eval mode. Do not change it."""
     import torch
@@ -145,8 +144,12 @@ def tiny_bert_subclass():
     import_custom_net()
     bert = importlib.import_module(f"{CUSTOM_NET_MODULE}.bert")
     config = BertConfig(
-        vocab_size=len(_SPECIAL_TOKENS) + len(_WORDS), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=32,
+        vocab_size=len(_SPECIAL_TOKENS) + len(_WORDS),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
     )
     return _seeded(lambda: bert.MyBertModel(config))
 
@@ -164,7 +167,7 @@ def mlp_example(rows=2):
 # --- Transformers: tiny pipelines around a WordLevel tokenizer ---------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def shared_tokenizer():
     """A ``PreTrainedTokenizerFast`` over a small whitespace WordLevel vocabulary."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -175,8 +178,13 @@ def shared_tokenizer():
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
     backend.decoder = decoders.WordPiece()  # joins words with spaces
     return PreTrainedTokenizerFast(
-        tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
-        bos_token="[CLS]", eos_token="[SEP]",
+        tokenizer_object=backend,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        bos_token="[CLS]",
+        eos_token="[SEP]",
     )
 
 
@@ -191,31 +199,42 @@ def _seeded(build):
         torch.random.set_rng_state(generator_state)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def shared_text_generation_pipeline():
     """A text-generation pipeline: GPT-2 with 1 layer, 2 heads, 16-dim embeddings. Do not change it."""
     from transformers import GPT2Config, GPT2LMHeadModel, pipeline
 
     tokenizer = shared_tokenizer()
     config = GPT2Config(
-        vocab_size=len(tokenizer), n_positions=32, n_layer=1, n_head=2, n_embd=16,
-        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+        vocab_size=len(tokenizer),
+        n_positions=32,
+        n_layer=1,
+        n_head=2,
+        n_embd=16,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
     model = _seeded(lambda: GPT2LMHeadModel(config))
     return pipeline("text-generation", model=model, tokenizer=tokenizer)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def shared_text_classification_pipeline():
     """A text-classification pipeline: BERT with 1 layer, 16-dim hidden size, 2 labels. Do not change it."""
     from transformers import BertConfig, BertForSequenceClassification, pipeline
 
     tokenizer = shared_tokenizer()
     config = BertConfig(
-        vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=32, pad_token_id=tokenizer.pad_token_id,
-        id2label=dict(enumerate(LABELS)), label2id={label: i for i, label in enumerate(LABELS)},
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+        pad_token_id=tokenizer.pad_token_id,
+        id2label=dict(enumerate(LABELS)),
+        label2id={label: i for i, label in enumerate(LABELS)},
     )
     model = _seeded(lambda: BertForSequenceClassification(config))
     return pipeline("text-classification", model=model, tokenizer=tokenizer)
@@ -259,14 +278,16 @@ def initialized_model_py(repository, kind="CPU", device_id="0"):
     name = f"generated_model_py_{next(_MODEL_PY_IMPORTS)}"
     module = fake_pb_utils.load_model_py(repository / "1" / "model.py", name=name)
     instance = module.TritonPythonModel()
-    instance.initialize({
-        "model_config": json.dumps(triton_model_config(repository)),
-        "model_instance_kind": kind,
-        "model_instance_device_id": device_id,
-        "model_repository": str(repository),
-        "model_version": "1",
-        "model_name": repository.name,
-    })
+    instance.initialize(
+        {
+            "model_config": json.dumps(triton_model_config(repository)),
+            "model_instance_kind": kind,
+            "model_instance_device_id": device_id,
+            "model_repository": str(repository),
+            "model_version": "1",
+            "model_name": repository.name,
+        }
+    )
     return instance
 
 
@@ -307,7 +328,7 @@ def serve_request(repository, arrays=None):
 # --- A sqlite tracking store per test -----------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _migrated_sqlite_database():
     """An empty MLflow sqlite database with the current schema, created once per process."""
     import mlflow

@@ -25,11 +25,16 @@ EXACT_ROWS = (
 
 def block() -> str:
     """The table with its markers, as the page must hold it."""
-    lines = [BEGIN, "| Triton datatype | numpy dtype | rtol | atol | an answer element equals the expected one when |",
-             "| --- | --- | --- | --- | --- |"]
-    for dtype, (rtol, atol) in sorted(FLOAT_TOLERANCES.items(), key=lambda item: int(item[0][len("float"):])):
-        lines.append(f"| {TRITON_OF_FLOAT[dtype]} | {dtype} | {rtol:g} | {atol:g} | "
-                     f"abs(answer − expected) ≤ {atol:g} + {rtol:g} × abs(expected); NaN equals NaN |")
+    lines = [
+        BEGIN,
+        "| Triton datatype | numpy dtype | rtol | atol | an answer element equals the expected one when |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for dtype, (rtol, atol) in sorted(FLOAT_TOLERANCES.items(), key=lambda item: int(item[0][len("float") :])):
+        lines.append(
+            f"| {TRITON_OF_FLOAT[dtype]} | {dtype} | {rtol:g} | {atol:g} | "
+            f"abs(answer − expected) ≤ {atol:g} + {rtol:g} × abs(expected); NaN equals NaN |"
+        )
     lines += [f"| {triton} | {numpy} | – | – | {rule} |" for triton, numpy, rule in EXACT_ROWS]
     return "\n".join([*lines, END])
 

@@ -28,5 +28,8 @@ def changes(before, after):
     added = sorted(set(after) - set(before))
     removed = sorted(set(before) - set(after))
     changed = sorted(path for path in set(before) & set(after) if before[path] != after[path])
-    return [f"added {path}" for path in added] + [f"removed {path}" for path in removed] + [
-        f"changed {path}" for path in changed]
+    return (
+        [f"added {path}" for path in added]
+        + [f"removed {path}" for path in removed]
+        + [f"changed {path}" for path in changed]
+    )

@@ -31,14 +31,14 @@ def fitted_pipeline():
 
     rng = np.random.default_rng(7)
     frame = pd.DataFrame(
-        {"length": rng.normal(10, 3, 60), "width": rng.normal(4, 1, 60), "count": rng.integers(0, 9, 60)})
+        {"length": rng.normal(10, 3, 60), "width": rng.normal(4, 1, 60), "count": rng.integers(0, 9, 60)}
+    )
     labels = (frame["length"] * 0.3 + frame["width"] - frame["count"] * 0.2 > 6).astype(int)
     return make_pipeline(StandardScaler(), LogisticRegression()).fit(frame, labels), frame
 
 
 def network():
     import torch
-
     from custom_net import TinyMLP
 
     torch.manual_seed(3)
@@ -54,11 +54,20 @@ def text_classifier():
     vocab = {token: index for index, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *words])}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]",
-                                        cls_token="[CLS]", sep_token="[SEP]")
-    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=32, pad_token_id=0,
-                        id2label={0: "NEG", 1: "POS"}, label2id={"NEG": 0, "POS": 1})
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]"
+    )
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+        pad_token_id=0,
+        id2label={0: "NEG", 1: "POS"},
+        label2id={"NEG": 0, "POS": 1},
+    )
     torch.manual_seed(5)
     return pipeline("text-classification", model=BertForSequenceClassification(config).eval(), tokenizer=tokenizer)
 
@@ -73,24 +82,45 @@ def main(tracking_uri, artifact_location, only=None):
     logged = []
     if "user-classifier" in wanted:
         pipeline, frame = fitted_pipeline()
-        logged.append(("user-classifier", sklearn.log_model(
-            pipeline, input_example=frame.iloc[:4], name="classifier", pyfunc_predict_fn="predict_proba",
-            registered_model_name="user-classifier")))
+        logged.append(
+            (
+                "user-classifier",
+                sklearn.log_model(
+                    pipeline,
+                    input_example=frame.iloc[:4],
+                    name="classifier",
+                    pyfunc_predict_fn="predict_proba",
+                    registered_model_name="user-classifier",
+                ),
+            )
+        )
     if "user-network" in wanted:
         logged.append(("user-network", _log_network()))
     if "user-text" in wanted:
-        logged.append(("user-text", transformers.log_model(
-            text_classifier(), input_example=["good film", "boring plot bad actors"], name="text",
-            triton_model_name="text_classifier", task="text-classification", registered_model_name="user-text",
-        )))
+        logged.append(
+            (
+                "user-text",
+                transformers.log_model(
+                    text_classifier(),
+                    input_example=["good film", "boring plot bad actors"],
+                    name="text",
+                    triton_model_name="text_classifier",
+                    task="text-classification",
+                    registered_model_name="user-text",
+                ),
+            )
+        )
     for name, info in logged:
         print(name, info.registered_model_version, info.model_uri, flush=True)
 
 
 def _log_network():
     info = pytorch.log_model(
-        network(), input_example=np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4), name="network",
-        code_paths=[str(ARCHITECTURE)], registered_model_name="user-network",
+        network(),
+        input_example=np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4),
+        name="network",
+        code_paths=[str(ARCHITECTURE)],
+        registered_model_name="user-network",
     )
     mlflow.MlflowClient().set_registered_model_alias("user-network", "champion", info.registered_model_version)
     return info

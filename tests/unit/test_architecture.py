@@ -5,21 +5,23 @@ import subprocess
 import sys
 
 import pytest
+import torch  # noqa: E402  (the tests extra installs torch; never skipped)
 
 import mlflow_triton.pytorch as mt_pytorch
 from mlflow_triton._architecture import describe_module_tree, packaged_files
 from mlflow_triton.errors import InvalidArgumentError
 from tests.support import tiny_models
 
-import torch  # noqa: E402  (the tests extra installs torch; never skipped)
-
 
 @pytest.fixture(scope="module")
 def pytorch_package(tmp_path_factory):
     package = tmp_path_factory.mktemp("architecture") / "network"
     mt_pytorch.save_model(
-        tiny_models.shared_tiny_mlp(), package, input_example=tiny_models.mlp_example(),
-        code_paths=[str(tiny_models.CUSTOM_NET_DIR)], architecture_init_kwargs=tiny_models.MLP_SIZES,
+        tiny_models.shared_tiny_mlp(),
+        package,
+        input_example=tiny_models.mlp_example(),
+        code_paths=[str(tiny_models.CUSTOM_NET_DIR)],
+        architecture_init_kwargs=tiny_models.MLP_SIZES,
     )
     return package
 
@@ -30,8 +32,11 @@ def transformers_package(tmp_path_factory):
 
     package = tmp_path_factory.mktemp("architecture") / "generator"
     mt_transformers.save_model(
-        tiny_models.shared_text_generation_pipeline(), package, input_example=tiny_models.TEXT_EXAMPLE,
-        model_config=tiny_models.GENERATION_CONFIG, architecture_init_kwargs={"n_layer": 1, "n_embd": 16},
+        tiny_models.shared_text_generation_pipeline(),
+        package,
+        input_example=tiny_models.TEXT_EXAMPLE,
+        model_config=tiny_models.GENERATION_CONFIG,
+        architecture_init_kwargs={"n_layer": 1, "n_embd": 16},
     )
     return package
 
@@ -66,9 +71,7 @@ def _formatted_values(module, count=40):
 
 
 @pytest.mark.parametrize("package_fixture", ["pytorch_package", "transformers_package"])
-def test_architecture_json_is_in_the_package_root_and_in_the_triton_artifact_copy_when_saved(
-    request, package_fixture
-):
+def test_architecture_json_is_in_the_package_root_and_in_the_triton_artifact_copy_when_saved(request, package_fixture):
     package = request.getfixturevalue(package_fixture)
 
     [repository] = (package / "model_repository").iterdir()
@@ -90,7 +93,10 @@ def test_architecture_json_is_read_without_the_custom_architecture_when_loaded_i
 
     completed = subprocess.run(
         [sys.executable, "-I", "-c", script, str(pytorch_package / "architecture.json")],
-        capture_output=True, text=True, check=True, cwd=pytorch_package,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=pytorch_package,
     )
 
     assert completed.stdout.split() == ["custom_net.mlp", "TinyMLP"]
@@ -144,8 +150,9 @@ def test_pytorch_architecture_lists_packaged_code_configuration_and_data_files_w
     assert {"data/model.pth", "data/pickle_module_info.txt"} <= set(files["data"])
     assert {"MLmodel", "requirements.txt"} <= set(files["mlflow_package"])
     assert files["configuration"] == []
-    assert not any(path.startswith("model_repository") or path == "architecture.json"
-                   for group in files.values() for path in group)
+    assert not any(
+        path.startswith("model_repository") or path == "architecture.json" for group in files.values() for path in group
+    )
 
 
 def test_architecture_records_init_kwargs_as_declared_and_unverified_when_given(pytorch_package):
@@ -158,7 +165,9 @@ def test_architecture_records_init_kwargs_as_declared_and_unverified_when_given(
 
 def test_architecture_records_no_init_kwargs_when_none_are_declared(tmp_path):
     mt_pytorch.save_model(
-        tiny_models.shared_tiny_mlp(), tmp_path / "package", input_example=tiny_models.mlp_example(),
+        tiny_models.shared_tiny_mlp(),
+        tmp_path / "package",
+        input_example=tiny_models.mlp_example(),
         code_paths=[str(tiny_models.CUSTOM_NET_DIR)],
     )
 
@@ -176,7 +185,9 @@ def test_architecture_records_no_init_kwargs_when_none_are_declared(tmp_path):
 def test_save_model_rejects_init_kwargs_and_writes_nothing_when_they_are_not_a_json_dict(tmp_path, declared, message):
     with pytest.raises(InvalidArgumentError, match=message):
         mt_pytorch.save_model(
-            tiny_models.shared_tiny_mlp(), tmp_path / "package", input_example=tiny_models.mlp_example(),
+            tiny_models.shared_tiny_mlp(),
+            tmp_path / "package",
+            input_example=tiny_models.mlp_example(),
             architecture_init_kwargs=declared,
         )
 
@@ -196,10 +207,14 @@ def test_transformers_architecture_records_pipeline_components_and_config_path_w
     }
     tokenizer = tiny_models.shared_tokenizer()
     assert report["components"] == {
-        "model": {"class": {"module": "transformers.models.gpt2.modeling_gpt2", "qualname": "GPT2LMHeadModel"},
-                  "path": "model"},
-        "tokenizer": {"class": {"module": type(tokenizer).__module__, "qualname": type(tokenizer).__qualname__},
-                      "path": "components/tokenizer"},
+        "model": {
+            "class": {"module": "transformers.models.gpt2.modeling_gpt2", "qualname": "GPT2LMHeadModel"},
+            "path": "model",
+        },
+        "tokenizer": {
+            "class": {"module": type(tokenizer).__module__, "qualname": type(tokenizer).__qualname__},
+            "path": "components/tokenizer",
+        },
     }
     assert report["model_config_file"] == "model/config.json"
     assert (transformers_package / report["model_config_file"]).is_file()
@@ -223,8 +238,9 @@ def test_transformers_architecture_records_shapes_and_dtypes_without_values_when
 def test_transformers_architecture_lists_configuration_and_weight_files_when_saved(transformers_package):
     files = _report(transformers_package)["files"]
 
-    assert {"model/config.json", "model/generation_config.json",
-            "components/tokenizer/tokenizer_config.json"} <= set(files["configuration"])
+    assert {"model/config.json", "model/generation_config.json", "components/tokenizer/tokenizer_config.json"} <= set(
+        files["configuration"]
+    )
     assert "model/model.safetensors" in files["data"]
     assert files["python"] == []
 
@@ -259,8 +275,14 @@ def test_describe_module_tree_records_lazy_shared_and_non_persistent_tensors_whe
 
 
 def test_packaged_files_groups_files_by_kind_when_listed(tmp_path):
-    for relative in ("MLmodel", "code/pkg/net.py", "model/config.json", "components/tokenizer/chat_template.jinja",
-                     "model/model.safetensors", "data/model.pth"):
+    for relative in (
+        "MLmodel",
+        "code/pkg/net.py",
+        "model/config.json",
+        "components/tokenizer/chat_template.jinja",
+        "model/model.safetensors",
+        "data/model.pth",
+    ):
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("x")
 

@@ -21,8 +21,13 @@ def batched(tmp_path_factory, fitted_pipeline, training_frame):
     """The repository of the tiny Pipeline saved with ``max_batch_size=8``, and the saved package's path."""
     path = tmp_path_factory.mktemp("batched") / "classifier"
     sklearn.save_model(
-        fitted_pipeline, path, input_example=training_frame.iloc[:3], pyfunc_predict_fn="predict_proba",
-        serialization_format="cloudpickle", max_batch_size=8, max_queue_delay_microseconds=200,
+        fitted_pipeline,
+        path,
+        input_example=training_frame.iloc[:3],
+        pyfunc_predict_fn="predict_proba",
+        serialization_format="cloudpickle",
+        max_batch_size=8,
+        max_queue_delay_microseconds=200,
     )
     return path / "model_repository" / "classifier", path
 
@@ -36,11 +41,15 @@ def _model_py(repository):
     config = _config(repository)
     module = fake_pb_utils.load_model_py(repository / "1" / "model.py", name="batched_sklearn_model_py")
     model = module.TritonPythonModel()
-    model.initialize({
-        "model_config": json.dumps(json_format.MessageToDict(config, preserving_proto_field_name=True)),
-        "model_repository": str(repository), "model_version": "1",
-        "model_instance_kind": "CPU", "model_instance_device_id": "0",
-    })
+    model.initialize(
+        {
+            "model_config": json.dumps(json_format.MessageToDict(config, preserving_proto_field_name=True)),
+            "model_repository": str(repository),
+            "model_version": "1",
+            "model_instance_kind": "CPU",
+            "model_instance_device_id": "0",
+        }
+    )
     return model
 
 
@@ -57,7 +66,9 @@ def test_save_model_writes_a_batched_config_when_max_batch_size_is_given(batched
     assert config.max_batch_size == 8
     assert config.dynamic_batching.max_queue_delay_microseconds == 200
     assert [(t.name, list(t.dims), t.HasField("reshape")) for t in config.input] == [
-        ("age", [1], True), ("city", [1], True), ("visits", [1], True)
+        ("age", [1], True),
+        ("city", [1], True),
+        ("visits", [1], True),
     ]
     assert [(t.name, list(t.dims)) for t in config.output] == [("output_0", [2])]
     contract = json.loads(config.parameters["mlflow_contract"].string_value)
@@ -70,7 +81,9 @@ def test_save_model_ships_the_request_in_batched_shapes_when_max_batch_size_is_g
     body, _ = read_request(repository)
 
     assert [(entry["name"], entry["shape"]) for entry in body["inputs"]] == [
-        ("age", [3, 1]), ("city", [3, 1]), ("visits", [3, 1])
+        ("age", [3, 1]),
+        ("city", [3, 1]),
+        ("visits", [3, 1]),
     ]
 
 
@@ -85,7 +98,10 @@ def test_save_model_records_the_row_independence_proof_in_validation_json_when_b
     assert proof["proved"] is True
     assert proof["float_tolerance_ulps"] == ROW_INDEPENDENCE_ULPS
     assert [case["what"] for case in proof["cases"]] == [
-        "the example as one batch", "the example shuffled", "the example repeated", "the example's first half",
+        "the example as one batch",
+        "the example shuffled",
+        "the example repeated",
+        "the example's first half",
         "the example's second half",
     ]
     assert set(proof["largest_difference_ulps"]) == {"output_0"}
@@ -110,11 +126,16 @@ def test_generated_model_py_answers_joined_requests_like_pyfunc_predict_of_each_
     pyfunc = mlflow.pyfunc.load_model(str(path))
     frames = [training_frame.iloc[0:1], training_frame.iloc[1:5], training_frame.iloc[5:7]]
     requests = [
-        fake_pb_utils.request_from_arrays(_as_model_sees({
-            "age": f["age"].to_numpy().reshape(-1, 1),
-            "city": np.array([c.encode() for c in f["city"]], dtype=object).reshape(-1, 1),
-            "visits": f["visits"].to_numpy().reshape(-1, 1),
-        }, config))
+        fake_pb_utils.request_from_arrays(
+            _as_model_sees(
+                {
+                    "age": f["age"].to_numpy().reshape(-1, 1),
+                    "city": np.array([c.encode() for c in f["city"]], dtype=object).reshape(-1, 1),
+                    "visits": f["visits"].to_numpy().reshape(-1, 1),
+                },
+                config,
+            )
+        )
         for f in frames
     ]
     answers = model.execute(requests)
@@ -146,8 +167,13 @@ def test_check_expects_and_sends_rank_one_tensors_as_rows_by_one_when_the_reposi
     tmp_path, fitted_pipeline, training_frame
 ):
     path = tmp_path / "labels"
-    sklearn.save_model(fitted_pipeline, path, input_example=training_frame.iloc[:3], serialization_format="cloudpickle",
-                       max_batch_size=4)
+    sklearn.save_model(
+        fitted_pipeline,
+        path,
+        input_example=training_frame.iloc[:3],
+        serialization_format="cloudpickle",
+        max_batch_size=4,
+    )
     repository = path / "model_repository" / "labels"
     frame = training_frame.iloc[2:6]
 
@@ -157,7 +183,9 @@ def test_check_expects_and_sends_rank_one_tensors_as_rows_by_one_when_the_reposi
     np.testing.assert_array_equal(expected["output_0"], fitted_pipeline.predict(frame).reshape(4, 1))
     body = json.loads(request.body_path.read_text(encoding="utf-8"))
     assert [(entry["name"], entry["shape"]) for entry in body["inputs"]] == [
-        ("age", [4, 1]), ("city", [4, 1]), ("visits", [4, 1])
+        ("age", [4, 1]),
+        ("city", [4, 1]),
+        ("visits", [4, 1]),
     ]
 
 
@@ -166,8 +194,13 @@ def test_pytorch_save_model_batches_a_tensor_model_and_joins_its_requests_when_m
     from tests.support import tiny_models
 
     path = tmp_path / "mlp"
-    mt_pytorch.save_model(tiny_models.shared_tiny_mlp(), path, input_example=tiny_models.mlp_example(3),
-                          code_paths=[str(tiny_models.CUSTOM_NET_DIR)], max_batch_size=16)
+    mt_pytorch.save_model(
+        tiny_models.shared_tiny_mlp(),
+        path,
+        input_example=tiny_models.mlp_example(3),
+        code_paths=[str(tiny_models.CUSTOM_NET_DIR)],
+        max_batch_size=16,
+    )
     repository = path / "model_repository" / "mlp"
     config = _config(repository)
     model = _model_py(repository)
@@ -180,5 +213,6 @@ def test_pytorch_save_model_batches_a_tensor_model_and_joins_its_requests_when_m
     assert (config.max_batch_size, list(config.input[0].dims), list(config.output[0].dims)) == (16, [4], [3])
     assert counting.rows == [5]
     for answer, alone in zip(answers, (first, second)):
-        np.testing.assert_array_max_ulp(fake_pb_utils.outputs_of(answer)[config.output[0].name], pyfunc.predict(alone),
-                                        maxulp=ROW_INDEPENDENCE_ULPS)
+        np.testing.assert_array_max_ulp(
+            fake_pb_utils.outputs_of(answer)[config.output[0].name], pyfunc.predict(alone), maxulp=ROW_INDEPENDENCE_ULPS
+        )

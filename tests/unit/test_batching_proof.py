@@ -37,8 +37,11 @@ def test_prove_row_independence_records_every_case_when_rows_are_independent():
     assert proof["proved"] is True
     assert proof["rows_predicted_alone"] == 5
     assert [(case["what"], case["rows"]) for case in proof["cases"]] == [
-        ("the example as one batch", 5), ("the example shuffled", 5), ("the example repeated", 10),
-        ("the example's first half", 2), ("the example's second half", 3),
+        ("the example as one batch", 5),
+        ("the example shuffled", 5),
+        ("the example repeated", 10),
+        ("the example's first half", 2),
+        ("the example's second half", 3),
     ]
     assert proof["largest_difference_ulps"] == {"score": 0.0, "label": 0.0}
 
@@ -51,8 +54,13 @@ def test_prove_row_independence_accepts_float_differences_when_within_the_stated
 
 
 def test_prove_row_independence_refuses_naming_the_output_when_floats_differ_by_more_than_the_stated_ulps():
-    with pytest.raises(BatchingRefusedError, match=re.escape("Batching refused: output `score` differs for the example "
-                                                             "as one batch from the same rows predicted alone by")):
+    with pytest.raises(
+        BatchingRefusedError,
+        match=re.escape(
+            "Batching refused: output `score` differs for the example "
+            "as one batch from the same rows predicted alone by"
+        ),
+    ):
         prove_row_independence(model(noise_ulps=ROW_INDEPENDENCE_ULPS + 4), EXAMPLE)
 
 
@@ -63,8 +71,10 @@ def test_prove_row_independence_accepts_nan_when_it_stands_at_the_same_rows():
 
 
 def test_prove_row_independence_refuses_naming_the_output_when_a_batch_answers_another_row_count():
-    with pytest.raises(BatchingRefusedError, match=re.escape("Batching refused: output `score` has 1 row(s) for the "
-                                                             "example as one batch (5 rows)")):
+    with pytest.raises(
+        BatchingRefusedError,
+        match=re.escape("Batching refused: output `score` has 1 row(s) for the example as one batch (5 rows)"),
+    ):
         prove_row_independence(model(rows_out=1), EXAMPLE)
 
 
@@ -73,9 +83,14 @@ def test_prove_row_independence_refuses_naming_the_output_when_text_depends_on_t
         label = np.array([str(len(tensors["x"])).encode()] * len(tensors["x"]), dtype=object)
         return {"label": label}
 
-    with pytest.raises(BatchingRefusedError, match=re.escape("output `label` differs for the example as one batch "
-                                                             "from the same rows predicted alone (object values must "
-                                                             "be equal)")):
+    with pytest.raises(
+        BatchingRefusedError,
+        match=re.escape(
+            "output `label` differs for the example as one batch "
+            "from the same rows predicted alone (object values must "
+            "be equal)"
+        ),
+    ):
         prove_row_independence(predict_tensors, EXAMPLE)
 
 

@@ -38,8 +38,9 @@ def test_readme_block_drops_the_title_and_the_profile_listing_when_built():
 
     assert block.splitlines()[0] == "Run: `python -m benchmarks.run`"
     assert "ncalls" not in block and "```" not in block
-    assert "Target missed; the cProfile of decode + encode is in `benchmarks/results.md`.\n\n### 3. Logging cost" \
-        in block
+    assert (
+        "Target missed; the cProfile of decode + encode is in `benchmarks/results.md`.\n\n### 3. Logging cost" in block
+    )
 
 
 def test_sync_replaces_only_the_block_when_the_readme_has_one(tmp_path):

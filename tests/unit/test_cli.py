@@ -27,12 +27,47 @@ CONSOLE_SCRIPT = Path(sys.executable).with_name("mlflow-triton")
     ("argv", "expected"),
     [
         (["--help"], ["check", "serve", "export-onnx"]),
-        (["check", "--help"], ["MODEL_URI", "--device", "--input", "--report", "--work-dir", "--tritonserver",
-                               "--backend-directory", "--serving-constraint", "--tracking-uri"]),
-        (["serve", "--help"], ["MODEL_URI", "--host", "--http-port", "--grpc-port", "--metrics-port", "--work-dir",
-                               "--tritonserver", "--backend-directory", "--serving-constraint"]),
-        (["export-onnx", "--help"], ["MODEL_URI", "--out", "--max-batch-size", "--backend", "onnxruntime", "python",
-                                     "--tracking-uri", "pip install 'mlflow-triton[onnx]'"]),
+        (
+            ["check", "--help"],
+            [
+                "MODEL_URI",
+                "--device",
+                "--input",
+                "--report",
+                "--work-dir",
+                "--tritonserver",
+                "--backend-directory",
+                "--serving-constraint",
+                "--tracking-uri",
+            ],
+        ),
+        (
+            ["serve", "--help"],
+            [
+                "MODEL_URI",
+                "--host",
+                "--http-port",
+                "--grpc-port",
+                "--metrics-port",
+                "--work-dir",
+                "--tritonserver",
+                "--backend-directory",
+                "--serving-constraint",
+            ],
+        ),
+        (
+            ["export-onnx", "--help"],
+            [
+                "MODEL_URI",
+                "--out",
+                "--max-batch-size",
+                "--backend",
+                "onnxruntime",
+                "python",
+                "--tracking-uri",
+                "pip install 'mlflow-triton[onnx]'",
+            ],
+        ),
     ],
 )
 def test_console_script_prints_help_when_asked_for_every_command(argv, expected):
@@ -48,7 +83,8 @@ def help_of(command):
 
 def test_check_help_lists_every_exit_status_when_printed():
     assert "Exit status: 0 when every model passed, 1 otherwise, 130 after Ctrl-C, 143 after SIGTERM." in help_of(
-        "check")
+        "check"
+    )
 
 
 def test_serve_help_says_its_work_dir_holds_no_report_when_printed():
@@ -59,18 +95,21 @@ def test_serve_help_says_its_work_dir_holds_no_report_when_printed():
 
 
 def test_python_m_mlflow_triton_runs_the_same_command_line_when_started_as_a_module():
-    completed = subprocess.run([sys.executable, "-m", "mlflow_triton", "serve", "--help"], capture_output=True,
-                               text=True, timeout=60)
+    completed = subprocess.run(
+        [sys.executable, "-m", "mlflow_triton", "serve", "--help"], capture_output=True, text=True, timeout=60
+    )
 
     assert completed.returncode == 0 and completed.stdout.startswith("usage: mlflow-triton serve")
 
 
 @pytest.mark.parametrize("command", ["check", "export-onnx"])
 def test_help_imports_neither_mlflow_nor_the_local_part_nor_the_export_when_printed(command):
-    probe = ("import sys; from mlflow_triton import cli\n"
-             f"try:\n    cli.main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
-             "print(sorted(m for m in sys.modules if m == 'mlflow' or m.startswith(('mlflow_triton.local', "
-             "'mlflow_triton.export'))))")
+    probe = (
+        "import sys; from mlflow_triton import cli\n"
+        f"try:\n    cli.main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m == 'mlflow' or m.startswith(('mlflow_triton.local', "
+        "'mlflow_triton.export'))))"
+    )
     completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
 
     assert completed.stdout.splitlines()[-1] == "[]"
@@ -79,23 +118,61 @@ def test_help_imports_neither_mlflow_nor_the_local_part_nor_the_export_when_prin
 def test_parser_maps_each_subcommand_to_its_runner_when_arguments_are_parsed():
     parser = cli.build_parser()
 
-    check = parser.parse_args(["check", "models:/a/1", "runs:/r/m", "--device", "gpu", "--serving-constraint",
-                               "numpy<2", "--serving-constraint", "protobuf<5"])
+    check = parser.parse_args(
+        [
+            "check",
+            "models:/a/1",
+            "runs:/r/m",
+            "--device",
+            "gpu",
+            "--serving-constraint",
+            "numpy<2",
+            "--serving-constraint",
+            "protobuf<5",
+        ]
+    )
     serve = parser.parse_args(["serve", "models:/a/1", "--host", "0.0.0.0", "--http-port", "9000"])
 
     assert (check.subcommand.name, check.model_uris, check.device, check.serving_constraint) == (
-        "check", ["models:/a/1", "runs:/r/m"], "gpu", ["numpy<2", "protobuf<5"])
+        "check",
+        ["models:/a/1", "runs:/r/m"],
+        "gpu",
+        ["numpy<2", "protobuf<5"],
+    )
     assert (serve.subcommand.name, serve.host, serve.http_port, serve.grpc_port, serve.metrics_port) == (
-        "serve", "0.0.0.0", 9000, 8001, 8002)
+        "serve",
+        "0.0.0.0",
+        9000,
+        8001,
+        8002,
+    )
     assert [s.name for s in cli.SUBCOMMANDS] == ["check", "serve", "export-onnx", "pack", "locate", "kserve"]
 
 
 def test_parser_reads_export_onnx_options_when_every_option_is_given():
-    args = cli.build_parser().parse_args(["export-onnx", "runs:/r/m", "--out", "exports", "--max-batch-size", "8",
-                                          "--backend", "python", "--tracking-uri", "sqlite:///m.db"])
+    args = cli.build_parser().parse_args(
+        [
+            "export-onnx",
+            "runs:/r/m",
+            "--out",
+            "exports",
+            "--max-batch-size",
+            "8",
+            "--backend",
+            "python",
+            "--tracking-uri",
+            "sqlite:///m.db",
+        ]
+    )
 
     assert (args.subcommand.name, args.model_uri, args.out, args.max_batch_size, args.backend, args.tracking_uri) == (
-        "export-onnx", "runs:/r/m", Path("exports"), 8, "python", "sqlite:///m.db")
+        "export-onnx",
+        "runs:/r/m",
+        Path("exports"),
+        8,
+        "python",
+        "sqlite:///m.db",
+    )
 
 
 def test_parser_uses_export_onnx_defaults_when_only_the_uri_and_out_are_given():
@@ -108,8 +185,9 @@ def test_main_calls_export_command_with_the_parsed_arguments_when_export_onnx_ru
     import mlflow_triton.export
 
     calls = []
-    monkeypatch.setattr(mlflow_triton.export, "export_command",
-                        lambda *args, **kwargs: calls.append((args, kwargs)) or 7)
+    monkeypatch.setattr(
+        mlflow_triton.export, "export_command", lambda *args, **kwargs: calls.append((args, kwargs)) or 7
+    )
 
     status = cli.main(["export-onnx", "models:/a/1", "--out", str(tmp_path), "--backend", "python"])
 
@@ -126,10 +204,19 @@ def test_main_exits_2_when_only_one_of_tritonserver_and_backend_directory_is_giv
     assert "--tritonserver and --backend-directory go together" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["check"], ["serve"], ["check", "m", "--device", "tpu"], ["frobnicate"],
-                                  ["export-onnx", "m"], ["export-onnx", "--out", "d"],
-                                  ["export-onnx", "m", "--out", "d", "--backend", "tensorrt"],
-                                  ["export-onnx", "m", "a", "--out", "d"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check"],
+        ["serve"],
+        ["check", "m", "--device", "tpu"],
+        ["frobnicate"],
+        ["export-onnx", "m"],
+        ["export-onnx", "--out", "d"],
+        ["export-onnx", "m", "--out", "d", "--backend", "tensorrt"],
+        ["export-onnx", "m", "a", "--out", "d"],
+    ],
+)
 def test_main_exits_2_when_arguments_are_invalid(argv):
     with pytest.raises(SystemExit) as exited:
         cli.main(argv)
@@ -161,21 +248,28 @@ def without_nvidia_pytriton(monkeypatch):
 
 @pytest.mark.parametrize("command", [check_command, serve_command])
 def test_command_names_the_extra_to_install_when_the_bundled_server_is_missing(
-        command, without_nvidia_pytriton, tmp_path, capsys):
+    command, without_nvidia_pytriton, tmp_path, capsys
+):
     status = command(["models:/any/1"], work_dir=tmp_path / "work", progress=None)
 
     error = capsys.readouterr().err
     assert status == 1
-    assert "the bundled Triton server is not installed: pip install 'mlflow-triton[local]' (or use another Triton " \
-           "installation: --tritonserver /opt/tritonserver/bin/tritonserver --backend-directory " \
-           "/opt/tritonserver/backends)" in error
+    assert (
+        "the bundled Triton server is not installed: pip install 'mlflow-triton[local]' (or use another Triton "
+        "installation: --tritonserver /opt/tritonserver/bin/tritonserver --backend-directory "
+        "/opt/tritonserver/backends)" in error
+    )
 
 
 def test_bundled_suggests_tritonserver_when_the_platform_has_no_wheel(monkeypatch):
     monkeypatch.setattr(installation_module.platform, "machine", lambda: "aarch64")
 
-    with pytest.raises(BundledTritonUnavailableError, match=re.escape(
-            "exists only for Linux x86_64, not for linux aarch64: pass --tritonserver PATH --backend-directory DIR")):
+    with pytest.raises(
+        BundledTritonUnavailableError,
+        match=re.escape(
+            "exists only for Linux x86_64, not for linux aarch64: pass --tritonserver PATH --backend-directory DIR"
+        ),
+    ):
         TritonInstallation.bundled()
 
 
@@ -185,9 +279,13 @@ def test_bundled_names_the_extra_when_another_nvidia_pytriton_version_is_install
 
     monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Other())
 
-    with pytest.raises(BundledTritonUnavailableError, match=re.escape(
+    with pytest.raises(
+        BundledTritonUnavailableError,
+        match=re.escape(
             "nvidia-pytriton 0.5.5 is installed; mlflow-triton runs the Triton 2.51.0 of nvidia-pytriton 0.7.0: "
-            "pip install 'mlflow-triton[local]'")):
+            "pip install 'mlflow-triton[local]'"
+        ),
+    ):
         TritonInstallation.bundled()
 
 
@@ -222,19 +320,33 @@ def fake_triton_options(tmp_path):
 
 
 def test_check_command_refuses_before_checking_when_the_report_path_is_a_directory(
-        fake_triton_options, tmp_path, capsys):
-    status = check_command(["models:/never-fetched/1"], report=tmp_path, work_dir=tmp_path / "work",
-                           progress=lambda text: None, **fake_triton_options)
+    fake_triton_options, tmp_path, capsys
+):
+    status = check_command(
+        ["models:/never-fetched/1"],
+        report=tmp_path,
+        work_dir=tmp_path / "work",
+        progress=lambda text: None,
+        **fake_triton_options,
+    )
 
     assert (status, capsys.readouterr().err) == (
-        1, f"mlflow-triton check: error: --report {tmp_path}: a directory; give the path of the JSON file to write\n")
+        1,
+        f"mlflow-triton check: error: --report {tmp_path}: a directory; give the path of the JSON file to write\n",
+    )
 
 
 def test_check_command_prints_one_error_line_when_the_report_cannot_be_written(fake_triton_options, tmp_path, capsys):
     (tmp_path / "a-file").write_text("")
 
-    status = check_command([], report=tmp_path / "a-file" / "report.json", work_dir=tmp_path / "work",
-                           progress=lambda text: None, out=lambda line: None, **fake_triton_options)
+    status = check_command(
+        [],
+        report=tmp_path / "a-file" / "report.json",
+        work_dir=tmp_path / "work",
+        progress=lambda text: None,
+        out=lambda line: None,
+        **fake_triton_options,
+    )
 
     assert (status, capsys.readouterr().err) == (1, f"mlflow-triton check: error: File exists: {tmp_path / 'a-file'}\n")
 
@@ -242,19 +354,27 @@ def test_check_command_prints_one_error_line_when_the_report_cannot_be_written(f
 @pytest.fixture
 def bundled_without_building(monkeypatch, tmp_path):
     """``TritonInstallation.bundled`` as it returns, without locating the wheel or assembling a backend."""
-    bundled = TritonInstallation(tmp_path / "tritonserver", tmp_path / "backends", version="2.51.0",
-                                 serving_constraints=installation_module.BUNDLED_SERVING_CONSTRAINTS)
+    bundled = TritonInstallation(
+        tmp_path / "tritonserver",
+        tmp_path / "backends",
+        version="2.51.0",
+        serving_constraints=installation_module.BUNDLED_SERVING_CONSTRAINTS,
+    )
     monkeypatch.setattr(TritonInstallation, "bundled", classmethod(lambda cls, **kwargs: bundled))
 
 
-@pytest.mark.parametrize("given, constraints", [
-    (None, ("numpy<2",)),
-    ([], ("numpy<2",)),
-    (["protobuf<5"], ("numpy<2", "protobuf<5")),
-    (["protobuf<5", "numpy<2", "protobuf<5"], ("numpy<2", "protobuf<5")),
-])
+@pytest.mark.parametrize(
+    "given, constraints",
+    [
+        (None, ("numpy<2",)),
+        ([], ("numpy<2",)),
+        (["protobuf<5"], ("numpy<2", "protobuf<5")),
+        (["protobuf<5", "numpy<2", "protobuf<5"], ("numpy<2", "protobuf<5")),
+    ],
+)
 def test_choose_installation_adds_serving_constraints_to_the_bundled_numpy_pin_when_some_are_given(
-        given, constraints, bundled_without_building):
+    given, constraints, bundled_without_building
+):
     installation = choose_installation(serving_constraints=given, progress=None)
 
     assert installation.serving_constraints == constraints

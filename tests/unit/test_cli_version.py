@@ -18,7 +18,10 @@ def test_console_script_prints_the_package_and_runtime_versions_when_asked_for_i
     completed = subprocess.run([str(CONSOLE_SCRIPT), "--version"], capture_output=True, text=True, timeout=60)
 
     assert (completed.returncode, completed.stdout, completed.stderr) == (
-        0, f"mlflow-triton {mlflow_triton.__version__} (runtime {RUNTIME_VERSION})\n", "")
+        0,
+        f"mlflow-triton {mlflow_triton.__version__} (runtime {RUNTIME_VERSION})\n",
+        "",
+    )
 
 
 def test_installed_version_is_the_package_attribute_when_pyproject_reads_it_from_there():

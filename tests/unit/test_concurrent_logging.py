@@ -23,8 +23,10 @@ def test_log_model_registers_distinct_contiguous_complete_versions_when_threads_
         tracking_store.uri, tracking_store.experiment_id, "shared-by-workers", threads=THREADS, processes=PROCESSES
     )
 
-    print(f"\n{THREADS} threads + {PROCESSES} processes logged in {time.monotonic() - started:.1f} s "
-          f"(slowest call {max(r.seconds for r in results):.1f} s)")
+    print(
+        f"\n{THREADS} threads + {PROCESSES} processes logged in {time.monotonic() - started:.1f} s "
+        f"(slowest call {max(r.seconds for r in results):.1f} s)"
+    )
     assert len(results) == THREADS + PROCESSES
     assert_complete_and_contiguous(
         results, tracking_store.client(), "shared-by-workers", tracking_store.experiment_id, tmp_path / "fetched"

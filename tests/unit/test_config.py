@@ -25,7 +25,7 @@ from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.shared_contract import CONTRACT_PARAMETER, Contract, ContractError, contract_from_model_config
 
 # "" is left out: the mapping rejects it (MLflow takes it for an unnamed field).
-HOSTILE = ['a b', 'a_b', 'a-b', '"quoted"', "back\\slash", "{braces}", "new\nline", "{}", "1st", "ünï", "名前"]
+HOSTILE = ["a b", "a_b", "a-b", '"quoted"', "back\\slash", "{braces}", "new\nline", "{}", "1st", "ünï", "名前"]
 
 
 def _layout(inputs=None, outputs=None):
@@ -101,7 +101,9 @@ def test_build_config_sets_instance_kind_when_device_is_supported(device, kind):
 
 @pytest.mark.parametrize("device", ["tpu", "GPU", "cuda:0", None])
 def test_build_config_raises_naming_allowed_devices_when_device_is_unknown(device):
-    with pytest.raises(InvalidArgumentError, match=re.escape(f"device {device!r} is not supported; supported: cpu, gpu")):
+    with pytest.raises(
+        InvalidArgumentError, match=re.escape(f"device {device!r} is not supported; supported: cpu, gpu")
+    ):
         build_config("model", _layout(), device=device)
 
 
@@ -151,7 +153,9 @@ def test_parse_config_raises_when_config_tensor_is_renamed():
     config = build_config("model", _layout())
     config.input[0].name = "renamed"
 
-    with pytest.raises(ContractError, match=re.escape("Config input tensor(s) renamed have no entry in 'mlflow_contract'")):
+    with pytest.raises(
+        ContractError, match=re.escape("Config input tensor(s) renamed have no entry in 'mlflow_contract'")
+    ):
         parse_config(render_config(config))
 
 
@@ -176,7 +180,8 @@ def test_build_config_leaves_the_batch_axis_out_of_dims_when_batching_is_on():
 
     assert config.max_batch_size == 16
     assert [(t.name, list(t.dims), t.HasField("reshape")) for t in config.input] == [
-        ("x", [1], True), ("name", [1], True)
+        ("x", [1], True),
+        ("name", [1], True),
     ]
     assert [(t.name, list(t.dims), t.HasField("reshape")) for t in config.output] == [("output_0", [3], False)]
     assert list(config.input[0].reshape.shape) == []

@@ -79,7 +79,7 @@ def test_wire_datatype_uses_protocol_name_when_given_config_datatype(config_type
 def test_contract_round_trips_when_serialised_to_dict_and_json():
     contract = Contract(
         flavor="transformers",
-        inputs=StructureMapping("tensors", (FieldMapping("text ü \"q\"", "text", "text"),)),
+        inputs=StructureMapping("tensors", (FieldMapping('text ü "q"', "text", "text"),)),
         outputs=StructureMapping("columns", (FieldMapping(None, "output_0", "binary"),)),
     )
 
@@ -318,7 +318,10 @@ def test_contract_from_model_config_raises_when_mapping_version_is_unsupported()
 def test_contract_from_model_config_raises_when_max_batch_size_is_not_zero(max_batch_size):
     config = _model_config(_contract().to_json(), max_batch_size=max_batch_size)
 
-    with pytest.raises(ContractError, match=re.escape(f"max_batch_size must be 0 (shapes carry their own batch dimension), got {max_batch_size}")):
+    with pytest.raises(
+        ContractError,
+        match=re.escape(f"max_batch_size must be 0 (shapes carry their own batch dimension), got {max_batch_size}"),
+    ):
         contract_from_model_config(config)
 
 
@@ -369,8 +372,9 @@ def test_contract_error_is_in_error_family_when_raised():
 
 def _batched(max_batch_size=16):
     base = _contract()
-    return Contract(flavor=base.flavor, inputs=base.inputs, outputs=base.outputs, version=3,
-                    max_batch_size=max_batch_size)
+    return Contract(
+        flavor=base.flavor, inputs=base.inputs, outputs=base.outputs, version=3, max_batch_size=max_batch_size
+    )
 
 
 def test_contract_round_trips_max_batch_size_when_batched():
@@ -386,18 +390,27 @@ def test_contract_writes_no_max_batch_size_key_when_unbatched():
 
 @pytest.mark.parametrize(("version", "max_batch_size"), [(2, 8), (1, 8), (3, 0)])
 def test_contract_raises_when_version_and_max_batch_size_disagree(version, max_batch_size):
-    with pytest.raises(ContractError, match=re.escape(f"Mapping version {version} with max_batch_size "
-                                                      f"{max_batch_size}: batched contracts")):
-        Contract(flavor="sklearn", inputs=_contract().inputs, outputs=_contract().outputs, version=version,
-                 max_batch_size=max_batch_size)
+    with pytest.raises(
+        ContractError,
+        match=re.escape(f"Mapping version {version} with max_batch_size {max_batch_size}: batched contracts"),
+    ):
+        Contract(
+            flavor="sklearn",
+            inputs=_contract().inputs,
+            outputs=_contract().outputs,
+            version=version,
+            max_batch_size=max_batch_size,
+        )
 
 
 @pytest.mark.parametrize("value", [-1, True, 1.5, "8"])
 def test_contract_raises_when_max_batch_size_is_not_a_count(value):
-    with pytest.raises(ContractError, match=re.escape(f"Contract 'max_batch_size' must be an integer >= 0, "
-                                                      f"got {value!r}")):
-        Contract(flavor="sklearn", inputs=_contract().inputs, outputs=_contract().outputs, version=3,
-                 max_batch_size=value)
+    with pytest.raises(
+        ContractError, match=re.escape(f"Contract 'max_batch_size' must be an integer >= 0, got {value!r}")
+    ):
+        Contract(
+            flavor="sklearn", inputs=_contract().inputs, outputs=_contract().outputs, version=3, max_batch_size=value
+        )
 
 
 def test_contract_from_dict_raises_when_a_version_2_contract_carries_max_batch_size():

@@ -36,8 +36,10 @@ def test_shared_contract_module_imports_only_stdlib_when_parsed(path):
         if level == 0:
             if module not in sys.stdlib_module_names:
                 outside.append(module)
-        elif level != 1 or (module is None and not set(names) <= LOCAL_MODULES) or (
-            module is not None and module not in LOCAL_MODULES
+        elif (
+            level != 1
+            or (module is None and not set(names) <= LOCAL_MODULES)
+            or (module is not None and module not in LOCAL_MODULES)
         ):
             outside.append("." * level + (module or ",".join(names)))
 

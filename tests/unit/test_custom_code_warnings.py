@@ -119,7 +119,9 @@ def test_pytorch_warning_names_the_module_the_saved_artifact_really_fails_to_imp
 
     with pytest.raises(ValidationError, match=f"No module named '{module.__name__}'"):
         mt_pytorch.save_model(
-            module.LocalNet().eval(), tmp_path / "package", input_example=tiny_models.mlp_example(),
+            module.LocalNet().eval(),
+            tmp_path / "package",
+            input_example=tiny_models.mlp_example(),
             validate_saved_model=True,
         )
 
@@ -132,7 +134,9 @@ def test_pytorch_save_model_does_not_warn_when_code_paths_cover_the_module(tmp_p
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         mt_pytorch.save_model(
-            module.LocalNet().eval(), tmp_path / "package", input_example=tiny_models.mlp_example(),
+            module.LocalNet().eval(),
+            tmp_path / "package",
+            input_example=tiny_models.mlp_example(),
             code_paths=code_paths,
         )
 
@@ -157,8 +161,11 @@ def test_pytorch_custom_code_check_is_skipped_when_the_saved_model_is_validated(
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         mt_pytorch.save_model(
-            module.LocalNet().eval(), tmp_path / "package", input_example=tiny_models.mlp_example(),
-            code_paths=[str(path)], validate_saved_model=True,
+            module.LocalNet().eval(),
+            tmp_path / "package",
+            input_example=tiny_models.mlp_example(),
+            code_paths=[str(path)],
+            validate_saved_model=True,
         )
 
     assert _custom_code_warnings(record) == []
@@ -177,9 +184,9 @@ def _pipeline(module, frame):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import FunctionTransformer
 
-    return make_pipeline(
-        FunctionTransformer(module.double), module.Shift(offset=0.5), LogisticRegression()
-    ).fit(frame, [0, 1, 0, 1])
+    return make_pipeline(FunctionTransformer(module.double), module.Shift(offset=0.5), LogisticRegression()).fit(
+        frame, [0, 1, 0, 1]
+    )
 
 
 def test_sklearn_save_model_warns_and_records_when_a_transformer_and_a_function_come_from_a_local_module(
@@ -189,7 +196,9 @@ def test_sklearn_save_model_warns_and_records_when_a_transformer_and_a_function_
 
     with pytest.warns(CustomCodeWarning) as record:
         mt_sklearn.save_model(
-            _pipeline(module, frame), tmp_path / "package", input_example=frame.iloc[:2],
+            _pipeline(module, frame),
+            tmp_path / "package",
+            input_example=frame.iloc[:2],
             serialization_format="cloudpickle",
         )
 
@@ -204,8 +213,11 @@ def test_sklearn_save_model_does_not_warn_when_code_paths_cover_the_module(tmp_p
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         mt_sklearn.save_model(
-            _pipeline(module, frame), tmp_path / "package", input_example=frame.iloc[:2],
-            serialization_format="cloudpickle", code_paths=[str(path)],
+            _pipeline(module, frame),
+            tmp_path / "package",
+            input_example=frame.iloc[:2],
+            serialization_format="cloudpickle",
+            code_paths=[str(path)],
         )
 
     assert _custom_code_warnings(record) == []
@@ -228,7 +240,10 @@ MAIN_NET = CodeReference("class", "__main__", "Net")
 
 def test_main_module_class_warns_when_the_serializer_stores_it_by_reference():
     [message] = unimportable_code_warnings(
-        [MAIN_NET], code_paths=None, main_stored_by_value=False, serializer="pickle_module=pickle",
+        [MAIN_NET],
+        code_paths=None,
+        main_stored_by_value=False,
+        serializer="pickle_module=pickle",
         remedy="or leave pickle_module unset",
     )
 
@@ -237,14 +252,19 @@ def test_main_module_class_warns_when_the_serializer_stores_it_by_reference():
 
 
 def test_main_module_class_does_not_warn_when_cloudpickle_stores_it_by_value():
-    assert unimportable_code_warnings(
-        [MAIN_NET], code_paths=None, main_stored_by_value=True, serializer="pickle_module=cloudpickle", remedy="",
-    ) == []
+    assert (
+        unimportable_code_warnings(
+            [MAIN_NET],
+            code_paths=None,
+            main_stored_by_value=True,
+            serializer="pickle_module=cloudpickle",
+            remedy="",
+        )
+        == []
+    )
 
 
-def test_pytorch_save_model_warns_about_a_main_class_only_with_a_by_reference_pickle_module(
-    tmp_path, monkeypatch
-):
+def test_pytorch_save_model_warns_about_a_main_class_only_with_a_by_reference_pickle_module(tmp_path, monkeypatch):
     class MainNet(torch.nn.Module):
         def forward(self, x):
             return x * 2.0
@@ -257,7 +277,10 @@ def test_pytorch_save_model_warns_about_a_main_class_only_with_a_by_reference_pi
         mt_pytorch.save_model(MainNet().eval(), tmp_path / "cloudpickled", input_example=tiny_models.mlp_example())
     with pytest.warns(CustomCodeWarning, match="class MainNet is defined in __main__, which pickle_module=pickle"):
         mt_pytorch.save_model(
-            MainNet().eval(), tmp_path / "pickled", input_example=tiny_models.mlp_example(), pickle_module=pickle,
+            MainNet().eval(),
+            tmp_path / "pickled",
+            input_example=tiny_models.mlp_example(),
+            pickle_module=pickle,
         )
 
     assert _custom_code_warnings(default_record) == []
@@ -280,7 +303,9 @@ def test_pytorch_save_model_does_not_warn_about_a_main_class_when_the_pickle_mod
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         mt_pytorch.save_model(
-            MainNet().eval(), tmp_path / "package", input_example=tiny_models.mlp_example(),
+            MainNet().eval(),
+            tmp_path / "package",
+            input_example=tiny_models.mlp_example(),
             pickle_module=importlib.import_module(pickle_module_name),
         )
 
@@ -297,11 +322,13 @@ def test_sklearn_code_references_follow_pipelines_column_transformers_and_functi
     from mlflow_triton.sklearn import _code_references
 
     module, _ = local_module(SKLEARN_MODULE_SOURCE)
-    pipeline = Pipeline([
-        ("columns", ColumnTransformer([("scaled", StandardScaler(), ["a"]), ("shifted", module.Shift(), ["b"])])),
-        ("double", FunctionTransformer(func=module.double, inverse_func=np.log1p)),
-        ("classify", LogisticRegression()),
-    ])
+    pipeline = Pipeline(
+        [
+            ("columns", ColumnTransformer([("scaled", StandardScaler(), ["a"]), ("shifted", module.Shift(), ["b"])])),
+            ("double", FunctionTransformer(func=module.double, inverse_func=np.log1p)),
+            ("classify", LogisticRegression()),
+        ]
+    )
 
     references = {(r.module, r.qualname) for r in _code_references(pipeline)}
 
@@ -315,7 +342,13 @@ def test_module_of_an_editable_install_outside_site_packages_does_not_warn():
     import mlflow_triton.errors
 
     assert "site-packages" not in mlflow_triton.errors.__file__
-    assert unimportable_code_warnings(
-        [CodeReference("class", "mlflow_triton.errors", "ValidationError")], code_paths=None,
-        main_stored_by_value=False, serializer="pickle", remedy="",
-    ) == []
+    assert (
+        unimportable_code_warnings(
+            [CodeReference("class", "mlflow_triton.errors", "ValidationError")],
+            code_paths=None,
+            main_stored_by_value=False,
+            serializer="pickle",
+            remedy="",
+        )
+        == []
+    )

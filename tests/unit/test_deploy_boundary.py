@@ -7,8 +7,13 @@ import pytest
 from tests.unit.test_local_boundary import imported_modules
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-NEVER_IMPORTING_DEPLOY = sorted([*(ROOT / "runtime").glob("*.py"), *(ROOT / "shared_contract").glob("*.py"),
-                                 *(p for p in (ROOT / "logging_side").glob("*.py") if p.name != "cli.py")])
+NEVER_IMPORTING_DEPLOY = sorted(
+    [
+        *(ROOT / "runtime").glob("*.py"),
+        *(ROOT / "shared_contract").glob("*.py"),
+        *(p for p in (ROOT / "logging_side").glob("*.py") if p.name != "cli.py"),
+    ]
+)
 
 
 @pytest.mark.parametrize("path", NEVER_IMPORTING_DEPLOY, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -13,8 +13,12 @@ REPOSITORY = "mlartifacts/1/models/m-0123abcd/artifacts/model_repository"
 
 @pytest.fixture(autouse=True)
 def no_endpoint(monkeypatch):
-    for name in ("MLFLOW_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL",
-                 "MLFLOW_TRITON_ARTIFACTS_DESTINATION"):
+    for name in (
+        "MLFLOW_S3_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_ENDPOINT_URL",
+        "MLFLOW_TRITON_ARTIFACTS_DESTINATION",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -22,14 +26,20 @@ def test_address_is_the_plain_s3_uri_when_no_custom_endpoint_is_set():
     location = _address("models:/m/1", "x", f"s3://team-bucket/{REPOSITORY}", "classifier")
 
     assert (location.address, location.storage_uri, location.scheme) == (
-        f"s3://team-bucket/{REPOSITORY}", f"s3://team-bucket/{REPOSITORY}", "s3")
+        f"s3://team-bucket/{REPOSITORY}",
+        f"s3://team-bucket/{REPOSITORY}",
+        "s3",
+    )
 
 
-@pytest.mark.parametrize(("endpoint", "host"), [
-    ("http://127.0.0.1:9000", "127.0.0.1:9000"),
-    ("http://minio.internal", "minio.internal:80"),
-    ("https://s3.example.org:8443/", "https://s3.example.org:8443"),
-])
+@pytest.mark.parametrize(
+    ("endpoint", "host"),
+    [
+        ("http://127.0.0.1:9000", "127.0.0.1:9000"),
+        ("http://minio.internal", "minio.internal:80"),
+        ("https://s3.example.org:8443/", "https://s3.example.org:8443"),
+    ],
+)
 def test_address_carries_host_and_port_when_a_custom_s3_endpoint_is_set(monkeypatch, endpoint, host):
     monkeypatch.setenv("MLFLOW_S3_ENDPOINT_URL", endpoint)
 
@@ -57,13 +67,16 @@ def test_address_is_the_local_path_when_mlflow_stored_the_model_on_disk():
     assert (location.address, location.is_object_store) == (f"/srv/mlflow/{REPOSITORY}", False)
 
 
-@pytest.mark.parametrize(("uri", "named"), [
-    ("s3://Team_Bucket/models/model_repository", "bucket name 'Team_Bucket'"),
-    ("s3://bucket/team models/model_repository", "path segment 'team models'"),
-    ("s3://bucket/team~models/model_repository", "path segment 'team~models'"),
-    ("gs://bucket/caf\u00e9/model_repository", "path segment 'caf\u00e9'"),
-    ("wasbs://My_Container@acct.blob.core.windows.net/x/model_repository", "container name 'My_Container'"),
-])
+@pytest.mark.parametrize(
+    ("uri", "named"),
+    [
+        ("s3://Team_Bucket/models/model_repository", "bucket name 'Team_Bucket'"),
+        ("s3://bucket/team models/model_repository", "path segment 'team models'"),
+        ("s3://bucket/team~models/model_repository", "path segment 'team~models'"),
+        ("gs://bucket/caf\u00e9/model_repository", "path segment 'caf\u00e9'"),
+        ("wasbs://My_Container@acct.blob.core.windows.net/x/model_repository", "container name 'My_Container'"),
+    ],
+)
 def test_address_is_refused_naming_the_part_when_it_breaks_tritons_path_rules(uri, named):
     with pytest.raises(StorePathError, match=rf"{named}.*artifact_location="):
         _address("models:/m/1", "x", uri, "classifier")
@@ -94,6 +107,7 @@ def test_store_uri_is_refused_naming_the_option_when_a_proxied_location_has_no_d
 
 # --- a local sqlite store: the address is a path; --from-store refuses it -------------------------------------
 
+
 @pytest.fixture(scope="module")
 def local_store(tmp_path_factory, tracking_template, fitted_pipeline, training_frame):
     """One sqlite store for the module: the tiny Pipeline logged with mlflow_triton (``reg``) and with MLflow's
@@ -105,10 +119,16 @@ def local_store(tmp_path_factory, tracking_template, fitted_pipeline, training_f
 
     store = TrackingStore.create(tmp_path_factory.mktemp("deploy-store"), tracking_template)
     with store.active(), mlflow.start_run():
-        info = triton_sklearn.log_model(fitted_pipeline, input_example=training_frame.iloc[:3].copy(), name="clf",
-                                        pyfunc_predict_fn="predict_proba", registered_model_name="reg")
-        mlflow.sklearn.log_model(fitted_pipeline, name="plain", pip_requirements=["scikit-learn"],
-                                 registered_model_name="plain")
+        info = triton_sklearn.log_model(
+            fitted_pipeline,
+            input_example=training_frame.iloc[:3].copy(),
+            name="clf",
+            pyfunc_predict_fn="predict_proba",
+            registered_model_name="reg",
+        )
+        mlflow.sklearn.log_model(
+            fitted_pipeline, name="plain", pip_requirements=["scikit-learn"], registered_model_name="plain"
+        )
     return store, info
 
 
@@ -145,8 +165,9 @@ def test_locate_refuses_naming_the_uri_when_the_model_does_not_exist(logged_loca
 
 
 @pytest.mark.parametrize("command", ["check", "serve"])
-def test_from_store_commands_refuse_pointing_to_the_plain_command_when_the_store_is_local(logged_locally, command,
-                                                                                         capsys):
+def test_from_store_commands_refuse_pointing_to_the_plain_command_when_the_store_is_local(
+    logged_locally, command, capsys
+):
     from mlflow_triton.deploy import check_from_store_command, serve_from_store_command
 
     run = check_from_store_command if command == "check" else serve_from_store_command
@@ -154,8 +175,11 @@ def test_from_store_commands_refuse_pointing_to_the_plain_command_when_the_store
     status = run(["models:/reg/1"])
 
     assert status == 1
-    assert re.search(rf"mlflow-triton {command}: error: models:/reg/1: stored on this machine's disk .* without "
-                     "--from-store", capsys.readouterr().err)
+    assert re.search(
+        rf"mlflow-triton {command}: error: models:/reg/1: stored on this machine's disk .* without "
+        "--from-store",
+        capsys.readouterr().err,
+    )
 
 
 def test_locate_command_prints_the_local_path_when_the_store_is_local(logged_locally, capsys):

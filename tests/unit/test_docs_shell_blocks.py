@@ -20,7 +20,7 @@ from tests.support import docs_pages
 # The heading a bash block sits under -> the test that runs it on the real Triton.
 RUN_ELSEWHERE = {
     "Starting Triton by hand": "tests/e2e/test_readme_triton_by_hand.py::"
-                               "test_readme_triton_by_hand_block_serves_the_model_like_pyfunc_when_run_as_written",
+    "test_readme_triton_by_hand_block_serves_the_model_like_pyfunc_when_run_as_written",
 }
 
 BLOCKS = docs_pages.all_blocks("bash")
@@ -37,8 +37,14 @@ def reader_environment() -> dict[str, str]:
 
 @pytest.mark.parametrize("block", RUN_HERE, ids=[block.id for block in RUN_HERE])
 def test_docs_bash_block_runs_as_written_when_run_in_a_fresh_directory(block, tmp_path):
-    completed = subprocess.run(["bash", "-e", "-c", block.code], cwd=tmp_path, env=reader_environment(),
-                               capture_output=True, text=True, timeout=120)
+    completed = subprocess.run(
+        ["bash", "-e", "-c", block.code],
+        cwd=tmp_path,
+        env=reader_environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
     assert completed.returncode == 0, f"{block.where}:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
 

@@ -37,8 +37,9 @@ def _lines_outside_fences(text: str) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize(("page", "reference"), REFERENCES,
-                         ids=[f"{page}-{reference.split('::')[1]}" for page, reference in REFERENCES])
+@pytest.mark.parametrize(
+    ("page", "reference"), REFERENCES, ids=[f"{page}-{reference.split('::')[1]}" for page, reference in REFERENCES]
+)
 def test_docs_name_only_tests_that_exist_when_a_page_names_a_test(page, reference):
     assert docs_pages.test_exists(reference), f"{page} names {reference}, which does not exist"
 
@@ -48,8 +49,13 @@ def test_auditors_guide_names_tests_for_every_step_when_read():
 
     assert len(references) >= 30
     files = {Path(reference.split("::")[0]).name for reference in references}
-    assert {"test_runtime_initialize.py", "test_runtime_execute.py", "test_runtime_loading.py",
-            "test_runtime_conversions.py", "test_runtime_codecs.py"} <= files
+    assert {
+        "test_runtime_initialize.py",
+        "test_runtime_execute.py",
+        "test_runtime_loading.py",
+        "test_runtime_conversions.py",
+        "test_runtime_codecs.py",
+    } <= files
 
 
 def test_readme_links_reach_an_existing_file_and_heading_when_relative():

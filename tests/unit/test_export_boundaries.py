@@ -9,8 +9,12 @@ import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Everything but the command line, which is the one place allowed to call into the export.
-OTHER_PARTS = sorted(p for folder in ("logging_side", "runtime", "shared_contract")
-                     for p in (REPO_ROOT / folder).glob("**/*.py") if p != REPO_ROOT / "logging_side" / "cli.py")
+OTHER_PARTS = sorted(
+    p
+    for folder in ("logging_side", "runtime", "shared_contract")
+    for p in (REPO_ROOT / folder).glob("**/*.py")
+    if p != REPO_ROOT / "logging_side" / "cli.py"
+)
 HEAVY = ("skl2onnx", "onnxruntime", "onnx", "onnxscript", "hypothesis", "torch")
 
 

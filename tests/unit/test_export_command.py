@@ -31,8 +31,10 @@ def test_export_command_prints_the_directory_and_the_parity_summary_when_exporte
     assert printed[0] == f"exported: {directory}"
     assert "backend python, max_batch_size 8, dynamic batching; converted with skl2onnx" in printed[1]
     assert printed[2].startswith("  parity with pyfunc.predict: passed on ")
-    assert printed[3:] == [f"  request: {directory / 'request.json'}",
-                           f"  hand-off: {directory / 'handoff.json'} (what was compared and what was not verified)"]
+    assert printed[3:] == [
+        f"  request: {directory / 'request.json'}",
+        f"  hand-off: {directory / 'handoff.json'} (what was compared and what was not verified)",
+    ]
     assert f"{COMMAND}: exporting {logged} (backend python, max batch size 8) ..." in capsys.readouterr().err
 
 
@@ -58,8 +60,9 @@ def test_export_command_exits_1_naming_the_uri_when_the_registry_has_no_such_mod
 
     err = capsys.readouterr().err
     assert status == 1
-    assert f"{COMMAND}: error: models:/missing/1: Registered Model with name=missing not found; nothing was written" \
-        in err
+    assert (
+        f"{COMMAND}: error: models:/missing/1: Registered Model with name=missing not found; nothing was written" in err
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -70,13 +73,16 @@ def test_export_command_exits_1_naming_the_extra_when_onnxruntime_is_missing(log
 
     err = capsys.readouterr().err
     assert status == 1
-    assert f"{COMMAND}: error: mlflow_triton.export needs onnxruntime for the parity check: " \
-           "pip install 'mlflow-triton[onnx]'" in err
+    assert (
+        f"{COMMAND}: error: mlflow_triton.export needs onnxruntime for the parity check: "
+        "pip install 'mlflow-triton[onnx]'" in err
+    )
     assert not (tmp_path / "out").exists()
 
 
 def test_export_command_removes_the_staging_directory_and_exits_143_when_sigterm_arrives_mid_write(
-        logged, tmp_path, monkeypatch, capsys):
+    logged, tmp_path, monkeypatch, capsys
+):
     real_handoff = _handoff.handoff
 
     def handoff_then_sigterm(**kwargs):  # called while the staging directory is being filled

@@ -32,7 +32,8 @@ def test_rename_values_moves_an_existing_value_aside_when_the_target_name_is_tak
     # "b" is an intermediate value; renaming input "a" to "b" must not merge the two.
     model = _model(
         [helper.make_node("Neg", ["a"], ["b"]), helper.make_node("Abs", ["b"], ["out"])],
-        [_float("a", [None, 2])], [_float("out", [None, 2])],
+        [_float("a", [None, 2])],
+        [_float("out", [None, 2])],
     )
 
     _graph.rename_values(model, {"a": "b"})
@@ -45,7 +46,8 @@ def test_rename_values_moves_an_existing_value_aside_when_the_target_name_is_tak
 def test_keep_outputs_drops_other_outputs_and_the_nodes_only_they_need_when_pruned():
     model = _model(
         [helper.make_node("Neg", ["x"], ["kept"]), helper.make_node("Abs", ["x"], ["dropped"])],
-        [_float("x", [None, 1])], [_float("kept", [None, 1]), _float("dropped", [None, 1])],
+        [_float("x", [None, 1])],
+        [_float("kept", [None, 1]), _float("dropped", [None, 1])],
     )
 
     _graph.keep_outputs(model, ["kept"])
@@ -72,9 +74,11 @@ def test_cast_output_gives_the_logged_datatype_when_the_graph_computes_another()
 
 
 def test_feed_matrix_from_columns_joins_cast_columns_when_the_model_takes_a_matrix():
-    model = _model([helper.make_node("Neg", ["m"], ["y"])],
-                   [helper.make_tensor_value_info("m", TensorProto.DOUBLE, [None, 2])],
-                   [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [None, 2])])
+    model = _model(
+        [helper.make_node("Neg", ["m"], ["y"])],
+        [helper.make_tensor_value_info("m", TensorProto.DOUBLE, [None, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [None, 2])],
+    )
 
     _graph.feed_matrix_from_columns(model, "m", [("a", "TYPE_FP64"), ("n", "TYPE_INT64")])
 
@@ -87,29 +91,37 @@ def _declaration(dims, data_type="TYPE_FP64"):
     return TensorDeclaration(name="t", data_type=data_type, dims=tuple(dims))
 
 
-@pytest.mark.parametrize(("logged", "graph", "dims", "reshaped"), [
-    ((-1,), (-1, 1), (1,), False),  # a sklearn column input: [batch, 1] in the graph
-    ((-1,), (-1,), (1,), True),  # a label vector: [batch] in the graph, reshape []
-    ((-1, 2), (-1, 2), (2,), False),
-    ((-1, 2), (-1, -1), (2,), False),  # the logged size fills a symbolic graph axis
-    ((-1, -1, 4), (-1, -1, 4), (-1, 4), False),
-])
+@pytest.mark.parametrize(
+    ("logged", "graph", "dims", "reshaped"),
+    [
+        ((-1,), (-1, 1), (1,), False),  # a sklearn column input: [batch, 1] in the graph
+        ((-1,), (-1,), (1,), True),  # a label vector: [batch] in the graph, reshape []
+        ((-1, 2), (-1, 2), (2,), False),
+        ((-1, 2), (-1, -1), (2,), False),  # the logged size fills a symbolic graph axis
+        ((-1, -1, 4), (-1, -1, 4), (-1, 4), False),
+    ],
+)
 def test_match_derives_triton_dims_when_graph_shape_carries_the_logged_shape(logged, graph, dims, reshaped):
-    tensor = _tensors.match(_declaration(logged), FieldMapping("t", "t"), _graph.GraphTensor("t", "TYPE_FP64", graph),
-                            "input")
+    tensor = _tensors.match(
+        _declaration(logged), FieldMapping("t", "t"), _graph.GraphTensor("t", "TYPE_FP64", graph), "input"
+    )
 
     assert (tensor.dims, tensor.reshaped) == (dims, reshaped)
 
 
-@pytest.mark.parametrize(("logged", "graph", "message"), [
-    ((-1, 2), (-1, 3), "input `t`: axis 1 is 3 in the converted graph but 2 in the logged model"),
-    ((-1, 2), (4, 2), "has shape [4, 2]: its first (batch) axis must be variable"),
-    ((-1, 2), (-1, 2, 5), "has shape [-1, 2, 5], which cannot carry the logged dims [-1, 2]"),
-])
+@pytest.mark.parametrize(
+    ("logged", "graph", "message"),
+    [
+        ((-1, 2), (-1, 3), "input `t`: axis 1 is 3 in the converted graph but 2 in the logged model"),
+        ((-1, 2), (4, 2), "has shape [4, 2]: its first (batch) axis must be variable"),
+        ((-1, 2), (-1, 2, 5), "has shape [-1, 2, 5], which cannot carry the logged dims [-1, 2]"),
+    ],
+)
 def test_match_raises_naming_the_tensor_when_graph_shape_cannot_carry_the_logged_shape(logged, graph, message):
     with pytest.raises(ExportError, match=re.escape(message)):
-        _tensors.match(_declaration(logged), FieldMapping("t", "t"), _graph.GraphTensor("t", "TYPE_FP64", graph),
-                       "input")
+        _tensors.match(
+            _declaration(logged), FieldMapping("t", "t"), _graph.GraphTensor("t", "TYPE_FP64", graph), "input"
+        )
 
 
 def test_exported_tensor_round_trips_text_when_converted_to_graph_and_back():
@@ -127,16 +139,36 @@ def test_check_graph_raises_unsupported_model_error_naming_the_op_when_the_check
     # A TreeEnsembleRegressor declared to answer double (what skl2onnx wrote for float64 inputs):
     # shape inference refuses.
     tree = helper.make_node(
-        "TreeEnsembleRegressor", ["x"], ["y"], domain="ai.onnx.ml", n_targets=1, nodes_featureids=[0],
-        nodes_modes=["LEAF"], nodes_nodeids=[0], nodes_treeids=[0], nodes_truenodeids=[0], nodes_falsenodeids=[0],
-        nodes_values=[0.0], target_ids=[0], target_nodeids=[0], target_treeids=[0], target_weights=[1.0],
+        "TreeEnsembleRegressor",
+        ["x"],
+        ["y"],
+        domain="ai.onnx.ml",
+        n_targets=1,
+        nodes_featureids=[0],
+        nodes_modes=["LEAF"],
+        nodes_nodeids=[0],
+        nodes_treeids=[0],
+        nodes_truenodeids=[0],
+        nodes_falsenodeids=[0],
+        nodes_values=[0.0],
+        target_ids=[0],
+        target_nodeids=[0],
+        target_treeids=[0],
+        target_weights=[1.0],
     )
-    graph = helper.make_graph([tree], "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [None, 1])],
-                              [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [None, 1])])
+    graph = helper.make_graph(
+        [tree],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [None, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [None, 1])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
 
-    with pytest.raises(UnsupportedModelError, match=r"the ONNX checker refuses the converted graph at op "
-                                                    r"TreeEnsembleRegressor \(InferenceError: .*\)\. .*What to do: "):
+    with pytest.raises(
+        UnsupportedModelError,
+        match=r"the ONNX checker refuses the converted graph at op "
+        r"TreeEnsembleRegressor \(InferenceError: .*\)\. .*What to do: ",
+    ):
         _tensors.check_graph(model)
 
 

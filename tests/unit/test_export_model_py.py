@@ -32,10 +32,14 @@ def directory(tmp_path):
     graph = helper.make_graph(
         [helper.make_node("Mul", ["x", "two"], ["y"]), helper.make_node("Identity", ["text"], ["text_out"])],
         "doubler",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2]),
-         helper.make_tensor_value_info("text", TensorProto.STRING, ["batch", 1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2]),
-         helper.make_tensor_value_info("text_out", TensorProto.STRING, ["batch", 1])],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2]),
+            helper.make_tensor_value_info("text", TensorProto.STRING, ["batch", 1]),
+        ],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2]),
+            helper.make_tensor_value_info("text_out", TensorProto.STRING, ["batch", 1]),
+        ],
         initializer=[helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -74,7 +78,8 @@ def test_model_py_rejects_only_the_request_when_its_inputs_have_different_row_co
     assert rejected.has_error()
     assert rejected.error().code() == fake_pb_utils.TritonError.INVALID_ARG
     assert rejected.error().message() == (
-        "Input tensors must have the same number of rows (batch size); got x: 2, text: 1")
+        "Input tensors must have the same number of rows (batch size); got x: 2, text: 1"
+    )
     np.testing.assert_array_equal(fake_pb_utils.outputs_of(good_before)["y"], _request(1, 0)["x"] * 2)
     np.testing.assert_array_equal(fake_pb_utils.outputs_of(good_after)["y"], _request(2, 5)["x"] * 2)
 
@@ -92,8 +97,9 @@ def test_model_py_rejects_only_the_request_when_its_text_is_not_utf8(directory):
 def test_model_py_reruns_requests_one_by_one_when_the_batch_run_fails(directory, monkeypatch):
     module = fake_pb_utils.load_model_py(directory / "1" / "model.py", name="failing_run")
     model = module.TritonPythonModel()
-    model.initialize({"model_config": json.dumps(_config_dict(directory)), "model_repository": str(directory),
-                      "model_version": "1"})
+    model.initialize(
+        {"model_config": json.dumps(_config_dict(directory)), "model_repository": str(directory), "model_version": "1"}
+    )
     run = model.session.run
 
     def run_unless_negative(names, feeds):
@@ -117,14 +123,16 @@ def test_model_py_fails_initialization_when_config_and_graph_disagree(directory)
     module = fake_pb_utils.load_model_py(directory / "1" / "model.py", name="disagreeing")
 
     with pytest.raises(RuntimeError, match=r"config.pbtxt and model.onnx disagree: config \['renamed', 'text'\]"):
-        module.TritonPythonModel().initialize({"model_config": json.dumps(config), "model_repository": str(directory),
-                                               "model_version": "1"})
+        module.TritonPythonModel().initialize(
+            {"model_config": json.dumps(config), "model_repository": str(directory), "model_version": "1"}
+        )
 
 
 def test_model_py_imports_only_numpy_onnxruntime_and_the_backend_utils_when_parsed():
     tree = ast.parse(_export.MODEL_PY.read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
 
     assert imported == {"json", "pathlib", "numpy", "onnxruntime", "triton_python_backend_utils"}

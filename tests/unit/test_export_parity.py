@@ -11,12 +11,15 @@ def _output(data_type, computed_as=None):
     return _tensors.ExportedTensor("y", None, None, data_type, (-1,), (1,), computed_as=computed_as)
 
 
-@pytest.mark.parametrize(("data_type", "computed_as", "expected"), [
-    ("TYPE_FP64", None, (1e-6, 1e-9)),  # as `mlflow-triton check` compares FP64
-    ("TYPE_FP64", "TYPE_FP32", (1e-4, 1e-5)),  # a Cast widened an FP32 computation
-    ("TYPE_FP32", None, (1e-4, 1e-5)),
-    ("TYPE_INT64", None, None),
-])
+@pytest.mark.parametrize(
+    ("data_type", "computed_as", "expected"),
+    [
+        ("TYPE_FP64", None, (1e-6, 1e-9)),  # as `mlflow-triton check` compares FP64
+        ("TYPE_FP64", "TYPE_FP32", (1e-4, 1e-5)),  # a Cast widened an FP32 computation
+        ("TYPE_FP32", None, (1e-4, 1e-5)),
+        ("TYPE_INT64", None, None),
+    ],
+)
 def test_tolerance_uses_the_datatype_the_graph_computes_in_when_an_output_is_widened(data_type, computed_as, expected):
     assert _parity.tolerance(_output(data_type, computed_as)) == expected
 

@@ -42,8 +42,10 @@ def logged(tmp_path_factory):
 def exported(logged, tmp_path_factory):
     before = digest(logged)
     out = tmp_path_factory.mktemp("exports")
-    directories = {backend: export_onnx(str(logged), out / backend, backend=backend, max_batch_size=16)
-                   for backend in ("onnxruntime", "python")}
+    directories = {
+        backend: export_onnx(str(logged), out / backend, backend=backend, max_batch_size=16)
+        for backend in ("onnxruntime", "python")
+    }
     return directories, before
 
 
@@ -109,8 +111,11 @@ def test_export_onnx_refuses_naming_the_op_when_the_exporter_has_no_translation(
     example = np.linspace(0, 1, 8, dtype=np.float32).reshape(2, 4)
     mt_pytorch.save_model(Zeta().eval(), tmp_path / "logged", input_example=example)
 
-    with pytest.raises(UnsupportedModelError, match=r"torch\.onnx\.export \(torch .*\) could not export Zeta at op "
-                                                    r"prims\.zeta: .*What to do: rewrite that part of forward\(\)"):
+    with pytest.raises(
+        UnsupportedModelError,
+        match=r"torch\.onnx\.export \(torch .*\) could not export Zeta at op "
+        r"prims\.zeta: .*What to do: rewrite that part of forward\(\)",
+    ):
         export_onnx(str(tmp_path / "logged"), tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -122,20 +127,28 @@ def test_export_onnx_refuses_when_the_logged_batch_axis_is_fixed(tmp_path):
     )
     save_pytorch_example(tmp_path / "logged", signature=signature)
 
-    with pytest.raises(UnsupportedModelError, match=re.escape(
+    with pytest.raises(
+        UnsupportedModelError,
+        match=re.escape(
             "Logged input tensor `input_0` has dims [3, 4]: its first axis is 3, not -1, so Triton cannot batch "
-            "requests along it. Re-log the model with a signature whose first axis is -1")):
+            "requests along it. Re-log the model with a signature whose first axis is -1"
+        ),
+    ):
         export_onnx(str(tmp_path / "logged"), tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
 def test_export_onnx_refuses_pointing_to_optimum_when_the_model_is_a_transformers_pipeline(tmp_path):
-    mt_transformers.save_model(tiny_models.shared_text_classification_pipeline(), tmp_path / "logged",
-                               input_example=tiny_models.TEXT_EXAMPLE)
+    mt_transformers.save_model(
+        tiny_models.shared_text_classification_pipeline(), tmp_path / "logged", input_example=tiny_models.TEXT_EXAMPLE
+    )
 
-    with pytest.raises(UnsupportedModelError, match=r"is a Transformers pipeline: export-onnx converts scikit-learn "
-                                                    r"and PyTorch models only\. Export Transformers models with "
-                                                    r"Hugging Face Optimum"):
+    with pytest.raises(
+        UnsupportedModelError,
+        match=r"is a Transformers pipeline: export-onnx converts scikit-learn "
+        r"and PyTorch models only\. Export Transformers models with "
+        r"Hugging Face Optimum",
+    ):
         export_onnx(str(tmp_path / "logged"), tmp_path / "out")
     assert not (tmp_path / "out").exists()
 

@@ -20,8 +20,15 @@ from tritonclient.grpc import model_config_pb2
 
 from examples.sklearn_example import fitted_pipeline, training_frame
 from mlflow_triton import sklearn as mt_sklearn
-from mlflow_triton.export import ExportError, InvalidArgumentError, ParityError, UnsupportedModelError, export_onnx
-from mlflow_triton.export import _export, _source
+from mlflow_triton.export import (
+    ExportError,
+    InvalidArgumentError,
+    ParityError,
+    UnsupportedModelError,
+    _export,
+    _source,
+    export_onnx,
+)
 from tests.support import fake_pb_utils
 from tests.support.export_models import (
     config_graph_mismatches,
@@ -49,8 +56,9 @@ def exported(logged, tmp_path_factory):
     """{backend: exported directory} for the example Pipeline, and the logged model's digest before exporting."""
     before = digest(logged)
     out = tmp_path_factory.mktemp("exports")
-    directories = {backend: export_onnx(str(logged), out / backend, backend=backend)
-                   for backend in ("onnxruntime", "python")}
+    directories = {
+        backend: export_onnx(str(logged), out / backend, backend=backend) for backend in ("onnxruntime", "python")
+    }
     return directories, before
 
 
@@ -66,7 +74,11 @@ def test_export_onnx_writes_onnxruntime_directory_when_backend_is_onnxruntime(ex
 
     assert directory.name == "classifier_onnx"
     assert sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*")) == [
-        "1", "1/model.onnx", "config.pbtxt", "handoff.json", "request.json",
+        "1",
+        "1/model.onnx",
+        "config.pbtxt",
+        "handoff.json",
+        "request.json",
     ]
     config = read_config(directory)
     assert (config.platform, config.backend, config.max_batch_size) == ("onnxruntime_onnx", "", 64)
@@ -97,13 +109,20 @@ def test_export_onnx_writes_python_backend_directory_when_backend_is_python(expo
     directory = exported[0]["python"]
 
     assert sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*")) == [
-        "1", "1/model.onnx", "1/model.py", "config.pbtxt", "handoff.json", "request.json", "requirements.txt",
+        "1",
+        "1/model.onnx",
+        "1/model.py",
+        "config.pbtxt",
+        "handoff.json",
+        "request.json",
+        "requirements.txt",
     ]
     config = read_config(directory)
     assert (config.backend, config.platform, config.max_batch_size) == ("python", "", 64)
     assert (directory / "1" / "model.py").read_text() == _export.MODEL_PY.read_text()
-    requirements = [line for line in (directory / "requirements.txt").read_text().splitlines()
-                    if not line.startswith("#")]
+    requirements = [
+        line for line in (directory / "requirements.txt").read_text().splitlines() if not line.startswith("#")
+    ]
     assert requirements == [f"onnxruntime=={__import__('onnxruntime').__version__}", "numpy<2"]
 
 
@@ -116,7 +135,9 @@ def test_export_onnx_ships_example_in_exported_shapes_when_request_is_written(ex
     _, frame = fitted_pipeline()
 
     assert {name: a.shape for name, a in arrays.items()} == {
-        "sepal_length_cm": (3, 1), "petal_width": (3, 1), "colour": (3, 1),
+        "sepal_length_cm": (3, 1),
+        "petal_width": (3, 1),
+        "colour": (3, 1),
     }
     np.testing.assert_array_equal(arrays["petal_width"][:, 0], frame["petal_width"].iloc[:3].to_numpy())
     assert [v.decode() for v in arrays["colour"][:, 0]] == frame["colour"].iloc[:3].tolist()
@@ -162,8 +183,9 @@ def test_export_onnx_exports_labels_with_reshape_when_pyfunc_predicts_labels(tmp
     assert list(output.reshape.shape) == []
     assert config_graph_mismatches(directory) == []
     [response] = drive_exported(directory, [arrays_from_request_json(directory / "request.json")])
-    np.testing.assert_array_equal(fake_pb_utils.outputs_of(response)["output_0"],
-                                  mlflow.pyfunc.load_model(str(logged)).predict(frame.iloc[:3]))
+    np.testing.assert_array_equal(
+        fake_pb_utils.outputs_of(response)["output_0"], mlflow.pyfunc.load_model(str(logged)).predict(frame.iloc[:3])
+    )
 
 
 def test_export_onnx_exports_a_batched_repository_like_an_unbatched_one_when_logged_with_max_batch_size(tmp_path):
@@ -171,15 +193,18 @@ def test_export_onnx_exports_a_batched_repository_like_an_unbatched_one_when_log
     batched = save_sklearn_example(tmp_path / "batched", pyfunc_predict_fn="predict", max_batch_size=8)
     _, frame = fitted_pipeline()
 
-    directories = [export_onnx(str(logged), tmp_path / f"out-{logged.name}", backend="python", max_batch_size=8)
-                   for logged in (plain, batched)]
+    directories = [
+        export_onnx(str(logged), tmp_path / f"out-{logged.name}", backend="python", max_batch_size=8)
+        for logged in (plain, batched)
+    ]
 
     plain_config, batched_config = (read_config(directory) for directory in directories)
     assert [_entry(t) for t in batched_config.output] == [_entry(t) for t in plain_config.output]
     assert [_entry(t) for t in batched_config.input] == [_entry(t) for t in plain_config.input]
     [response] = drive_exported(directories[1], [arrays_from_request_json(directories[1] / "request.json")])
-    np.testing.assert_array_equal(fake_pb_utils.outputs_of(response)["output_0"],
-                                  mlflow.pyfunc.load_model(str(batched)).predict(frame.iloc[:3]))
+    np.testing.assert_array_equal(
+        fake_pb_utils.outputs_of(response)["output_0"], mlflow.pyfunc.load_model(str(batched)).predict(frame.iloc[:3])
+    )
 
 
 def test_export_onnx_answers_text_labels_as_bytes_when_the_classes_are_strings(tmp_path):
@@ -209,8 +234,9 @@ def test_export_onnx_answers_regression_values_as_one_column_when_the_graph_keep
     assert _entry(read_config(directory).output[0]) == ("output_0", "TYPE_FP64", [1], False)
     assert config_graph_mismatches(directory) == []
     [response] = drive_exported(directory, [arrays_from_request_json(directory / "request.json")])
-    np.testing.assert_allclose(fake_pb_utils.outputs_of(response)["output_0"][:, 0], model.predict(numeric.iloc[:4]),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        fake_pb_utils.outputs_of(response)["output_0"][:, 0], model.predict(numeric.iloc[:4]), rtol=1e-4, atol=1e-5
+    )
 
 
 def test_export_onnx_joins_numeric_columns_when_the_model_takes_a_matrix(tmp_path):
@@ -224,20 +250,33 @@ def test_export_onnx_joins_numeric_columns_when_the_model_takes_a_matrix(tmp_pat
     # request.bin: Triton would read some of these float64 values from JSON as their neighbours
     assert (directory / "request.bin").is_file() and not (directory / "request.json").exists()
     [response] = drive_exported(directory, [arrays_from_shipped_request(directory)])
-    np.testing.assert_allclose(fake_pb_utils.outputs_of(response)["output_0"], model.predict_proba(frame.iloc[:4]),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        fake_pb_utils.outputs_of(response)["output_0"], model.predict_proba(frame.iloc[:4]), rtol=1e-4, atol=1e-5
+    )
 
 
 def test_export_onnx_casts_integer_columns_at_the_input_when_they_reach_a_numeric_step(tmp_path):
-    frame = pd.DataFrame({"tenure months": np.arange(30) % 72, "charge": np.linspace(20.0, 120.0, 30),
-                          "seats": np.arange(30) % 3})
-    model = Pipeline([
-        ("prepare", ColumnTransformer([("scale", StandardScaler(), ["tenure months", "charge"]),
-                                       ("seats", OneHotEncoder(), ["seats"])])),
-        ("classify", LogisticRegression()),
-    ]).fit(frame, frame["charge"] > 60)
-    mt_sklearn.save_model(model, tmp_path / "logged", input_example=frame.iloc[:4], pyfunc_predict_fn="predict_proba",
-                          serialization_format="cloudpickle")
+    frame = pd.DataFrame(
+        {"tenure months": np.arange(30) % 72, "charge": np.linspace(20.0, 120.0, 30), "seats": np.arange(30) % 3}
+    )
+    model = Pipeline(
+        [
+            (
+                "prepare",
+                ColumnTransformer(
+                    [("scale", StandardScaler(), ["tenure months", "charge"]), ("seats", OneHotEncoder(), ["seats"])]
+                ),
+            ),
+            ("classify", LogisticRegression()),
+        ]
+    ).fit(frame, frame["charge"] > 60)
+    mt_sklearn.save_model(
+        model,
+        tmp_path / "logged",
+        input_example=frame.iloc[:4],
+        pyfunc_predict_fn="predict_proba",
+        serialization_format="cloudpickle",
+    )
 
     directory = export_onnx(str(tmp_path / "logged"), tmp_path / "out", backend="python")
 
@@ -245,8 +284,9 @@ def test_export_onnx_casts_integer_columns_at_the_input_when_they_reach_a_numeri
     assert inputs == {"tenure_months": "TYPE_INT64", "charge": "TYPE_FP64", "seats": "TYPE_INT64"}
     assert config_graph_mismatches(directory) == []
     [response] = drive_exported(directory, [arrays_from_shipped_request(directory)])
-    np.testing.assert_allclose(fake_pb_utils.outputs_of(response)["output_0"], model.predict_proba(frame.iloc[:4]),
-                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(
+        fake_pb_utils.outputs_of(response)["output_0"], model.predict_proba(frame.iloc[:4]), rtol=1e-6, atol=1e-9
+    )
 
 
 def test_export_onnx_refuses_naming_the_step_when_an_estimator_has_no_converter(tmp_path):
@@ -254,41 +294,53 @@ def test_export_onnx_refuses_naming_the_step_when_an_estimator_has_no_converter(
     model = Pipeline([("scale", StandardScaler()), ("regress", KernelRidge())]).fit(frame[["petal_width"]], label)
     mt_sklearn.save_model(model, tmp_path / "logged", input_example=frame[["petal_width"]].iloc[:3])
 
-    with pytest.raises(UnsupportedModelError, match=r"Step `regress` \(sklearn\.kernel_ridge\.KernelRidge\) has no "
-                                                    r"converter in skl2onnx .*What to do: replace the step"):
+    with pytest.raises(
+        UnsupportedModelError,
+        match=r"Step `regress` \(sklearn\.kernel_ridge\.KernelRidge\) has no "
+        r"converter in skl2onnx .*What to do: replace the step",
+    ):
         export_onnx(str(tmp_path / "logged"), tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
 def test_export_onnx_refuses_naming_the_step_when_a_function_transformer_runs_python(tmp_path):
     frame, label = training_frame()
-    preprocessing = ColumnTransformer([
-        ("numeric", FunctionTransformer(np.log1p), ["petal_width"]),
-        ("text", OneHotEncoder(handle_unknown="ignore"), ["colour"]),
-    ])
+    preprocessing = ColumnTransformer(
+        [
+            ("numeric", FunctionTransformer(np.log1p), ["petal_width"]),
+            ("text", OneHotEncoder(handle_unknown="ignore"), ["colour"]),
+        ]
+    )
     model = Pipeline([("prepare", preprocessing), ("classify", LogisticRegression())])
     columns = ["petal_width", "colour"]
     model.fit(frame[columns].assign(petal_width=frame["petal_width"].abs()), label)
     example = frame[columns].iloc[:3].assign(petal_width=[0.5, 1.0, 1.5])
     mt_sklearn.save_model(model, tmp_path / "logged", input_example=example)
 
-    with pytest.raises(UnsupportedModelError, match=r"Step `prepare > numeric` is a FunctionTransformer running the "
-                                                    r"Python function 'log1p', which ONNX cannot express"):
+    with pytest.raises(
+        UnsupportedModelError,
+        match=r"Step `prepare > numeric` is a FunctionTransformer running the "
+        r"Python function 'log1p', which ONNX cannot express",
+    ):
         export_onnx(str(tmp_path / "logged"), tmp_path / "out" / "nested")
     assert not (tmp_path / "out").exists()
 
 
 def test_export_onnx_raises_parity_error_and_writes_nothing_when_the_graph_answers_differently(
-        logged, tmp_path, monkeypatch):
+    logged, tmp_path, monkeypatch
+):
     pipeline, frame = fitted_pipeline()
     different = Pipeline(pipeline.steps[:-1] + [("classifier", LogisticRegression(C=1e-3))])
     different.fit(frame, (frame["sepal length (cm)"] > 5.8).astype(int))
     monkeypatch.setattr(_source.LoggedModel, "raw_model", lambda self: different)  # the converter sees another model
 
-    with pytest.raises(ParityError, match=r"Parity check failed on the saved input example: output `output_0` of "
-                                          r"request 1 of 1, element \[\d+, \d+\], is .* from onnxruntime but .* from "
-                                          r"pyfunc.predict: difference .* exceeds the tolerance 1e-09 \+ 1e-06 \* "
-                                          r"\|pyfunc\|\. Input: .*sepal length \(cm\).*Nothing was written"):
+    with pytest.raises(
+        ParityError,
+        match=r"Parity check failed on the saved input example: output `output_0` of "
+        r"request 1 of 1, element \[\d+, \d+\], is .* from onnxruntime but .* from "
+        r"pyfunc.predict: difference .* exceeds the tolerance 1e-09 \+ 1e-06 \* "
+        r"\|pyfunc\|\. Input: .*sepal length \(cm\).*Nothing was written",
+    ):
         export_onnx(str(logged), tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -304,12 +356,15 @@ def test_export_onnx_refuses_and_keeps_the_directory_when_the_target_exists(logg
     assert (target / "mine.txt").read_text() == "keep me"
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    ({"backend": "tensorrt"}, "backend 'tensorrt' is not supported; supported: onnxruntime, python"),
-    ({"max_batch_size": 0}, "max_batch_size must be an integer >= 1 (the largest batch Triton forms), got 0"),
-    ({"max_batch_size": True}, "max_batch_size must be an integer >= 1 (the largest batch Triton forms), got True"),
-    ({"max_batch_size": "8"}, "max_batch_size must be an integer >= 1 (the largest batch Triton forms), got '8'"),
-])
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"backend": "tensorrt"}, "backend 'tensorrt' is not supported; supported: onnxruntime, python"),
+        ({"max_batch_size": 0}, "max_batch_size must be an integer >= 1 (the largest batch Triton forms), got 0"),
+        ({"max_batch_size": True}, "max_batch_size must be an integer >= 1 (the largest batch Triton forms), got True"),
+        ({"max_batch_size": "8"}, "max_batch_size must be an integer >= 1 (the largest batch Triton forms), got '8'"),
+    ],
+)
 def test_export_onnx_raises_naming_the_argument_when_it_is_invalid(logged, tmp_path, arguments, message):
     with pytest.raises(InvalidArgumentError, match=re.escape(message)):
         export_onnx(str(logged), tmp_path / "out", **arguments)
@@ -343,13 +398,13 @@ def test_export_onnx_removes_staging_and_created_parents_when_writing_fails(logg
     assert list(tmp_path.iterdir()) == []
 
 
-
 def _save_tfidf_pipeline(path):
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     frame = pd.DataFrame({"text": ["the cat sat", "a dog ran", "the dog sat", "a cat ran"] * 5})
-    model = Pipeline([("prepare", ColumnTransformer([("tfidf", TfidfVectorizer(), "text")])),
-                      ("classify", LogisticRegression())]).fit(frame, [0, 1, 1, 0] * 5)
+    model = Pipeline(
+        [("prepare", ColumnTransformer([("tfidf", TfidfVectorizer(), "text")])), ("classify", LogisticRegression())]
+    ).fit(frame, [0, 1, 1, 0] * 5)
     mt_sklearn.save_model(model, path, input_example=frame.iloc[:3], pyfunc_predict_fn="predict_proba")
     return path
 
@@ -359,8 +414,11 @@ def test_export_onnx_names_the_locale_and_writes_nothing_when_en_us_utf8_is_miss
     (tmp_path / "no-locales").mkdir()
     monkeypatch.setenv("LOCPATH", str(tmp_path / "no-locales"))  # glibc looks for locales only there
 
-    with pytest.raises(ExportError, match=r"(?s)Failed to construct locale with name:en_US\.UTF-8.*StringNormalizer "
-                                          r"\(TfidfVectorizer / CountVectorizer\).*locale-gen\); nothing was written"):
+    with pytest.raises(
+        ExportError,
+        match=r"(?s)Failed to construct locale with name:en_US\.UTF-8.*StringNormalizer "
+        r"\(TfidfVectorizer / CountVectorizer\).*locale-gen\); nothing was written",
+    ):
         export_onnx(str(logged), tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -377,8 +435,12 @@ def test_export_onnx_hands_on_the_locale_requirement_when_a_text_vectorizer_is_e
         "print(json.dumps(json.loads((export_onnx(str(logged), root / 'out') / 'handoff.json').read_text())))"
     )
     completed = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path), str(REPO_ROOT)], capture_output=True, text=True,
-        cwd=tmp_path, env={**os.environ, "LOCPATH": str(locales)}, timeout=600,
+        [sys.executable, "-c", script, str(tmp_path), str(REPO_ROOT)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "LOCPATH": str(locales)},
+        timeout=600,
     )
 
     assert completed.returncode == 0, completed.stderr[-3000:]

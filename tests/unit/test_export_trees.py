@@ -25,8 +25,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from mlflow_triton import sklearn as mt_sklearn
-from mlflow_triton.export import ParityError, UnsupportedModelError, export_onnx
-from mlflow_triton.export import _command, _parity, _trees
+from mlflow_triton.export import ParityError, UnsupportedModelError, _command, _parity, _trees, export_onnx
 from tests.support.export_models import config_graph_mismatches, read_handoff
 
 ROWS = 60
@@ -54,8 +53,14 @@ def _threshold_rows(estimator, frame):
     for feature, values in found.items():
         for threshold in values:
             t32 = np.float32(threshold)
-            for value in (threshold, np.nextafter(threshold, np.inf), np.nextafter(threshold, -np.inf), float(t32),
-                          float(np.nextafter(t32, np.float32(np.inf))), float(np.nextafter(t32, np.float32(-np.inf)))):
+            for value in (
+                threshold,
+                np.nextafter(threshold, np.inf),
+                np.nextafter(threshold, -np.inf),
+                float(t32),
+                float(np.nextafter(t32, np.float32(np.inf))),
+                float(np.nextafter(t32, np.float32(-np.inf))),
+            ):
                 row = frame.iloc[0].to_numpy(copy=True)
                 row[feature] = value
                 rows.append(row)
@@ -70,12 +75,18 @@ def _onnx_answers(directory, frame):
 
 TREE_MODELS = {
     "decision tree classifier, predict": (DecisionTreeClassifier(max_depth=3, random_state=0), False, "predict"),
-    "decision tree classifier, predict_proba": (DecisionTreeClassifier(max_depth=3, random_state=0), False,
-                                                "predict_proba"),
+    "decision tree classifier, predict_proba": (
+        DecisionTreeClassifier(max_depth=3, random_state=0),
+        False,
+        "predict_proba",
+    ),
     "decision tree regressor": (DecisionTreeRegressor(max_depth=4, random_state=0), True, "predict"),
     "random forest regressor": (RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0), True, "predict"),
-    "gradient boosting regressor": (GradientBoostingRegressor(n_estimators=10, max_depth=3, random_state=0), True,
-                                    "predict"),
+    "gradient boosting regressor": (
+        GradientBoostingRegressor(n_estimators=10, max_depth=3, random_state=0),
+        True,
+        "predict",
+    ),
 }
 
 
@@ -104,7 +115,9 @@ def test_export_onnx_probes_every_split_threshold_in_parity_when_the_tree_reads_
 
     directory = export_onnx(str(_save(model, tmp_path / "logged", frame)), tmp_path / "out")
 
-    [probed] = [c for c in read_handoff(directory)["parity"]["inputs_compared"] if c["what"] == _parity.THRESHOLD_PROBES]
+    [probed] = [
+        c for c in read_handoff(directory)["parity"]["inputs_compared"] if c["what"] == _parity.THRESHOLD_PROBES
+    ]
     assert probed["thresholds"] == int((model[-1].tree_.feature >= 0).sum())
     assert probed["rows"] >= 5 * probed["thresholds"]
     split = model[-1].tree_.feature >= 0
@@ -120,13 +133,13 @@ def test_export_onnx_answers_like_pyfunc_at_every_split_threshold_when_the_colum
     directory = export_onnx(str(logged), tmp_path / "out")
 
     probes = _threshold_rows(model[-1], frame).astype(np.float32)
-    np.testing.assert_array_equal(_onnx_answers(directory, probes).ravel(),
-                                  mlflow.pyfunc.load_model(str(logged)).predict(probes))
+    np.testing.assert_array_equal(
+        _onnx_answers(directory, probes).ravel(), mlflow.pyfunc.load_model(str(logged)).predict(probes)
+    )
     assert any(c["what"] == _parity.THRESHOLD_PROBES for c in read_handoff(directory)["parity"]["inputs_compared"])
 
 
-def test_export_onnx_raises_parity_error_at_a_split_threshold_when_the_graph_compares_in_double(
-        tmp_path, monkeypatch):
+def test_export_onnx_raises_parity_error_at_a_split_threshold_when_the_graph_compares_in_double(tmp_path, monkeypatch):
     # Without the float32 cast (and its check), the graph compares float64 values: parity must now catch it.
     frame = _frame()
     model = _fitted(DecisionTreeClassifier(max_depth=3, random_state=0), frame, regression=False)
@@ -134,8 +147,11 @@ def test_export_onnx_raises_parity_error_at_a_split_threshold_when_the_graph_com
     monkeypatch.setattr(_trees, "with_float32_trees", lambda model: model)
     monkeypatch.setattr(_trees, "check_tree_inputs", lambda onnx_model: None)
 
-    with pytest.raises(ParityError, match=r"Parity check failed on the trees' split thresholds and their float32 / "
-                                          r"float64 neighbours: output `output_0`.*compared exactly"):
+    with pytest.raises(
+        ParityError,
+        match=r"Parity check failed on the trees' split thresholds and their float32 / "
+        r"float64 neighbours: output `output_0`.*compared exactly",
+    ):
         export_onnx(str(logged), tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -163,17 +179,18 @@ def test_export_onnx_probes_split_thresholds_when_a_column_transformer_passes_co
     compared = read_handoff(directory)["parity"]["inputs_compared"]
     assert any(c["what"] == _parity.THRESHOLD_PROBES for c in compared)
     probes = _threshold_rows(model[-1], frame[["c", "a"]]).assign(b=frame["b"].iloc[0])[["a", "b", "c"]]
-    np.testing.assert_array_equal(_onnx_answers(directory, probes).ravel(),
-                                  mlflow.pyfunc.load_model(str(logged)).predict(probes))
+    np.testing.assert_array_equal(
+        _onnx_answers(directory, probes).ravel(), mlflow.pyfunc.load_model(str(logged)).predict(probes)
+    )
 
 
 def test_export_onnx_exports_and_notes_unprobed_splits_when_an_imputer_precedes_the_tree(tmp_path):
     # The README's SimpleImputer + DecisionTreeClassifier: ONNX Runtime's Imputer runs on float32 only.
     sizes = pd.DataFrame({"width": [1.0, 2.5, 3.0, 4.0], "height": [0.5, 1.5, 2.5, 3.5]})
-    trees = Pipeline([("impute", SimpleImputer()), ("tree", DecisionTreeClassifier(max_depth=2))]).fit(sizes,
-                                                                                                         [0, 1, 0, 1])
-    mt_sklearn.save_model(trees, tmp_path / "logged", input_example=sizes.iloc[:2],
-                          serialization_format="cloudpickle")
+    trees = Pipeline([("impute", SimpleImputer()), ("tree", DecisionTreeClassifier(max_depth=2))]).fit(
+        sizes, [0, 1, 0, 1]
+    )
+    mt_sklearn.save_model(trees, tmp_path / "logged", input_example=sizes.iloc[:2], serialization_format="cloudpickle")
 
     directory = export_onnx(str(tmp_path / "logged"), tmp_path / "out")
 
@@ -189,16 +206,22 @@ def test_export_onnx_refuses_naming_the_step_when_histogram_gradient_boosting_co
     model = _fitted(HistGradientBoostingClassifier(max_iter=5), frame, regression=False)
     logged = _save(model, tmp_path / "logged", frame)
 
-    with pytest.raises(UnsupportedModelError, match=r"Step `model` \(HistGradientBoostingClassifier\) compares "
-                                                    r"float64 feature values with float64 split thresholds.*What to do"):
+    with pytest.raises(
+        UnsupportedModelError,
+        match=r"Step `model` \(HistGradientBoostingClassifier\) compares "
+        r"float64 feature values with float64 split thresholds.*What to do",
+    ):
         export_onnx(str(logged), tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
 def test_export_onnx_refuses_a_tree_inside_a_voting_ensemble_when_it_would_read_double(tmp_path):
     frame = _frame()
-    voting = VotingClassifier([("tree", DecisionTreeClassifier(max_depth=2)), ("linear", LogisticRegression())],
-                              voting="soft", flatten_transform=False)
+    voting = VotingClassifier(
+        [("tree", DecisionTreeClassifier(max_depth=2)), ("linear", LogisticRegression())],
+        voting="soft",
+        flatten_transform=False,
+    )
     model = _fitted(voting, frame, regression=False)
     logged = _save(model, tmp_path / "logged", frame, pyfunc_predict_fn="predict_proba")
 
@@ -217,9 +240,16 @@ def test_export_onnx_records_float32_computation_when_a_regressor_output_is_wide
     handoff = read_handoff(directory)
     [output] = handoff["tensors"]["outputs"]
     assert (status, output["data_type"], output["computed_as"]) == (0, "TYPE_FP64", "TYPE_FP32")
-    assert handoff["parity"]["tolerances"]["outputs"]["output_0"] == {"rtol": 1e-4, "atol": 1e-5,
-                                                                      "computed_as": "TYPE_FP32"}
-    assert any(re.match(r"Output `output_0` is logged as TYPE_FP64 but the graph computes it in TYPE_FP32", note)
-               for note in handoff["not_verified"])
-    assert "  note: output_0 is computed in TYPE_FP32 and widened to the logged TYPE_FP64 (see handoff.json)" in \
-        capsys.readouterr().out.splitlines()
+    assert handoff["parity"]["tolerances"]["outputs"]["output_0"] == {
+        "rtol": 1e-4,
+        "atol": 1e-5,
+        "computed_as": "TYPE_FP32",
+    }
+    assert any(
+        re.match(r"Output `output_0` is logged as TYPE_FP64 but the graph computes it in TYPE_FP32", note)
+        for note in handoff["not_verified"]
+    )
+    assert (
+        "  note: output_0 is computed in TYPE_FP32 and widened to the logged TYPE_FP64 (see handoff.json)"
+        in capsys.readouterr().out.splitlines()
+    )

@@ -20,13 +20,13 @@ from mlflow.models import infer_signature
 from sklearn.linear_model import LinearRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from tests.support import fake_pb_utils
 
 from mlflow_triton._config import build_config
 from mlflow_triton._model_py import compose_model_py, vendored_source
 from mlflow_triton._schema import layout_from_signature
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
+from tests.support import fake_pb_utils
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / "shared_contract" / "contract.py"
@@ -35,8 +35,18 @@ BLOCK_START = "# <mlflow-triton package imports"
 BLOCK_END = "# </mlflow-triton package imports>"
 # Everything model.py may import: the standard library it uses, numpy, pandas, MLflow and Triton.
 ALLOWED_IMPORTS = {
-    "contextlib", "dataclasses", "json", "os", "pathlib", "sys", "threading", "traceback",
-    "numpy", "pandas", "mlflow", "triton_python_backend_utils",
+    "contextlib",
+    "dataclasses",
+    "json",
+    "os",
+    "pathlib",
+    "sys",
+    "threading",
+    "traceback",
+    "numpy",
+    "pandas",
+    "mlflow",
+    "triton_python_backend_utils",
 }
 
 

@@ -19,8 +19,12 @@ from tests.support.fidelity.expectations import Answer, expected_answer
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSWER_CHECKS = sorted(
-    [*ROOT.glob("tests/e2e/*.py"), *ROOT.glob("tests/support/*.py"), *ROOT.glob("tests/support/fidelity/*.py"),
-     *ROOT.glob("benchmarks/soak*.py")]
+    [
+        *ROOT.glob("tests/e2e/*.py"),
+        *ROOT.glob("tests/support/*.py"),
+        *ROOT.glob("tests/support/fidelity/*.py"),
+        *ROOT.glob("benchmarks/soak*.py"),
+    ]
 )
 CODEC_MODULES = {"mlflow_triton.runtime.codecs", "mlflow_triton.runtime.conversions"}
 CODEC_BUILT_EXPECTATIONS = {"expected_outputs", "predict_outputs", "output_codec", "StructureCodec"}
@@ -40,26 +44,44 @@ def imported_names(path):
 def test_answer_check_sources_are_found_when_the_tree_is_read():
     names = {path.relative_to(ROOT).as_posix() for path in ANSWER_CHECKS}
 
-    assert {"tests/e2e/test_cli.py", "tests/e2e/test_faults.py", "tests/e2e/test_runner.py", "tests/e2e/test_soak.py",
-            "tests/e2e/test_readme_triton_by_hand.py", "tests/support/background_load.py", "tests/support/oracle.py",
-            "benchmarks/soak.py"} <= names
+    assert {
+        "tests/e2e/test_cli.py",
+        "tests/e2e/test_faults.py",
+        "tests/e2e/test_runner.py",
+        "tests/e2e/test_soak.py",
+        "tests/e2e/test_readme_triton_by_hand.py",
+        "tests/support/background_load.py",
+        "tests/support/oracle.py",
+        "benchmarks/soak.py",
+    } <= names
 
 
 @pytest.mark.parametrize("path", ANSWER_CHECKS, ids=lambda path: path.relative_to(ROOT).as_posix())
 def test_answer_check_imports_no_runtime_codec_when_it_builds_an_expectation(path):
-    offending = [(module, name) for module, name in imported_names(path)
-                 if module in CODEC_MODULES or (module.startswith("mlflow_triton") and name in CODEC_BUILT_EXPECTATIONS)
-                 or (module == "mlflow_triton.runtime" and name in {"codecs", "conversions"})]
+    offending = [
+        (module, name)
+        for module, name in imported_names(path)
+        if module in CODEC_MODULES
+        or (module.startswith("mlflow_triton") and name in CODEC_BUILT_EXPECTATIONS)
+        or (module == "mlflow_triton.runtime" and name in {"codecs", "conversions"})
+    ]
 
     assert offending == []
 
 
 def test_independent_encoder_imports_nothing_of_the_runtime_when_read():
-    sources = [ROOT / "tests/support/oracle.py", ROOT / "tests/support/fidelity/expectations.py",
-               ROOT / "tests/support/fidelity/cases.py"]
+    sources = [
+        ROOT / "tests/support/oracle.py",
+        ROOT / "tests/support/fidelity/expectations.py",
+        ROOT / "tests/support/fidelity/cases.py",
+    ]
 
-    assert [(path.name, module) for path in sources for module, _ in imported_names(path)
-            if module.startswith("mlflow_triton.runtime")] == []
+    assert [
+        (path.name, module)
+        for path in sources
+        for module, _ in imported_names(path)
+        if module.startswith("mlflow_triton.runtime")
+    ] == []
 
 
 # -- the encoder itself, against arrays written out by hand ----------------------------------------------------
@@ -88,10 +110,14 @@ class Contract:
 
 
 def test_expected_answer_is_the_prediction_in_the_declared_dtypes_when_a_frame_has_a_column_per_output():
-    contract = Contract(Side("columns", [Field("score", "score"), Field("label", "label", "text"),
-                                         Field("count", "count")]))
-    outputs = [Declared("score", "TYPE_FP32", [-1]), Declared("label", "TYPE_STRING", [-1]),
-               Declared("count", "TYPE_INT32", [-1])]
+    contract = Contract(
+        Side("columns", [Field("score", "score"), Field("label", "label", "text"), Field("count", "count")])
+    )
+    outputs = [
+        Declared("score", "TYPE_FP32", [-1]),
+        Declared("label", "TYPE_STRING", [-1]),
+        Declared("count", "TYPE_INT32", [-1]),
+    ]
     prediction = pd.DataFrame({"score": [0.25, -1.5], "label": ["名前", ""], "count": [7, -3]})
 
     answer = expected_answer(contract, outputs, prediction=prediction)
@@ -109,5 +135,7 @@ def test_expected_answer_is_a_500_naming_the_tensor_when_a_value_does_not_fit_th
 
     answer = expected_answer(contract, outputs, prediction=np.array([1, 300]))
 
-    assert (answer.status, answer.message_start) == (500, "The prediction does not fit the configured outputs: "
-                                                          "Tensor `output_0`")
+    assert (answer.status, answer.message_start) == (
+        500,
+        "The prediction does not fit the configured outputs: Tensor `output_0`",
+    )

@@ -67,27 +67,37 @@ def served_by_a_fake_server(monkeypatch, tmp_path):
 
 def run_check(uris, triton_options, tmp_path):
     lines = []
-    status = check_command(uris, work_dir=tmp_path / "work", report=tmp_path / "report.json", out=lines.append,
-                           progress=lambda text: None, **triton_options)
+    status = check_command(
+        uris,
+        work_dir=tmp_path / "work",
+        report=tmp_path / "report.json",
+        out=lines.append,
+        progress=lambda text: None,
+        **triton_options,
+    )
     return status, [line for line in lines if line.startswith(("PASS", "FAIL"))]
 
 
 def test_check_fails_each_model_with_the_error_type_and_writes_the_report_when_answers_raise_unexpected_errors(
-        saved_model, triton_options, served_by_a_fake_server, tmp_path):
+    saved_model, triton_options, served_by_a_fake_server, tmp_path
+):
     first, second = saved_model("first"), saved_model("second")
     served_by_a_fake_server.extend([KeyError("outputs"), InferenceServerException("unexpected output 'x'")])
 
     status, verdicts = run_check([first, second], triton_options, tmp_path)
 
     assert status == 1
-    assert verdicts == [f"FAIL {first}: KeyError: 'outputs'",
-                        f"FAIL {second}: InferenceServerException: unexpected output 'x'"]
+    assert verdicts == [
+        f"FAIL {first}: KeyError: 'outputs'",
+        f"FAIL {second}: InferenceServerException: unexpected output 'x'",
+    ]
     report = json.loads((tmp_path / "report.json").read_text())
     assert [(entry["model"], entry["passed"]) for entry in report] == [(first, False), (second, False)]
 
 
 def test_check_fails_the_model_and_goes_on_when_mlflow_cannot_load_its_input_example(
-        saved_model, triton_options, served_by_a_fake_server, tmp_path, monkeypatch):
+    saved_model, triton_options, served_by_a_fake_server, tmp_path, monkeypatch
+):
     broken, fine = saved_model("broken"), saved_model("fine")
     real_loader = check_module.load_input_example
 
@@ -101,13 +111,16 @@ def test_check_fails_the_model_and_goes_on_when_mlflow_cannot_load_its_input_exa
 
     status, verdicts = run_check([broken, fine], triton_options, tmp_path)
 
-    assert (status, verdicts) == (1, [f"FAIL {broken}: MlflowException: input example file is corrupt",
-                                      f"FAIL {fine}: KeyError: 'outputs'"])
+    assert (status, verdicts) == (
+        1,
+        [f"FAIL {broken}: MlflowException: input example file is corrupt", f"FAIL {fine}: KeyError: 'outputs'"],
+    )
     assert len(json.loads((tmp_path / "report.json").read_text())) == 2
 
 
 def test_check_stops_with_status_130_when_ctrl_c_arrives_during_a_models_check(
-        saved_model, triton_options, served_by_a_fake_server, tmp_path):
+    saved_model, triton_options, served_by_a_fake_server, tmp_path
+):
     served_by_a_fake_server.append(KeyboardInterrupt())
 
     status, verdicts = run_check([saved_model("first"), saved_model("second")], triton_options, tmp_path)

@@ -18,7 +18,8 @@ def test_die_with_parent_sets_sigterm_without_loading_a_library_when_run_in_the_
 
     monkeypatch.setattr(ctypes, "CDLL", no_dlopen_after_fork)
 
-    completed = subprocess.run([sys.executable, "-c", READ_PDEATHSIG], preexec_fn=die_with_parent,
-                               capture_output=True, text=True, timeout=60)
+    completed = subprocess.run(
+        [sys.executable, "-c", READ_PDEATHSIG], preexec_fn=die_with_parent, capture_output=True, text=True, timeout=60
+    )
 
     assert (completed.returncode, completed.stdout.strip()) == (0, str(int(signal.SIGTERM))), completed.stderr

@@ -15,8 +15,9 @@ EXPECTED = {"output_0": np.array([[0.5, 1.5], [2.5, 3.5]], dtype=np.float32)}
 
 
 def verdict(expected, actual):
-    report = ValidationReport(model="models:/m/1", triton_version="2.51.0", request_form="json",
-                              comparison=compare(expected, actual))
+    report = ValidationReport(
+        model="models:/m/1", triton_version="2.51.0", request_form="json", comparison=compare(expected, actual)
+    )
     return _verdict(report)
 
 
@@ -38,8 +39,10 @@ def test_verdict_fails_naming_the_output_and_the_element_when_a_value_is_perturb
     passed, reason = verdict(EXPECTED, {"output_0": perturbed})
 
     assert not passed
-    assert reason == ("outputs differ from pyfunc.predict: output_0: 1 of 4 element(s) differ (allclose rtol=0.0001 "
-                      "atol=1e-06), first at flat index 2: got 3.5, expected 2.5")
+    assert reason == (
+        "outputs differ from pyfunc.predict: output_0: 1 of 4 element(s) differ (allclose rtol=0.0001 "
+        "atol=1e-06), first at flat index 2: got 3.5, expected 2.5"
+    )
 
 
 def test_verdict_fails_naming_both_dtypes_when_an_int_answers_a_float_output():
@@ -89,7 +92,9 @@ def test_compare_treats_negative_zero_as_zero_within_tolerance_but_not_bit_for_b
     expected, actual = {"y": np.array([-0.0])}, {"y": np.array([0.0])}
 
     assert (compare(expected, actual)["y"]["equal"], compare(expected, actual, exact=True)["y"]["equal"]) == (
-        True, False)
+        True,
+        False,
+    )
 
 
 def test_verdict_fails_when_an_output_is_missing_from_the_response():
@@ -101,8 +106,10 @@ def test_verdict_fails_when_an_output_is_missing_from_the_response():
 def test_verdict_fails_naming_the_output_when_the_response_has_an_unconfigured_output():
     passed, reason = verdict(EXPECTED, {"output_0": EXPECTED["output_0"], "surplus": np.zeros(1)})
 
-    assert (passed, reason) == (False, "outputs differ from pyfunc.predict: surplus: not a configured output: "
-                                       "expected only ['output_0']")
+    assert (passed, reason) == (
+        False,
+        "outputs differ from pyfunc.predict: surplus: not a configured output: expected only ['output_0']",
+    )
 
 
 def test_verdict_fails_when_the_shape_differs():
@@ -116,21 +123,22 @@ def test_compare_matches_text_outputs_as_utf8_bytes_when_the_expected_holds_str(
 
     assert compare(expected, {"label": np.array([b"ja", b"nein"], dtype=object)})["label"]["equal"] is True
     assert compare(expected, {"label": np.array([b"ja", b"no"], dtype=object)})["label"]["how"] == (
-        "1 of 2 element(s) differ (exact), first at flat index 1: got b'no', expected b'nein'")
+        "1 of 2 element(s) differ (exact), first at flat index 1: got b'no', expected b'nein'"
+    )
 
 
 def test_differences_lists_one_line_per_unequal_output_when_outputs_differ():
     expected = {"a": np.array([1], dtype=np.int64), "b": np.array([1.0])}
 
     assert differences(expected, {"a": np.array([1], dtype=np.int64), "b": np.array([1.5])}) == [
-        "b: 1 of 1 element(s) differ (allclose rtol=1e-06 atol=1e-09), first at flat index 0: got 1.5, expected 1.0"]
+        "b: 1 of 1 element(s) differ (allclose rtol=1e-06 atol=1e-09), first at flat index 0: got 1.5, expected 1.0"
+    ]
 
 
 def test_verdict_passes_saying_what_it_compared_when_every_output_is_equal():
     passed, reason = verdict(EXPECTED, {"output_0": EXPECTED["output_0"]})
 
-    assert (passed, reason) == (True, "Triton 2.51.0 answered the shipped json request like pyfunc.predict "
-                                      "(output_0)")
+    assert (passed, reason) == (True, "Triton 2.51.0 answered the shipped json request like pyfunc.predict (output_0)")
 
 
 @pytest.mark.parametrize("got, gap", [(2.5, 0.5), (0.5, 1.5), (-2.0, 4.0)])
@@ -141,17 +149,23 @@ def test_compare_reports_the_largest_absolute_difference_when_the_second_element
     assert result["how"].endswith(f"first at flat index 1: got {got}, expected 2.0")
 
 
-@pytest.mark.parametrize("got", [np.array([1.0]), np.array([1.0, 1.0]), np.array([[1.0, 1.0, 1.0]])],
-                         ids=["broadcastable", "shorter", "one-more-axis"])
+@pytest.mark.parametrize(
+    "got",
+    [np.array([1.0]), np.array([1.0, 1.0]), np.array([[1.0, 1.0, 1.0]])],
+    ids=["broadcastable", "shorter", "one-more-axis"],
+)
 def test_verdict_fails_naming_both_shapes_when_the_answer_has_another_shape_numpy_could_broadcast(got):
     passed, reason = verdict({"y": np.array([1.0, 1.0, 1.0])}, {"y": got})
 
-    assert (passed, reason) == (False, f"outputs differ from pyfunc.predict: y: shape {list(got.shape)} != "
-                                       "expected [3]")
+    assert (passed, reason) == (
+        False,
+        f"outputs differ from pyfunc.predict: y: shape {list(got.shape)} != expected [3]",
+    )
 
 
-@pytest.mark.parametrize("size, shown", [(57, repr(b"x" * 57)), (58, repr(b"x" * 58)[:57] + "...")],
-                         ids=["60-characters", "61-characters"])
+@pytest.mark.parametrize(
+    "size, shown", [(57, repr(b"x" * 57)), (58, repr(b"x" * 58)[:57] + "...")], ids=["60-characters", "61-characters"]
+)
 def test_compare_shows_an_element_whole_up_to_60_characters_and_cut_to_57_and_dots_beyond_when_text_differs(
     size, shown
 ):
@@ -171,8 +185,14 @@ def test_predict_outputs_and_expected_outputs_encode_pyfunc_predict_like_arrays_
 
     pipeline, frame = fitted_pipeline()
     package = tmp_path / "package"
-    triton_sklearn.save_model(pipeline, package, input_example=frame.iloc[:3], pyfunc_predict_fn="predict_proba",
-                              serialization_format="cloudpickle", triton_model_name="m")
+    triton_sklearn.save_model(
+        pipeline,
+        package,
+        input_example=frame.iloc[:3],
+        pyfunc_predict_fn="predict_proba",
+        serialization_format="cloudpickle",
+        triton_model_name="m",
+    )
     model_dir = package / "model_repository" / "m"
     by_hand = {"output_0": np.asarray(pipeline.predict_proba(frame.iloc[:3]), dtype=np.float64)}
 
@@ -185,9 +205,11 @@ def test_predict_outputs_and_expected_outputs_encode_pyfunc_predict_like_arrays_
     np.testing.assert_array_equal(from_frame["output_0"], by_hand["output_0"][1:3])
 
 
-@pytest.mark.parametrize("want, got", [(2.0, 1.0), (1.0, 2.0), (0.0, -0.0), (np.nan, 1.0), (1.0, np.nan),
-                                       (np.inf, np.nan)],
-                         ids=["smaller", "larger", "negative-zero-answer", "nan-expected", "nan-answered", "inf-nan"])
+@pytest.mark.parametrize(
+    "want, got",
+    [(2.0, 1.0), (1.0, 2.0), (0.0, -0.0), (np.nan, 1.0), (1.0, np.nan), (np.inf, np.nan)],
+    ids=["smaller", "larger", "negative-zero-answer", "nan-expected", "nan-answered", "inf-nan"],
+)
 def test_compare_finds_floats_unequal_bit_for_bit_when_one_element_differs_in_any_way(want, got):
     expected, actual = np.array([want, 5.0]), np.array([got, 5.0])
 
@@ -209,8 +231,9 @@ def test_compare_names_the_first_of_several_differing_elements_when_outputs_diff
 def test_compare_counts_and_names_the_only_differing_element_when_floats_are_compared_bit_for_bit():
     how = compare({"y": np.array([5.0, 1.0, 7.0])}, {"y": np.array([5.0, 2.0, 7.0])}, exact=True)["y"]["how"]
 
-    assert how == ("1 of 3 element(s) differ (bit for bit (NaN equal to NaN)), first at flat index 1: got 2.0, "
-                   "expected 1.0")
+    assert how == (
+        "1 of 3 element(s) differ (bit for bit (NaN equal to NaN)), first at flat index 1: got 2.0, expected 1.0"
+    )
 
 
 def test_compare_finds_outputs_equal_when_their_dtypes_are_equal_but_distinct_objects():

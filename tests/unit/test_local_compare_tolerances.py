@@ -148,13 +148,16 @@ def test_compare_finds_booleans_unequal_when_one_flips():
     assert equal(expected, np.array([False, False, True])) is False
 
 
-@pytest.mark.parametrize("want, got", [
-    (b"yes", b"yes "),  # a trailing space
-    (b"x\x00", b"x"),  # a trailing NUL (np.bytes_ would strip it)
-    ("caf\u00e9", "cafe".encode()),  # an accent lost
-    (b"\xff\xfe", b"\xff\xff"),  # raw bytes, one bit
-    ("", b" "),
-])
+@pytest.mark.parametrize(
+    "want, got",
+    [
+        (b"yes", b"yes "),  # a trailing space
+        (b"x\x00", b"x"),  # a trailing NUL (np.bytes_ would strip it)
+        ("caf\u00e9", b"cafe"),  # an accent lost
+        (b"\xff\xfe", b"\xff\xff"),  # raw bytes, one bit
+        ("", b" "),
+    ],
+)
 def test_compare_finds_text_unequal_when_one_byte_differs(want, got):
     expected = np.array([want, "same"], dtype=object)
 

@@ -10,8 +10,8 @@ from mlflow_triton.local import ModelSourceError, OraclePredictionError, Reposit
 from mlflow_triton.local import check as check_module
 from mlflow_triton.local._download import empty_download_dir
 from mlflow_triton.local.installation import TritonInstallation
-from tests.support.fake_triton import fake_triton
 from tests.support import ports
+from tests.support.fake_triton import fake_triton
 
 
 @pytest.fixture
@@ -35,7 +35,8 @@ def stale_files(download):
 
 
 def test_validate_model_fetches_into_an_emptied_download_dir_when_the_work_dir_is_reused(
-        saved_model, unused_installation, tmp_path, monkeypatch):
+    saved_model, unused_installation, tmp_path, monkeypatch
+):
     model, work = saved_model("model"), tmp_path / "work"
     (work / "download" / "old" / "model_repository" / "clf").mkdir(parents=True)
     (work / "download" / "stale-top.json").write_text("{}")
@@ -53,7 +54,8 @@ def test_validate_model_fetches_into_an_emptied_download_dir_when_the_work_dir_i
 
 
 def test_serve_fetches_each_model_into_an_emptied_download_dir_when_the_work_dir_is_reused(
-        saved_model, unused_installation, tmp_path):
+    saved_model, unused_installation, tmp_path
+):
     first, second, work = saved_model("first"), saved_model("second"), tmp_path / "work"
     (work / "download" / "1").mkdir(parents=True)
     (work / "download" / "1" / "stale-request.json").write_text("{}")
@@ -70,8 +72,10 @@ def test_empty_download_dir_refuses_when_the_model_lies_inside_it(tmp_path):
     model = tmp_path / "download" / "1" / "model"
     model.mkdir(parents=True)
 
-    with pytest.raises(ModelSourceError, match=re.escape(
-            f"{model}: lies inside {tmp_path / 'download'}, which is emptied before each fetch")):
+    with pytest.raises(
+        ModelSourceError,
+        match=re.escape(f"{model}: lies inside {tmp_path / 'download'}, which is emptied before each fetch"),
+    ):
         empty_download_dir(tmp_path / "download", str(model))
     assert model.is_dir()
 

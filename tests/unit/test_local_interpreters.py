@@ -13,10 +13,10 @@ import pytest
 
 from mlflow_triton.cli import build_parser
 from mlflow_triton.local import InterpreterError, TritonInstallation, check_command, find_interpreter, serve_command
-from mlflow_triton.local.errors import TritonInstallError
 from mlflow_triton.local import installation as installation_module
-from mlflow_triton.local.installation import stub_python_version
 from mlflow_triton.local import interpreters as interpreters_module
+from mlflow_triton.local.errors import TritonInstallError
+from mlflow_triton.local.installation import stub_python_version
 from mlflow_triton.local.interpreters import running_interpreter
 
 RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -32,8 +32,14 @@ def fake_python(directory, version, *, shared=True, implementation="cpython", na
         (libdir / soname).write_bytes(b"")
     executable = Path(directory) / "bin" / (name or f"python{major_minor}")
     executable.parent.mkdir(parents=True, exist_ok=True)
-    facts = {"executable": str(executable), "version": version, "implementation": implementation,
-             "libdir": str(libdir), "soname": soname, "shared": 1 if shared else 0}
+    facts = {
+        "executable": str(executable),
+        "version": version,
+        "implementation": implementation,
+        "libdir": str(libdir),
+        "soname": soname,
+        "shared": 1 if shared else 0,
+    }
     executable.write_text(f"#!/bin/sh\necho '{json.dumps(facts)}'\n")
     executable.chmod(0o755)
     return executable
@@ -68,10 +74,12 @@ def test_find_interpreter_takes_the_newest_pyenv_build_when_the_shim_on_path_can
     assert interpreter.library_dir == pyenv_root / "versions" / "3.99.12" / "lib"
 
 
-@pytest.mark.parametrize("unusable", [{"shared": False}, {"implementation": "pypy"}],
-                         ids=["without-shared-libpython", "not-cpython"])
+@pytest.mark.parametrize(
+    "unusable", [{"shared": False}, {"implementation": "pypy"}], ids=["without-shared-libpython", "not-cpython"]
+)
 def test_find_interpreter_passes_over_an_unusable_candidate_on_path_when_a_later_one_serves(
-        unusable, pyenv_root, tmp_path, monkeypatch):
+    unusable, pyenv_root, tmp_path, monkeypatch
+):
     first = fake_python(tmp_path / "first", "3.99.3", **unusable)
     monkeypatch.setenv("PATH", f"{first.parent}:/usr/bin:/bin")
 
@@ -86,9 +94,13 @@ def test_find_interpreter_says_why_it_passed_over_each_candidate_when_none_serve
     monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
     monkeypatch.setenv("PATH", str(static.parent))
 
-    with pytest.raises(InterpreterError, match=re.escape(
+    with pytest.raises(
+        InterpreterError,
+        match=re.escape(
             f"--python 3.95: no usable Python 3.95 interpreter found (looked at: {static} (no shared "
-            f"libpython3.95.so.1.0), {pypy} (not CPython)). Install one")):
+            f"libpython3.95.so.1.0), {pypy} (not CPython)). Install one"
+        ),
+    ):
         find_interpreter("3.95")
 
 
@@ -107,9 +119,13 @@ def test_find_interpreter_takes_a_path_when_given_one(tmp_path):
 
 
 def test_find_interpreter_names_where_it_looked_when_no_interpreter_has_the_version(pyenv_root, tmp_path):
-    with pytest.raises(InterpreterError, match=re.escape(
+    with pytest.raises(
+        InterpreterError,
+        match=re.escape(
             "--python 3.97: no usable Python 3.97 interpreter found (looked at: nothing). Install one (pyenv: "
-            "PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install 3.97;")):
+            "PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install 3.97;"
+        ),
+    ):
         find_interpreter("3.97")
 
 
@@ -125,8 +141,12 @@ def test_find_interpreter_lists_the_candidates_it_rejected_when_none_runs(tmp_pa
 def test_find_interpreter_refuses_a_build_without_shared_libpython_when_named(tmp_path):
     executable = fake_python(tmp_path / "static", "3.99.2", shared=False)
 
-    with pytest.raises(InterpreterError, match=re.escape(
-            f"Python 3.99.2 ({executable}) has no shared libpython3.99.so.1.0 (it was built without --enable-shared)")):
+    with pytest.raises(
+        InterpreterError,
+        match=re.escape(
+            f"Python 3.99.2 ({executable}) has no shared libpython3.99.so.1.0 (it was built without --enable-shared)"
+        ),
+    ):
         find_interpreter(str(executable))
 
 
@@ -197,7 +217,8 @@ def test_bundled_removes_backend_assemblies_left_for_hours_by_killed_processes_w
 
 
 def test_bundled_copies_the_stub_into_a_private_backend_directory_when_another_python_is_chosen(
-        tmp_path, bundled_server):
+    tmp_path, bundled_server
+):
     other = fake_python(tmp_path / "py312", "3.12.99")
 
     installation = TritonInstallation.bundled(tmp_path / "cache", python=str(other), progress=None)
@@ -212,9 +233,13 @@ def test_bundled_copies_the_stub_into_a_private_backend_directory_when_another_p
 def test_bundled_lists_the_stubs_when_the_interpreter_has_none(tmp_path):
     other = fake_python(tmp_path / "py399", "3.99.0")
 
-    with pytest.raises(TritonInstallError, match=re.escape(
+    with pytest.raises(
+        TritonInstallError,
+        match=re.escape(
             "nvidia-pytriton 0.7.0 has no Python-backend stub for Python 3.99 (it has: 3.10, 3.11, 3.12, 3.13, 3.8, "
-            "3.9); build the serving environment with one of those (--python X.Y)")):
+            "3.9); build the serving environment with one of those (--python X.Y)"
+        ),
+    ):
         TritonInstallation.bundled(tmp_path / "cache", python=str(other), progress=None)
 
 
@@ -237,12 +262,17 @@ def custom_triton(tmp_path):
 
 
 def test_custom_installation_refuses_a_serving_python_of_another_version_when_the_stub_names_its_own(
-        custom_triton, tmp_path):
+    custom_triton, tmp_path
+):
     other = fake_python(tmp_path / "py310", "3.10.99")
 
-    with pytest.raises(TritonInstallError, match=re.escape(
+    with pytest.raises(
+        TritonInstallError,
+        match=re.escape(
             "is built for Python 3.12 (it links libpython3.12), but serving environments would be built with "
-            "Python 3.10: pass --python 3.12")):
+            "Python 3.10: pass --python 3.12"
+        ),
+    ):
         TritonInstallation.custom(*custom_triton, python=str(other))
 
 

@@ -20,8 +20,9 @@ from mlflow_triton.local.serving_env import (
     requirement_lines,
 )
 
-INSTALLATION = TritonInstallation(server_binary=Path("/opt/tritonserver/bin/tritonserver"),
-                                  backend_directory=Path("/opt/tritonserver/backends"))
+INSTALLATION = TritonInstallation(
+    server_binary=Path("/opt/tritonserver/bin/tritonserver"), backend_directory=Path("/opt/tritonserver/backends")
+)
 
 
 def addresses(command):
@@ -35,24 +36,36 @@ def test_server_command_binds_http_grpc_and_metrics_to_loopback_when_no_host_is_
 
     command = server.command()
 
-    assert addresses(command) == {"--http-address": "127.0.0.1", "--grpc-address": "127.0.0.1",
-                                  "--metrics-address": "127.0.0.1"}
+    assert addresses(command) == {
+        "--http-address": "127.0.0.1",
+        "--grpc-address": "127.0.0.1",
+        "--metrics-address": "127.0.0.1",
+    }
     assert [arg for arg in command if arg.startswith("--load-model=")] == ["--load-model=a", "--load-model=b"]
     assert "--model-control-mode=explicit" in command
 
 
 def test_server_command_binds_the_given_host_when_one_is_asked_for(tmp_path):
-    server = TritonServer(tmp_path, "a", installation=INSTALLATION, host="0.0.0.0", http_port=18000,
-                          grpc_port=18001, metrics_port=18002)
+    server = TritonServer(
+        tmp_path, "a", installation=INSTALLATION, host="0.0.0.0", http_port=18000, grpc_port=18001, metrics_port=18002
+    )
 
     assert set(addresses(server.command()).values()) == {"0.0.0.0"}
     assert server.model_names == ("a",)
 
 
-@pytest.mark.parametrize(("host", "loopback", "connect"), [
-    ("127.0.0.1", True, "127.0.0.1"), ("127.0.1.1", True, "127.0.1.1"), ("localhost", True, "localhost"),
-    ("::1", True, "[::1]"), ("0.0.0.0", False, "127.0.0.1"), ("::", False, "[::1]"), ("10.1.2.3", False, "10.1.2.3"),
-])
+@pytest.mark.parametrize(
+    ("host", "loopback", "connect"),
+    [
+        ("127.0.0.1", True, "127.0.0.1"),
+        ("127.0.1.1", True, "127.0.1.1"),
+        ("localhost", True, "localhost"),
+        ("::1", True, "[::1]"),
+        ("0.0.0.0", False, "127.0.0.1"),
+        ("::", False, "[::1]"),
+        ("10.1.2.3", False, "10.1.2.3"),
+    ],
+)
 def test_host_helpers_classify_and_connect_when_given_an_address(host, loopback, connect):
     assert (is_loopback(host), connect_host(host)) == (loopback, connect)
 
@@ -90,22 +103,27 @@ def test_env_key_is_the_same_when_requirements_differ_only_in_order_and_comments
 
 def write_env(envs, key, installed, constraints=("numpy<2",), python="cpython-3.11.7-x86_64"):
     (envs / key).mkdir(parents=True)
-    (envs / key / ENV_RECORD).write_text(json.dumps(
-        {"requirements": [], "constraints": list(constraints), "python": python, "installed": installed}))
+    (envs / key / ENV_RECORD).write_text(
+        json.dumps({"requirements": [], "constraints": list(constraints), "python": python, "installed": installed})
+    )
     return envs / key
 
 
-@pytest.mark.parametrize(("lines", "found"), [
-    (["mlflow==3.17.2", "torch==2.13.0"], True),                # torch 2.13.0+cpu satisfies ==2.13.0
-    (["cloudpickle>=3", "scikit-learn==1.9.1"], True),
-    (["scikit-learn==1.5.2"], False),                          # another version
-    (["transformers==5.24.0"], False),                         # not installed
-    (["mlflow==3.17.2", "--extra-index-url https://x"], False),  # not a plain requirement: build exactly
-    (["torch==2.13.0; python_version > '3'"], False),
-])
+@pytest.mark.parametrize(
+    ("lines", "found"),
+    [
+        (["mlflow==3.17.2", "torch==2.13.0"], True),  # torch 2.13.0+cpu satisfies ==2.13.0
+        (["cloudpickle>=3", "scikit-learn==1.9.1"], True),
+        (["scikit-learn==1.5.2"], False),  # another version
+        (["transformers==5.24.0"], False),  # not installed
+        (["mlflow==3.17.2", "--extra-index-url https://x"], False),  # not a plain requirement: build exactly
+        (["torch==2.13.0; python_version > '3'"], False),
+    ],
+)
 def test_satisfying_env_reuses_an_environment_only_when_its_packages_meet_every_line(tmp_path, lines, found):
-    env = write_env(tmp_path, "aaaa", ["mlflow==3.17.2", "torch==2.13.0+cpu", "cloudpickle==3.1.3",
-                                       "scikit-learn==1.9.1"])
+    env = write_env(
+        tmp_path, "aaaa", ["mlflow==3.17.2", "torch==2.13.0+cpu", "cloudpickle==3.1.3", "scikit-learn==1.9.1"]
+    )
 
     assert _satisfying_env(tmp_path, lines, ["numpy<2"], "cpython-3.11.7-x86_64") == (env if found else None)
 
@@ -117,12 +135,21 @@ def test_satisfying_env_ignores_environments_when_interpreter_or_constraints_dif
     assert _satisfying_env(tmp_path, ["mlflow==3.17.2"], ["numpy<2"], "cpython-3.11.7-x86_64") is None
 
 
-@pytest.mark.parametrize(("output", "step"), [
-    ("Collecting torch==2.13.0\n  Downloading torch-2.13.0.whl (190 MB)\n", "Downloading torch-2.13.0.whl (190 MB)"),
-    ("Installing collected packages: a, b\n  Attempting uninstall: setuptools\n    Found existing installation\n"
-     "    Successfully uninstalled setuptools-65.5.0\n", "Installing collected packages: a, b"),
-    ("some unrelated line\n", "earlier step"),
-])
+@pytest.mark.parametrize(
+    ("output", "step"),
+    [
+        (
+            "Collecting torch==2.13.0\n  Downloading torch-2.13.0.whl (190 MB)\n",
+            "Downloading torch-2.13.0.whl (190 MB)",
+        ),
+        (
+            "Installing collected packages: a, b\n  Attempting uninstall: setuptools\n    Found existing installation\n"
+            "    Successfully uninstalled setuptools-65.5.0\n",
+            "Installing collected packages: a, b",
+        ),
+        ("some unrelated line\n", "earlier step"),
+    ],
+)
 def test_latest_step_reports_the_pip_stage_when_new_output_arrives(output, step):
     assert _latest_step(output, "earlier step") == step
 
@@ -132,8 +159,13 @@ def test_progress_prints_changed_steps_and_a_heartbeat_but_not_every_tick_when_n
     monkeypatch.setattr("mlflow_triton.local.progress.time.monotonic", lambda: next(clock))
     progress = Progress(lines.append, interval=5.0, heartbeat=30.0)
 
-    for message, elapsed in [("Collecting a", 1), ("Collecting a", 2), ("Collecting b", 6), ("Collecting b", 7),
-                             ("Collecting b", 40)]:
+    for message, elapsed in [
+        ("Collecting a", 1),
+        ("Collecting a", 2),
+        ("Collecting b", 6),
+        ("Collecting b", 7),
+        ("Collecting b", 40),
+    ]:
         progress.step(message, elapsed=elapsed)
 
     assert lines == ["      1s  Collecting a", "      6s  Collecting b", "     40s  Collecting b"]
@@ -159,14 +191,31 @@ def test_as_progress_accepts_a_callable_none_or_progress_when_given_any():
 
 
 def test_curl_command_is_a_pasteable_shell_command_when_paths_hold_spaces():
-    request = RequestFiles("binary", Path("/tmp/my models/request.bin"),
-                           [("Content-Type", "application/octet-stream"), ("Inference-Header-Content-Length", "120")])
+    request = RequestFiles(
+        "binary",
+        Path("/tmp/my models/request.bin"),
+        [("Content-Type", "application/octet-stream"), ("Inference-Header-Content-Length", "120")],
+    )
 
     words = shlex.split(curl_command("http://127.0.0.1:8000", "my_model", request))
 
-    assert words == ["curl", "-s", "-X", "POST", "http://127.0.0.1:8000/v2/models/my_model/infer",
-                     "-H", "Content-Type: application/octet-stream", "-H", "Inference-Header-Content-Length: 120",
-                     "--data-binary", "@/tmp/my models/request.bin", "-D", "headers.txt", "-o", "response.bin"]
+    assert words == [
+        "curl",
+        "-s",
+        "-X",
+        "POST",
+        "http://127.0.0.1:8000/v2/models/my_model/infer",
+        "-H",
+        "Content-Type: application/octet-stream",
+        "-H",
+        "Inference-Header-Content-Length: 120",
+        "--data-binary",
+        "@/tmp/my models/request.bin",
+        "-D",
+        "headers.txt",
+        "-o",
+        "response.bin",
+    ]
 
 
 def test_remove_stale_builds_removes_only_builds_whose_pip_log_is_idle_for_hours(tmp_path):

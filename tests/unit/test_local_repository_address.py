@@ -7,8 +7,9 @@ import pytest
 from mlflow_triton.local import TritonInstallation, TritonServer
 from mlflow_triton.local.server import is_cloud_repository
 
-INSTALLATION = TritonInstallation(server_binary=Path("/opt/tritonserver/bin/tritonserver"),
-                                  backend_directory=Path("/opt/tritonserver/backends"))
+INSTALLATION = TritonInstallation(
+    server_binary=Path("/opt/tritonserver/bin/tritonserver"), backend_directory=Path("/opt/tritonserver/backends")
+)
 S3 = "s3://127.0.0.1:9000/mlflow-bucket/mlartifacts/1/models/m-01/artifacts/model_repository"
 
 
@@ -40,8 +41,9 @@ def test_server_command_resolves_a_local_directory_when_the_repository_is_a_path
 def test_server_environment_adds_the_given_variables_when_environment_is_given(monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-the-shell")
 
-    env = TritonServer(S3, "m", installation=INSTALLATION,
-                       environment={"TRITON_AWS_MOUNT_DIRECTORY": "/tmp/mount"}).environment()
+    env = TritonServer(
+        S3, "m", installation=INSTALLATION, environment={"TRITON_AWS_MOUNT_DIRECTORY": "/tmp/mount"}
+    ).environment()
 
     assert (env["TRITON_AWS_MOUNT_DIRECTORY"], env["AWS_ACCESS_KEY_ID"]) == ("/tmp/mount", "from-the-shell")
 

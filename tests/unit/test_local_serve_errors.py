@@ -45,20 +45,26 @@ def free_ports():
 
 
 def test_serve_names_both_uris_and_how_to_rename_when_two_models_share_a_triton_name(
-        saved_model, fake_installation, free_ports, tmp_path):
+    saved_model, fake_installation, free_ports, tmp_path
+):
     first, second = saved_model("first"), saved_model("second")
 
-    with pytest.raises(RepositoryAssemblyError, match=re.escape(
+    with pytest.raises(
+        RepositoryAssemblyError,
+        match=re.escape(
             f"{first} and {second} both have the Triton model name 'clf'; one repository can hold only one model of "
             "a name. Re-log one of them with another name, e.g. mlflow_triton.<flavor>.log_model(..., "
-            'triton_model_name="clf_2")')):
+            'triton_model_name="clf_2")'
+        ),
+    ):
         serve_models([str(first), str(second)], tmp_path / "work", fake_installation, progress=None, **free_ports)
     assert not (tmp_path / "work" / "repository").exists() and not (tmp_path / "cache").exists()
     assert triton_processes_under(tmp_path) == []
 
 
 def test_serve_quotes_both_requirement_lines_when_models_pin_different_versions(
-        saved_model, fake_installation, free_ports, tmp_path):
+    saved_model, fake_installation, free_ports, tmp_path
+):
     current, old = saved_model("current", "current"), saved_model("old", "old")
     requirements = old / "model_repository" / "old" / "requirements.txt"
     requirements.write_text(re.sub(r"scikit-learn==\S+", "scikit-learn==1.5.2", requirements.read_text()))
@@ -69,32 +75,45 @@ def test_serve_quotes_both_requirement_lines_when_models_pin_different_versions(
         serve_models([str(current), str(old)], tmp_path / "work", fake_installation, progress=None, **free_ports)
 
     message = str(raised.value)
-    assert message.startswith("the models' requirements cannot share one serving environment: they pin different "
-                              "versions of the same package")
+    assert message.startswith(
+        "the models' requirements cannot share one serving environment: they pin different versions of the same package"
+    )
     assert f"  {current} (current) requirements.txt: {pinned.group(0)}" in message
     assert f"  {old} (old) requirements.txt: scikit-learn==1.5.2" in message
     assert not (tmp_path / "cache").exists() and triton_processes_under(tmp_path) == []
 
 
 def test_serve_command_says_which_port_is_taken_when_http_port_is_in_use(
-        saved_model, fake_installation, free_ports, tmp_path, capsys):
+    saved_model, fake_installation, free_ports, tmp_path, capsys
+):
     model = saved_model("model")
     backends = fake_installation.backend_directory
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", free_ports["http_port"]))
         holder.listen()
 
-        status = serve_command([str(model)], tritonserver=fake_installation.server_binary, backend_directory=backends,
-                               work_dir=tmp_path / "work", out=print, progress=None, **free_ports)
+        status = serve_command(
+            [str(model)],
+            tritonserver=fake_installation.server_binary,
+            backend_directory=backends,
+            work_dir=tmp_path / "work",
+            out=print,
+            progress=None,
+            **free_ports,
+        )
 
     assert status == 1
-    assert re.search(rf"mlflow-triton serve: error: port {free_ports['http_port']} \(--http-port\) is already in use "
-                     r"on 127\.0\.0\.1: .+; choose another with --http-port PORT", capsys.readouterr().err)
+    assert re.search(
+        rf"mlflow-triton serve: error: port {free_ports['http_port']} \(--http-port\) is already in use "
+        r"on 127\.0\.0\.1: .+; choose another with --http-port PORT",
+        capsys.readouterr().err,
+    )
     assert not (tmp_path / "cache").exists() and triton_processes_under(tmp_path) == []
 
 
-def test_serve_refuses_a_triton_directory_when_it_ships_no_requirements(saved_model, fake_installation, free_ports,
-                                                                        tmp_path):
+def test_serve_refuses_a_triton_directory_when_it_ships_no_requirements(
+    saved_model, fake_installation, free_ports, tmp_path
+):
     model = saved_model("model")
     (model / "model_repository" / "clf" / "requirements.txt").unlink()
 
@@ -104,18 +123,34 @@ def test_serve_refuses_a_triton_directory_when_it_ships_no_requirements(saved_mo
 
 def test_serve_rejects_the_ports_before_fetching_anything_when_two_are_equal(fake_installation, tmp_path):
     with pytest.raises(PortInUseError, match=r"three different ports, got \[18000, 18000, 18002\]"):
-        serve_models(["models:/never-fetched/1"], tmp_path / "work", fake_installation, progress=None,
-                     http_port=18000, grpc_port=18000, metrics_port=18002)
+        serve_models(
+            ["models:/never-fetched/1"],
+            tmp_path / "work",
+            fake_installation,
+            progress=None,
+            http_port=18000,
+            grpc_port=18000,
+            metrics_port=18002,
+        )
     assert not (tmp_path / "work").exists()
 
 
-@pytest.mark.parametrize("host, reason", [("nosuch.invalid", "cannot be resolved to an IPv4 address"),
-                                          ("192.0.2.1", "not an address of this machine")])
+@pytest.mark.parametrize(
+    "host, reason",
+    [("nosuch.invalid", "cannot be resolved to an IPv4 address"), ("192.0.2.1", "not an address of this machine")],
+)
 def test_serve_command_says_the_host_is_unusable_not_that_a_port_is_taken_when_host_is_wrong(
-        host, reason, fake_installation, free_ports, tmp_path, capsys):
-    status = serve_command(["models:/never-fetched/1"], host=host, tritonserver=fake_installation.server_binary,
-                           backend_directory=fake_installation.backend_directory, work_dir=tmp_path / "work",
-                           progress=lambda text: None, **free_ports)
+    host, reason, fake_installation, free_ports, tmp_path, capsys
+):
+    status = serve_command(
+        ["models:/never-fetched/1"],
+        host=host,
+        tritonserver=fake_installation.server_binary,
+        backend_directory=fake_installation.backend_directory,
+        work_dir=tmp_path / "work",
+        progress=lambda text: None,
+        **free_ports,
+    )
 
     error = capsys.readouterr().err
     assert status == 1
@@ -124,12 +159,18 @@ def test_serve_command_says_the_host_is_unusable_not_that_a_port_is_taken_when_h
 
 
 def test_serve_command_prints_one_error_line_when_the_work_dir_cannot_be_created(
-        fake_installation, free_ports, tmp_path, capsys):
+    fake_installation, free_ports, tmp_path, capsys
+):
     occupied = tmp_path / "a-file"
     occupied.write_text("")
 
-    status = serve_command(["models:/never-fetched/1"], tritonserver=fake_installation.server_binary,
-                           backend_directory=fake_installation.backend_directory, work_dir=occupied,
-                           progress=lambda text: None, **free_ports)
+    status = serve_command(
+        ["models:/never-fetched/1"],
+        tritonserver=fake_installation.server_binary,
+        backend_directory=fake_installation.backend_directory,
+        work_dir=occupied,
+        progress=lambda text: None,
+        **free_ports,
+    )
 
     assert (status, capsys.readouterr().err) == (1, f"mlflow-triton serve: error: File exists: {occupied}\n")

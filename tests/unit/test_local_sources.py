@@ -24,8 +24,13 @@ class Logged:
 def logged(tracking_store, fitted_pipeline, example_frame, tmp_path):
     """The tiny Pipeline logged in a run with registration and an alias, and saved to a local directory."""
     with mlflow.start_run() as run:
-        info = triton_sklearn.log_model(fitted_pipeline, input_example=example_frame, name="clf",
-                                        pyfunc_predict_fn="predict_proba", registered_model_name="reg")
+        info = triton_sklearn.log_model(
+            fitted_pipeline,
+            input_example=example_frame,
+            name="clf",
+            pyfunc_predict_fn="predict_proba",
+            registered_model_name="reg",
+        )
     tracking_store.client().set_registered_model_alias("reg", "prod", "1")
     saved = tmp_path / "saved"
     triton_sklearn.save_model(fitted_pipeline, saved, input_example=example_frame, triton_model_name="clf")
@@ -39,8 +44,9 @@ def fake_installation(tmp_path):
     return {"tritonserver": binary, "backend_directory": backends}
 
 
-@pytest.mark.parametrize("form", ["logged-model", "run", "registry-version", "registry-alias", "mlflow-directory",
-                                  "triton-directory"])
+@pytest.mark.parametrize(
+    "form", ["logged-model", "run", "registry-version", "registry-alias", "mlflow-directory", "triton-directory"]
+)
 def test_resolve_model_finds_the_generated_repository_when_uri_has_any_supported_form(logged, form, tmp_path):
     uri = {
         "logged-model": logged.model_uri,
@@ -74,12 +80,17 @@ def test_resolve_model_names_the_uri_when_it_does_not_exist(logged, uri, message
 
 
 def test_resolve_model_says_how_to_relog_when_model_was_logged_with_mlflow_sklearn(
-        tracking_store, fitted_pipeline, example_frame, tmp_path):
+    tracking_store, fitted_pipeline, example_frame, tmp_path
+):
     mlflow.sklearn.log_model(fitted_pipeline, name="plain", input_example=example_frame, registered_model_name="plain")
 
-    with pytest.raises(ModelSourceError, match=re.escape(
+    with pytest.raises(
+        ModelSourceError,
+        match=re.escape(
             "models:/plain/1 was logged with mlflow.sklearn, not mlflow_triton.sklearn: it has no triton flavor. "
-            "Re-log it with mlflow_triton.sklearn.log_model(sk_model, input_example=..., name=...)")):
+            "Re-log it with mlflow_triton.sklearn.log_model(sk_model, input_example=..., name=...)"
+        ),
+    ):
         resolve_model("models:/plain/1", tmp_path / "download")
 
 
@@ -98,12 +109,18 @@ def test_resolve_model_rejects_a_directory_when_it_holds_no_model(tmp_path):
 
 
 def test_check_prints_fail_lines_and_exits_1_when_uris_are_missing_or_not_triton_models(
-        logged, tracking_store, fitted_pipeline, example_frame, fake_installation, tmp_path, capsys):
+    logged, tracking_store, fitted_pipeline, example_frame, fake_installation, tmp_path, capsys
+):
     mlflow.sklearn.log_model(fitted_pipeline, name="plain", input_example=example_frame, registered_model_name="plain")
     lines = []
 
-    status = check_command(["models:/absent/1", "models:/plain/1"], work_dir=tmp_path / "work", out=lines.append,
-                           progress=None, **fake_installation)
+    status = check_command(
+        ["models:/absent/1", "models:/plain/1"],
+        work_dir=tmp_path / "work",
+        out=lines.append,
+        progress=None,
+        **fake_installation,
+    )
 
     assert status == 1
     assert [line.split(":", 2)[0] for line in lines[:2]] == ["FAIL models", "FAIL models"]
@@ -114,8 +131,14 @@ def test_check_prints_fail_lines_and_exits_1_when_uris_are_missing_or_not_triton
 
 
 def test_check_refuses_input_file_when_several_models_are_given(fake_installation, tmp_path, capsys):
-    status = check_command(["models:/a/1", "models:/b/1"], input_file=tmp_path / "x.csv", work_dir=tmp_path / "w",
-                           out=print, progress=None, **fake_installation)
+    status = check_command(
+        ["models:/a/1", "models:/b/1"],
+        input_file=tmp_path / "x.csv",
+        work_dir=tmp_path / "w",
+        out=print,
+        progress=None,
+        **fake_installation,
+    )
 
     assert status == 1
     assert "give exactly one MODEL_URI with it" in capsys.readouterr().err
@@ -128,8 +151,9 @@ def test_check_fails_naming_pyfunc_when_the_packaged_model_cannot_be_loaded(logg
         weights.unlink()
     lines = []
 
-    status = check_command([str(repository)], work_dir=tmp_path / "work", out=lines.append, progress=None,
-                           **fake_installation)
+    status = check_command(
+        [str(repository)], work_dir=tmp_path / "work", out=lines.append, progress=None, **fake_installation
+    )
 
     assert status == 1
     assert lines[0].startswith(f"FAIL {repository}: mlflow.pyfunc could not load {repository}: ")

@@ -27,16 +27,24 @@ def test_resolve_model_serves_an_export_directory_as_it_is_when_its_backend_is_p
     source = resolve_model(str(directory), tmp_path / "download")
 
     assert (source.repository, source.name, source.pyfunc_uri, source.generated) == (
-        directory, "classifier_onnx", None, False)
+        directory,
+        "classifier_onnx",
+        None,
+        False,
+    )
     assert source.requirements_file == directory / "requirements.txt"
 
 
 def test_resolve_model_refuses_an_onnxruntime_export_saying_to_export_with_python_backend(tmp_path):
     directory = _export_directory(tmp_path, ONNXRUNTIME_CONFIG, files=("1/model.onnx", "request.json"))
 
-    with pytest.raises(ModelSourceError, match=re.escape(
+    with pytest.raises(
+        ModelSourceError,
+        match=re.escape(
             f"{directory}: an mlflow-triton export-onnx directory for Triton's ONNX Runtime backend (platform "
-            "'onnxruntime_onnx'); the Triton bundled with mlflow-triton has only the Python backend")) as raised:
+            "'onnxruntime_onnx'); the Triton bundled with mlflow-triton has only the Python backend"
+        ),
+    ) as raised:
         resolve_model(str(directory), tmp_path / "download")
     assert "--backend python" in str(raised.value)
 

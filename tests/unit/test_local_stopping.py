@@ -9,8 +9,11 @@ from mlflow_triton.local import TritonInstallation, TritonServer, TritonStartErr
 from mlflow_triton.local.serving_env import _stop_process_group
 from tests.support.fake_triton import fake_triton
 
-IGNORES_SIGTERM = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                   "print('ready', flush=True); time.sleep(120)"]
+IGNORES_SIGTERM = [
+    sys.executable,
+    "-c",
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(120)",
+]
 
 
 class CtrlCWhileWaiting(subprocess.Popen):
@@ -43,7 +46,8 @@ def failing_triton(tmp_path):
 
 
 def test_server_stop_kills_the_server_and_closes_its_log_when_ctrl_c_interrupts_the_grace_period(
-        failing_triton, tmp_path):
+    failing_triton, tmp_path
+):
     server = TritonServer(tmp_path, "m", installation=failing_triton, log_path=tmp_path / "server.log")
     server._log_file = log = open(tmp_path / "server.log", "ab")  # noqa: SIM115 (the server closes it)
     server._proc = proc = start_ignoring_sigterm()
@@ -54,7 +58,8 @@ def test_server_stop_kills_the_server_and_closes_its_log_when_ctrl_c_interrupts_
 
 
 def test_server_start_reports_only_this_runs_log_and_does_not_retry_when_an_old_log_says_address_in_use(
-        failing_triton, tmp_path):
+    failing_triton, tmp_path
+):
     log_path = tmp_path / "tritonserver-m.log"
     log_path.write_text("E0101 old run: Address already in use\n" * 50)
     server = TritonServer(tmp_path, "m", installation=failing_triton, log_path=log_path)

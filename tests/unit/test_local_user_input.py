@@ -17,8 +17,9 @@ from tests.support.shipped_request import arrays_from_binary_request, arrays_fro
 @pytest.fixture
 def column_model(fitted_pipeline, example_frame, tmp_path):
     """(schema, repository) of the Pipeline taking columns age (double), city (string), visits (long)."""
-    triton_sklearn.save_model(fitted_pipeline, tmp_path / "columns", input_example=example_frame,
-                              triton_model_name="columns")
+    triton_sklearn.save_model(
+        fitted_pipeline, tmp_path / "columns", input_example=example_frame, triton_model_name="columns"
+    )
     schema = Model.load(str(tmp_path / "columns")).get_input_schema()
     return schema, tmp_path / "columns" / "model_repository" / "columns"
 
@@ -37,13 +38,35 @@ def write(path, text):
     return path
 
 
-@pytest.mark.parametrize("content", [
-    ("input.csv", "age,city,visits\n70.5,Bergen,9\n18.0,Pune,0\n"),
-    ("input.json", json.dumps({"dataframe_split": {"columns": ["age", "city", "visits"],
-                                                   "data": [[70.5, "Bergen", 9], [18.0, "Pune", 0]]}})),
-    ("input.json", json.dumps({"dataframe_records": [{"age": 70.5, "city": "Bergen", "visits": 9},
-                                                     {"age": 18.0, "city": "Pune", "visits": 0}]})),
-], ids=["csv", "dataframe_split", "dataframe_records"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        ("input.csv", "age,city,visits\n70.5,Bergen,9\n18.0,Pune,0\n"),
+        (
+            "input.json",
+            json.dumps(
+                {
+                    "dataframe_split": {
+                        "columns": ["age", "city", "visits"],
+                        "data": [[70.5, "Bergen", 9], [18.0, "Pune", 0]],
+                    }
+                }
+            ),
+        ),
+        (
+            "input.json",
+            json.dumps(
+                {
+                    "dataframe_records": [
+                        {"age": 70.5, "city": "Bergen", "visits": 9},
+                        {"age": 18.0, "city": "Pune", "visits": 0},
+                    ]
+                }
+            ),
+        ),
+    ],
+    ids=["csv", "dataframe_split", "dataframe_records"],
+)
 def test_input_request_carries_the_file_values_when_model_takes_columns(column_model, tmp_path, content):
     schema, repository = column_model
     value = load_user_input(write(tmp_path / content[0], content[1]), schema)
@@ -57,11 +80,15 @@ def test_input_request_carries_the_file_values_when_model_takes_columns(column_m
     assert arrays["visits"].tolist() == [9, 0] and arrays["visits"].dtype == np.int64
 
 
-@pytest.mark.parametrize("content", [
-    ("input.csv", "a,b,c\n1.5,2,3\n4,5,6.25\n7,8,9\n"),
-    ("input.json", json.dumps({"inputs": [[1.5, 2, 3], [4, 5, 6.25], [7, 8, 9]]})),
-    ("input.json", json.dumps({"instances": [[1.5, 2, 3], [4, 5, 6.25], [7, 8, 9]]})),
-], ids=["csv", "inputs", "instances"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        ("input.csv", "a,b,c\n1.5,2,3\n4,5,6.25\n7,8,9\n"),
+        ("input.json", json.dumps({"inputs": [[1.5, 2, 3], [4, 5, 6.25], [7, 8, 9]]})),
+        ("input.json", json.dumps({"instances": [[1.5, 2, 3], [4, 5, 6.25], [7, 8, 9]]})),
+    ],
+    ids=["csv", "inputs", "instances"],
+)
 def test_input_request_carries_the_file_values_when_model_takes_one_tensor(tensor_model, tmp_path, content):
     schema, repository = tensor_model
     value = load_user_input(write(tmp_path / content[0], content[1]), schema)
@@ -85,14 +112,18 @@ def test_input_request_uses_the_binary_extension_when_the_file_holds_nan(tensor_
     assert np.isnan(next(iter(arrays.values()))[0, 1])
 
 
-@pytest.mark.parametrize(("name", "text", "message"), [
-    ("input.json", "[1, 2, 3]", r"expected a JSON object with one of dataframe_split, .*; got a JSON list"),
-    ("input.json", '{"rows": [1]}', r"cannot read it as the model's input: .*dataframe_split"),
-    ("input.txt", "1,2,3", r"unknown file type .txt; expected .json or .csv"),
-    ("input.json", "{not json", r"cannot read it as the model's input"),
-])
-def test_load_user_input_names_the_file_and_the_formats_when_it_cannot_be_read(column_model, tmp_path, name, text,
-                                                                               message):
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("input.json", "[1, 2, 3]", r"expected a JSON object with one of dataframe_split, .*; got a JSON list"),
+        ("input.json", '{"rows": [1]}', r"cannot read it as the model's input: .*dataframe_split"),
+        ("input.txt", "1,2,3", r"unknown file type .txt; expected .json or .csv"),
+        ("input.json", "{not json", r"cannot read it as the model's input"),
+    ],
+)
+def test_load_user_input_names_the_file_and_the_formats_when_it_cannot_be_read(
+    column_model, tmp_path, name, text, message
+):
     with pytest.raises(InputFileError, match=message):
         load_user_input(write(tmp_path / name, text), column_model[0])
 
@@ -119,16 +150,33 @@ def tensor_model_of(tmp_path, dtype):
     return Model.load(str(tmp_path / name)).get_input_schema(), tmp_path / name / "model_repository" / name
 
 
-@pytest.mark.parametrize(("dtype", "csv", "message"), [
-    (np.int64, "a,b,c\n1,2,3\n1.5,2.7,3\n", "column `a` cannot be read as the model's int64 tensor unchanged: row 2 "
-                                           "holds 1.5"),
-    (np.int64, "a,b,c\n1,2,3\n4,5,x\n", "column `c` cannot be read as the model's int64 tensor unchanged: row 1 is a "
-                                       "str, not a number \\(int64 expected\\)"),
-    (np.float32, "a,b,c\n1,2,3\n4,1e300,6\n", "column `b` cannot be read as the model's float32 tensor unchanged: "
-                                             "row 2 holds 1e\\+300"),
-    (np.float32, "a,b,c\n1,2,3\n4,5,16777217\n", "column `c` cannot be read as the model's float32 tensor unchanged: "
-                                                "row 2 \\(16777217\\) does not fit"),
-], ids=["fraction-for-int", "text-for-int", "overflowing-float32", "integer-float32-cannot-hold"])
+@pytest.mark.parametrize(
+    ("dtype", "csv", "message"),
+    [
+        (
+            np.int64,
+            "a,b,c\n1,2,3\n1.5,2.7,3\n",
+            "column `a` cannot be read as the model's int64 tensor unchanged: row 2 holds 1.5",
+        ),
+        (
+            np.int64,
+            "a,b,c\n1,2,3\n4,5,x\n",
+            "column `c` cannot be read as the model's int64 tensor unchanged: row 1 is a "
+            "str, not a number \\(int64 expected\\)",
+        ),
+        (
+            np.float32,
+            "a,b,c\n1,2,3\n4,1e300,6\n",
+            "column `b` cannot be read as the model's float32 tensor unchanged: row 2 holds 1e\\+300",
+        ),
+        (
+            np.float32,
+            "a,b,c\n1,2,3\n4,5,16777217\n",
+            "column `c` cannot be read as the model's float32 tensor unchanged: row 2 \\(16777217\\) does not fit",
+        ),
+    ],
+    ids=["fraction-for-int", "text-for-int", "overflowing-float32", "integer-float32-cannot-hold"],
+)
 def test_load_user_input_names_the_column_and_dtype_when_a_csv_value_would_change(tmp_path, dtype, csv, message):
     schema, _ = tensor_model_of(tmp_path, dtype)
 
@@ -136,10 +184,14 @@ def test_load_user_input_names_the_column_and_dtype_when_a_csv_value_would_chang
         load_user_input(write(tmp_path / "input.csv", csv), schema)
 
 
-@pytest.mark.parametrize(("dtype", "csv", "expected"), [
-    (np.int64, "a,b,c\n1,2,3\n4.0,5,6\n", [[1, 2, 3], [4, 5, 6]]),
-    (np.float32, "a,b,c\n0.1,2,3\n4,5,6.25\n", [[0.1, 2, 3], [4, 5, 6.25]]),
-], ids=["whole-floats-for-int", "decimals-for-float32"])
+@pytest.mark.parametrize(
+    ("dtype", "csv", "expected"),
+    [
+        (np.int64, "a,b,c\n1,2,3\n4.0,5,6\n", [[1, 2, 3], [4, 5, 6]]),
+        (np.float32, "a,b,c\n0.1,2,3\n4,5,6.25\n", [[0.1, 2, 3], [4, 5, 6.25]]),
+    ],
+    ids=["whole-floats-for-int", "decimals-for-float32"],
+)
 def test_load_user_input_reads_a_csv_as_the_tensor_dtype_when_every_value_fits(tmp_path, dtype, csv, expected):
     schema, _ = tensor_model_of(tmp_path, dtype)
 

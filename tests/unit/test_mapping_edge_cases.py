@@ -67,7 +67,9 @@ def test_save_model_serves_a_frame_prediction_with_integer_labels_when_a_pytorch
     example = pd.DataFrame(tiny_models.mlp_example(3))
 
     pytorch.save_model(
-        tiny_models.shared_tiny_mlp(), tmp_path / "package", input_example=example,
+        tiny_models.shared_tiny_mlp(),
+        tmp_path / "package",
+        input_example=example,
         code_paths=[str(tiny_models.CUSTOM_NET_DIR)],
     )
 
@@ -96,8 +98,10 @@ def test_save_model_names_the_column_without_an_mlflow_type_when_the_example_fra
 
     with pytest.raises(
         UnsupportedSchemaError,
-        match=re.escape(f"Column `odd` of the input schema: the input example holds {dtype} values, which have no "
-                        "MLflow column type"),
+        match=re.escape(
+            f"Column `odd` of the input schema: the input example holds {dtype} values, which have no "
+            "MLflow column type"
+        ),
     ):
         sklearn.save_model(model, tmp_path / "package", input_example=frame.iloc[:2])
 
@@ -112,7 +116,9 @@ class SumToScalar(torch.nn.Module):
 def test_save_model_names_the_scalar_when_a_pytorch_forward_returns_one(tmp_path):
     with pytest.raises(
         UnsupportedSchemaError,
-        match=re.escape("Tensor #0 of the output schema: the prediction of the example is a scalar (float32, shape ())"),
+        match=re.escape(
+            "Tensor #0 of the output schema: the prediction of the example is a scalar (float32, shape ())"
+        ),
     ):
         pytorch.save_model(SumToScalar().eval(), tmp_path / "package", input_example=tiny_models.mlp_example())
 
@@ -194,8 +200,7 @@ def test_save_model_ships_a_binary_request_that_model_py_answers_when_the_module
 def test_save_model_ships_a_binary_request_when_only_the_output_is_half_precision(tmp_path):
     module = tiny_models.scripted_half_output()
 
-    pytorch.save_model(module, tmp_path / "package", input_example=tiny_models.mlp_example(),
-                       validate_saved_model=True)
+    pytorch.save_model(module, tmp_path / "package", input_example=tiny_models.mlp_example(), validate_saved_model=True)
 
     repository = repository_of(tmp_path / "package")
     assert sorted(p.name for p in repository.glob("request.*")) == ["request.bin", "request.headers"]

@@ -33,8 +33,11 @@ def _save(tmp_path, **options):
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         mt_pytorch.save_model(
-            tiny_models.tiny_bert_subclass(), package, input_example=tiny_models.token_ids_example(),
-            code_paths=CODE_PATHS, **options,
+            tiny_models.tiny_bert_subclass(),
+            package,
+            input_example=tiny_models.token_ids_example(),
+            code_paths=CODE_PATHS,
+            **options,
         )
     [repository] = (package / "model_repository").iterdir()
     messages = [str(w.message) for w in record if issubclass(w.category, CustomCodeWarning)]
@@ -53,9 +56,7 @@ def test_save_model_warns_naming_the_distribution_and_the_remedy_when_pip_requir
     package, repository, messages = _save(tmp_path, pip_requirements=["torch", "cloudpickle"])
 
     [message] = messages
-    assert message.startswith(
-        "class MyBertModel (base class transformers.models.bert.modeling_bert.BertModel); "
-    )
+    assert message.startswith("class MyBertModel (base class transformers.models.bert.modeling_bert.BertModel); ")
     assert "the installed distribution 'transformers', which the pip_requirements you passed do(es) not list" in message
     assert f"Add {TRANSFORMERS!r} to pip_requirements, or pass only extra_pip_requirements=[...]" in message
     assert json.loads((repository / "validation.json").read_text())["warnings"] == [message]

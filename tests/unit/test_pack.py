@@ -15,14 +15,21 @@ from pathlib import Path
 import pytest
 
 from mlflow_triton import cli
-from mlflow_triton.deploy import (PackOutputError, PackRequirementsError, PackTargetError, TARGETS, pack_command,
-                                  pack_models, resolve_target)
+from mlflow_triton.deploy import (
+    TARGETS,
+    PackOutputError,
+    PackRequirementsError,
+    PackTargetError,
+    pack_command,
+    pack_models,
+    resolve_target,
+)
 from mlflow_triton.deploy import pack as pack_module
 from mlflow_triton.deploy.archive import audit_archive, pack_environment
 from mlflow_triton.deploy.pack_errors import PackError
 from mlflow_triton.deploy.wheels import environment_needs, glibc_of_platform, report_needs, too_new
-from mlflow_triton.local.interpreters import running_interpreter
 from mlflow_triton.local import check_command
+from mlflow_triton.local.interpreters import running_interpreter
 from mlflow_triton.local.sources import expand_repositories
 from mlflow_triton.shared_contract import CONTRACT_PARAMETER
 from tests.support.processes import processes_mentioning
@@ -37,7 +44,8 @@ def generated_model_dir(parent, requirements, name="classifier"):
     (model / "1" / "artifact" / "MLmodel").write_text("flavors: {}\n")
     (model / "config.pbtxt").write_text(
         f'name: "{name}"\nbackend: "python"\nparameters {{\n  key: "{CONTRACT_PARAMETER}"\n  value {{\n'
-        '    string_value: "{}"\n  }\n}\n')
+        '    string_value: "{}"\n  }\n}\n'
+    )
     (model / "requirements.txt").write_text("".join(f"{line}\n" for line in requirements))
     return model
 
@@ -71,14 +79,20 @@ def test_resolve_target_uses_the_running_interpreter_when_bundled_is_packed_with
 
 
 def test_resolve_target_refuses_naming_the_targets_when_the_name_is_unknown():
-    with pytest.raises(PackTargetError, match=r"--target triton-23\.01: unknown target; choose one of bundled, "
-                                              r"triton-24\.10, triton-25\.xx"):
+    with pytest.raises(
+        PackTargetError,
+        match=r"--target triton-23\.01: unknown target; choose one of bundled, "
+        r"triton-24\.10, triton-25\.xx",
+    ):
         resolve_target("triton-23.01")
 
 
 def test_resolve_target_refuses_when_python_contradicts_the_container_stub():
-    with pytest.raises(PackTargetError, match=r"--target triton-24\.10 runs Python 3\.10 \(its Python-backend "
-                                              r"stub\), not 3\.12"):
+    with pytest.raises(
+        PackTargetError,
+        match=r"--target triton-24\.10 runs Python 3\.10 \(its Python-backend "
+        r"stub\), not 3\.12",
+    ):
         resolve_target("triton-24.10", "3.12")
 
 
@@ -91,8 +105,11 @@ def test_pack_refuses_leaving_the_directory_as_it_was_when_out_exists_and_is_not
     out.mkdir()
     (out / "keep.txt").write_text("mine")
 
-    with pytest.raises(PackOutputError, match=r"--out .*/out: exists and is not empty \(keep\.txt\); give a new or "
-                                              r"empty directory"):
+    with pytest.raises(
+        PackOutputError,
+        match=r"--out .*/out: exists and is not empty \(keep\.txt\); give a new or "
+        r"empty directory",
+    ):
         pack_models([str(model)], out)
 
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
@@ -103,10 +120,13 @@ def test_pack_refuses_quoting_pip_when_a_pin_has_no_release_for_the_target_pytho
     model = generated_model_dir(tmp_path, ["scikit-learn==1.9.1"])
     out = tmp_path / "out"
 
-    with pytest.raises(PackRequirementsError, match=r"(?s)cannot be packed for --target triton-24\.10 \(Python "
-                                                    r"3\.10\).*pip said:.*1\.9\.1 Requires-Python >=3\.11.*"
-                                                    r"requirement scikit-learn==1\.9\.1.*log the model under Python "
-                                                    r"3\.10"):
+    with pytest.raises(
+        PackRequirementsError,
+        match=r"(?s)cannot be packed for --target triton-24\.10 \(Python "
+        r"3\.10\).*pip said:.*1\.9\.1 Requires-Python >=3\.11.*"
+        r"requirement scikit-learn==1\.9\.1.*log the model under Python "
+        r"3\.10",
+    ):
         pack_models([str(model)], out, target="triton-24.10", progress=None)
 
     assert left_in(tmp_path, "logged") == []
@@ -117,20 +137,37 @@ def test_pack_refuses_naming_the_wheel_when_it_needs_a_newer_glibc_than_the_targ
     out = tmp_path / "out"
 
     def dry_run(requirements_file, constraints, *, python, report):
-        Path(report).write_text(json.dumps({"install": [
-            {"metadata": {"name": "numpy", "version": "1.26.4"},
-             "download_info": {"url": "https://files.example/numpy-1.26.4-cp310-cp310-manylinux_2_17_x86_64."
-                                      "manylinux2014_x86_64.whl"}},
-            {"metadata": {"name": "fastlib", "version": "2.0"},
-             "download_info": {"url": "https://files.example/fastlib-2.0-cp310-cp310-manylinux_2_39_x86_64.whl"}},
-        ]}))
+        Path(report).write_text(
+            json.dumps(
+                {
+                    "install": [
+                        {
+                            "metadata": {"name": "numpy", "version": "1.26.4"},
+                            "download_info": {
+                                "url": "https://files.example/numpy-1.26.4-cp310-cp310-manylinux_2_17_x86_64."
+                                "manylinux2014_x86_64.whl"
+                            },
+                        },
+                        {
+                            "metadata": {"name": "fastlib", "version": "2.0"},
+                            "download_info": {
+                                "url": "https://files.example/fastlib-2.0-cp310-cp310-manylinux_2_39_x86_64.whl"
+                            },
+                        },
+                    ]
+                }
+            )
+        )
 
     monkeypatch.setattr(pack_module, "check_requirements", dry_run)
 
-    with pytest.raises(PackRequirementsError, match=r"cannot be packed for --target triton-24\.10: pip would install "
-                                                    r"wheels that need a newer glibc than the target's 2\.35: "
-                                                    r"fastlib==2\.0 \(fastlib-2\.0-cp310-cp310-manylinux_2_39_x86_64"
-                                                    r"\.whl\) needs glibc >= 2\.39\. Pin versions"):
+    with pytest.raises(
+        PackRequirementsError,
+        match=r"cannot be packed for --target triton-24\.10: pip would install "
+        r"wheels that need a newer glibc than the target's 2\.35: "
+        r"fastlib==2\.0 \(fastlib-2\.0-cp310-cp310-manylinux_2_39_x86_64"
+        r"\.whl\) needs glibc >= 2\.39\. Pin versions",
+    ):
         pack_models([str(model)], out, target="triton-24.10", progress=None)
 
     assert left_in(tmp_path, "logged") == []
@@ -141,9 +178,12 @@ def test_pack_refuses_naming_where_it_looked_when_the_target_interpreter_cannot_
     monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "no-pyenv"))
     monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
 
-    with pytest.raises(PackTargetError, match=r"--target triton-25\.xx: the environment for Python 3\.12 must be "
-                                              r"built with an interpreter of that version, and none can be used "
-                                              r"here: --python 3\.12: no usable Python 3\.12 interpreter found"):
+    with pytest.raises(
+        PackTargetError,
+        match=r"--target triton-25\.xx: the environment for Python 3\.12 must be "
+        r"built with an interpreter of that version, and none can be used "
+        r"here: --python 3\.12: no usable Python 3\.12 interpreter found",
+    ):
         pack_models([str(model)], tmp_path / "out", target="triton-25.xx", progress=None)
 
     assert left_in(tmp_path, "logged") == []
@@ -165,26 +205,37 @@ def test_pack_command_prints_one_error_line_and_exits_1_when_a_refusal_stops_it(
     status = pack_command(["models:/m/1"], tmp_path / "out", progress=None)
 
     assert status == 1
-    assert capsys.readouterr().err.startswith(f"mlflow-triton pack: error: --out {tmp_path / 'out'}: exists and is "
-                                              "not empty (x)")
+    assert capsys.readouterr().err.startswith(
+        f"mlflow-triton pack: error: --out {tmp_path / 'out'}: exists and is not empty (x)"
+    )
 
 
 # ------------------------------------------------------------------ wheels and glibc
 
 
-@pytest.mark.parametrize(("platform", "glibc"), [
-    ("manylinux_2_36_x86_64", (2, 36)), ("manylinux2014_x86_64", (2, 17)), ("manylinux2010_x86_64", (2, 12)),
-    ("manylinux1_x86_64", (2, 5)), ("any", None), ("linux_x86_64", None), ("musllinux_1_2_x86_64", None),
-])
+@pytest.mark.parametrize(
+    ("platform", "glibc"),
+    [
+        ("manylinux_2_36_x86_64", (2, 36)),
+        ("manylinux2014_x86_64", (2, 17)),
+        ("manylinux2010_x86_64", (2, 12)),
+        ("manylinux1_x86_64", (2, 5)),
+        ("any", None),
+        ("linux_x86_64", None),
+        ("musllinux_1_2_x86_64", None),
+    ],
+)
 def test_glibc_of_platform_reads_pep600_and_legacy_tags_when_given(platform, glibc):
     assert glibc_of_platform(platform) == glibc
 
 
 def test_environment_needs_takes_the_oldest_tag_when_a_wheel_has_several(tmp_path):
     site = tmp_path / "env" / "lib" / "python3.10" / "site-packages"
-    for stem, tags in [("pandas-2.2.3", ["cp310-cp310-manylinux_2_17_x86_64", "cp310-cp310-manylinux2014_x86_64"]),
-                       ("newlib-1.0", ["cp310-cp310-manylinux_2_38_x86_64", "cp310-cp310-manylinux_2_39_x86_64"]),
-                       ("purelib-1.0", ["py3-none-any"])]:
+    for stem, tags in [
+        ("pandas-2.2.3", ["cp310-cp310-manylinux_2_17_x86_64", "cp310-cp310-manylinux2014_x86_64"]),
+        ("newlib-1.0", ["cp310-cp310-manylinux_2_38_x86_64", "cp310-cp310-manylinux_2_39_x86_64"]),
+        ("purelib-1.0", ["py3-none-any"]),
+    ]:
         (site / f"{stem}.dist-info").mkdir(parents=True)
         (site / f"{stem}.dist-info" / "WHEEL").write_text("Wheel-Version: 1.0\n" + "".join(f"Tag: {t}\n" for t in tags))
 
@@ -195,8 +246,15 @@ def test_environment_needs_takes_the_oldest_tag_when_a_wheel_has_several(tmp_pat
 
 
 def test_report_needs_skips_source_distributions_when_pip_would_build_them(tmp_path):
-    (tmp_path / "report.json").write_text(json.dumps({"install": [
-        {"metadata": {"name": "tiny", "version": "1"}, "download_info": {"url": "https://x/tiny-1.tar.gz"}}]}))
+    (tmp_path / "report.json").write_text(
+        json.dumps(
+            {
+                "install": [
+                    {"metadata": {"name": "tiny", "version": "1"}, "download_info": {"url": "https://x/tiny-1.tar.gz"}}
+                ]
+            }
+        )
+    )
 
     assert report_needs(tmp_path / "report.json") == []
 
@@ -226,12 +284,29 @@ def test_pack_environment_serves_both_activation_styles_when_unpacked_elsewhere(
         tar.extractall(unpacked, filter="tar")
     probe = "import sys, packed_probe; print(sys.prefix, packed_probe.ANSWER)"
     # before r25.08: `source <env>/bin/activate && exec env LD_LIBRARY_PATH=<env>/lib:$LD_LIBRARY_PATH ...`
-    sourced = subprocess.run(["bash", "-c", f"source {unpacked}/bin/activate && exec env LD_LIBRARY_PATH="
-                              f"{unpacked}/lib python3 -c '{probe}'"], env={"PATH": "/usr/bin:/bin"},
-                             capture_output=True, text=True, timeout=60)
+    sourced = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"source {unpacked}/bin/activate && exec env LD_LIBRARY_PATH={unpacked}/lib python3 -c '{probe}'",
+        ],
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     # from r25.08: PATH, LD_LIBRARY_PATH and VIRTUAL_ENV from the unpacked folder, no activation script
-    layout = subprocess.run(["python3", "-c", probe], capture_output=True, text=True, timeout=60, env={
-        "PATH": f"{unpacked}/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": f"{unpacked}/lib", "VIRTUAL_ENV": str(unpacked)})
+    layout = subprocess.run(
+        ["python3", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            "PATH": f"{unpacked}/bin:/usr/bin:/bin",
+            "LD_LIBRARY_PATH": f"{unpacked}/lib",
+            "VIRTUAL_ENV": str(unpacked),
+        },
+    )
 
     assert (sourced.returncode, sourced.stdout.strip()) == (0, f"{unpacked} 42"), sourced.stderr
     assert (layout.returncode, layout.stdout.strip()) == (0, f"{unpacked} 42"), layout.stderr
@@ -285,15 +360,22 @@ def tar_with(tmp_path, *members):
     return path
 
 
-@pytest.mark.parametrize(("members", "problem"), [
-    ([("/etc/passwd", "file", "")], "/etc/passwd: absolute path"),
-    ([("lib/../../x", "file", "")], "lib/../../x: a '..' component"),
-    ([("lib/out", "symlink", "/tmp"), ("lib/out/x.py", "file", "")],
-     "lib/out/x.py: written through the symlink lib/out"),
-    ([("lib/up", "symlink", "../../etc")], "lib/up -> ../../etc: a symlink leading out of the archive"),
-    ([("bin/python3.10", "symlink", "/opt/python")],
-     "bin/python3.10 -> /opt/python: should link to /usr/bin/python3.10"),
-])
+@pytest.mark.parametrize(
+    ("members", "problem"),
+    [
+        ([("/etc/passwd", "file", "")], "/etc/passwd: absolute path"),
+        ([("lib/../../x", "file", "")], "lib/../../x: a '..' component"),
+        (
+            [("lib/out", "symlink", "/tmp"), ("lib/out/x.py", "file", "")],
+            "lib/out/x.py: written through the symlink lib/out",
+        ),
+        ([("lib/up", "symlink", "../../etc")], "lib/up -> ../../etc: a symlink leading out of the archive"),
+        (
+            [("bin/python3.10", "symlink", "/opt/python")],
+            "bin/python3.10 -> /opt/python: should link to /usr/bin/python3.10",
+        ),
+    ],
+)
 def test_audit_archive_names_the_member_when_it_breaks_triton_archive_rules(tmp_path, members, problem):
     archive = tar_with(tmp_path, *members)
 
@@ -302,8 +384,12 @@ def test_audit_archive_names_the_member_when_it_breaks_triton_archive_rules(tmp_
 
 
 def test_audit_archive_accepts_links_inside_the_archive_when_they_stay_there(tmp_path):
-    archive = tar_with(tmp_path, ("lib64", "symlink", "lib"), ("bin/python3", "symlink", "python3.10"),
-                       ("bin/python3.10", "symlink", "/usr/bin/python3.10"))
+    archive = tar_with(
+        tmp_path,
+        ("lib64", "symlink", "lib"),
+        ("bin/python3", "symlink", "python3.10"),
+        ("bin/python3.10", "symlink", "/usr/bin/python3.10"),
+    )
 
     assert audit_archive(archive, {"bin/python3.10": "/usr/bin/python3.10"}).members == 3
 
@@ -315,11 +401,31 @@ def test_parser_maps_pack_to_pack_command_when_its_options_are_given(monkeypatch
     calls = []
     monkeypatch.setattr("mlflow_triton.deploy.pack_command", lambda *a, **k: calls.append((a, k)) or 0)
 
-    status = cli.main(["pack", "models:/a/1", "models:/b/2", "--out", str(tmp_path / "o"), "--target",
-                       "triton-24.10", "--python", "3.10", "--tracking-uri", "sqlite:///m.db"])
+    status = cli.main(
+        [
+            "pack",
+            "models:/a/1",
+            "models:/b/2",
+            "--out",
+            str(tmp_path / "o"),
+            "--target",
+            "triton-24.10",
+            "--python",
+            "3.10",
+            "--tracking-uri",
+            "sqlite:///m.db",
+        ]
+    )
 
-    assert (status, calls) == (0, [((["models:/a/1", "models:/b/2"], tmp_path / "o"),
-                                    {"target": "triton-24.10", "python": "3.10", "tracking_uri": "sqlite:///m.db"})])
+    assert (status, calls) == (
+        0,
+        [
+            (
+                (["models:/a/1", "models:/b/2"], tmp_path / "o"),
+                {"target": "triton-24.10", "python": "3.10", "tracking_uri": "sqlite:///m.db"},
+            )
+        ],
+    )
 
 
 def test_pack_help_names_every_target_when_printed():
@@ -335,14 +441,18 @@ def test_expand_repositories_lists_the_model_directories_when_given_a_packed_rep
         (tmp_path / "repo" / name / "config.pbtxt").write_text("")
 
     assert expand_repositories([str(tmp_path / "repo"), "models:/m/1"]) == [
-        str(tmp_path / "repo" / "a_model"), str(tmp_path / "repo" / "b_model"), "models:/m/1"]
+        str(tmp_path / "repo" / "a_model"),
+        str(tmp_path / "repo" / "b_model"),
+        "models:/m/1",
+    ]
 
 
 def test_bare_server_environment_holds_only_path_and_the_server_libraries_when_bare(tmp_path, monkeypatch):
     from mlflow_triton.local import TritonInstallation, TritonServer
 
-    installation = TritonInstallation(server_binary=Path("/x/tritonserver"), backend_directory=Path("/x/backends"),
-                                      library_dirs=(Path("/x/libs"),))
+    installation = TritonInstallation(
+        server_binary=Path("/x/tritonserver"), backend_directory=Path("/x/backends"), library_dirs=(Path("/x/libs"),)
+    )
     monkeypatch.setenv("VIRTUAL_ENV", "/some/venv")
     monkeypatch.setenv("LD_LIBRARY_PATH", "/some/lib")
 
@@ -361,28 +471,45 @@ def test_triton_server_refuses_a_serving_environment_when_started_bare(tmp_path)
 
 
 def test_check_fails_naming_the_container_when_a_directory_packed_for_it_is_checked_here(
-        fitted_pipeline, example_frame, tmp_path, capsys):
+    fitted_pipeline, example_frame, tmp_path, capsys
+):
     from mlflow_triton import sklearn as triton_sklearn
     from tests.support.fake_triton import fake_triton
 
-    triton_sklearn.save_model(fitted_pipeline, tmp_path / "saved", input_example=example_frame,
-                              triton_model_name="classifier")
+    triton_sklearn.save_model(
+        fitted_pipeline, tmp_path / "saved", input_example=example_frame, triton_model_name="classifier"
+    )
     model_dir = tmp_path / "saved" / "model_repository" / "classifier"
     with (model_dir / "config.pbtxt").open("a") as config:
-        config.write('parameters {\n  key: "EXECUTION_ENV_PATH"\n  value {\n    string_value: '
-                     '"$$TRITON_MODEL_DIRECTORY/env.tar.gz"\n  }\n}\n')
-    (model_dir / "pack.json").write_text(json.dumps({
-        "target": "triton-25.xx", "server": "nvcr.io/nvidia/tritonserver:25.xx-py3 (Ubuntu 24.04)",
-        "interpreter": str(tmp_path / "no" / "python3.12")}))
+        config.write(
+            'parameters {\n  key: "EXECUTION_ENV_PATH"\n  value {\n    string_value: '
+            '"$$TRITON_MODEL_DIRECTORY/env.tar.gz"\n  }\n}\n'
+        )
+    (model_dir / "pack.json").write_text(
+        json.dumps(
+            {
+                "target": "triton-25.xx",
+                "server": "nvcr.io/nvidia/tritonserver:25.xx-py3 (Ubuntu 24.04)",
+                "interpreter": str(tmp_path / "no" / "python3.12"),
+            }
+        )
+    )
     binary, backends = fake_triton(tmp_path)
     printed = []
 
-    status = check_command([str(model_dir)], tritonserver=binary, backend_directory=backends,
-                           work_dir=tmp_path / "work", out=printed.append, progress=None)
+    status = check_command(
+        [str(model_dir)],
+        tritonserver=binary,
+        backend_directory=backends,
+        work_dir=tmp_path / "work",
+        out=printed.append,
+        progress=None,
+    )
 
     assert status == 1
     assert printed[0] == (
         f"FAIL {model_dir}: ModelSourceError: classifier was packed for triton-25.xx (nvcr.io/nvidia/tritonserver:"
         f"25.xx-py3 (Ubuntu 24.04)): its environment runs {tmp_path / 'no' / 'python3.12'}, which this machine does "
         "not have, so a bare start here cannot load it. Prove it on that server (copy the model directory into its "
-        "model repository), or pack with --target bundled to prove it here")
+        "model repository), or pack with --target bundled to prove it here"
+    )

@@ -84,9 +84,13 @@ def test_log_model_leaves_nothing_behind_when_the_example_prediction_raises(
         outputs=Schema([TensorSpec(np.dtype("int64"), (-1,))]),
     )
 
-    with pytest.raises(ValidationError, match=r"Prediction of the (decoded )?example failed: RuntimeError: cannot predict"):
+    with pytest.raises(
+        ValidationError, match=r"Prediction of the (decoded )?example failed: RuntimeError: cannot predict"
+    ):
         sklearn.log_model(
-            _UnpredictableClassifier(), input_example=example_frame, registered_model_name="faulty",
+            _UnpredictableClassifier(),
+            input_example=example_frame,
+            registered_model_name="faulty",
             signature=signature if with_signature else None,
         )
 
@@ -103,7 +107,9 @@ STEPS = {
 
 
 @pytest.mark.parametrize("step", list(STEPS))
-def test_log_model_leaves_nothing_behind_when_a_packaging_step_raises(monkeypatch, log, assert_clean, tracking_store, step):
+def test_log_model_leaves_nothing_behind_when_a_packaging_step_raises(
+    monkeypatch, log, assert_clean, tracking_store, step
+):
     owner, attribute = STEPS[step]()
     _inject(monkeypatch, owner, attribute, InjectedFault(f"{step} failed"), after_original=step != "rename-into-place")
 
@@ -130,8 +136,11 @@ def test_log_model_leaves_nothing_behind_when_the_saved_artifact_check_raises(
     monkeypatch, log, assert_clean, tracking_store
 ):
     _inject(
-        monkeypatch, _saved_check, "predict_saved_artifact",
-        ValidationError("validate_saved_model: the saved artifact could not be reloaded"), after_original=False,
+        monkeypatch,
+        _saved_check,
+        "predict_saved_artifact",
+        ValidationError("validate_saved_model: the saved artifact could not be reloaded"),
+        after_original=False,
     )
 
     with pytest.raises(ValidationError, match="validate_saved_model: the saved artifact could not be reloaded"):
@@ -141,7 +150,9 @@ def test_log_model_leaves_nothing_behind_when_the_saved_artifact_check_raises(
     tracking_store.assert_nothing_logged()
 
 
-def test_log_model_leaves_no_staging_directory_when_interrupted_mid_save(monkeypatch, log, assert_clean, tracking_store):
+def test_log_model_leaves_no_staging_directory_when_interrupted_mid_save(
+    monkeypatch, log, assert_clean, tracking_store
+):
     _inject(monkeypatch, _packaging, "_write_repository", KeyboardInterrupt())
 
     with pytest.raises(KeyboardInterrupt):
@@ -158,7 +169,10 @@ def test_log_model_deletes_its_logged_model_when_the_artifact_upload_raises(
     monkeypatch, log, assert_clean, tracking_store
 ):
     _inject(
-        monkeypatch, mlflow.MlflowClient, "log_model_artifacts", InjectedFault("artifact store unreachable"),
+        monkeypatch,
+        mlflow.MlflowClient,
+        "log_model_artifacts",
+        InjectedFault("artifact store unreachable"),
         after_original=False,
     )
 
@@ -181,14 +195,15 @@ def test_log_model_deletes_its_logged_model_when_interrupted_during_the_artifact
     tracking_store.assert_nothing_logged()
 
 
-@pytest.mark.parametrize(
-    "registered_model_name", ["faulty", "it's-a-model", 'say "hi"', "both ' and \"", "trailing\\"]
-)
+@pytest.mark.parametrize("registered_model_name", ["faulty", "it's-a-model", 'say "hi"', "both ' and \"", "trailing\\"])
 def test_log_model_deletes_its_logged_and_registered_model_when_creating_the_registry_version_raises(
     monkeypatch, log, assert_clean, tracking_store, registered_model_name
 ):
     _inject(
-        monkeypatch, mlflow.MlflowClient, "_create_model_version", InjectedFault("registry unavailable"),
+        monkeypatch,
+        mlflow.MlflowClient,
+        "_create_model_version",
+        InjectedFault("registry unavailable"),
         after_original=False,
     )
 
@@ -204,7 +219,10 @@ def test_log_model_keeps_an_existing_registered_model_when_a_new_version_fails(
 ):
     tracking_store.client().create_registered_model("faulty")
     _inject(
-        monkeypatch, mlflow.MlflowClient, "_create_model_version", InjectedFault("registry unavailable"),
+        monkeypatch,
+        mlflow.MlflowClient,
+        "_create_model_version",
+        InjectedFault("registry unavailable"),
         after_original=False,
     )
 
@@ -237,7 +255,10 @@ def test_log_model_deletes_its_logged_model_when_logging_into_a_run_raises(
     with mlflow.start_run() as run:
         pass
     _inject(
-        monkeypatch, mlflow.MlflowClient, "log_model_artifacts", InjectedFault("artifact store unreachable"),
+        monkeypatch,
+        mlflow.MlflowClient,
+        "log_model_artifacts",
+        InjectedFault("artifact store unreachable"),
         after_original=False,
     )
 
@@ -254,7 +275,9 @@ def test_log_model_deletes_its_logged_model_when_linking_it_to_the_run_raises(
     # MLflow creates the LoggedModel, then links it to the run before the package is moved into place.
     with mlflow.start_run() as run:
         pass
-    _inject(monkeypatch, mlflow.MlflowClient, "log_outputs", InjectedFault("run outputs rejected"), after_original=False)
+    _inject(
+        monkeypatch, mlflow.MlflowClient, "log_outputs", InjectedFault("run outputs rejected"), after_original=False
+    )
 
     with pytest.raises(InjectedFault, match="run outputs rejected"):
         log(run_id=run.info.run_id)

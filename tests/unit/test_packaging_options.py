@@ -54,7 +54,9 @@ def test_check_native_options_rejects_the_catch_all_name_when_save_model_takes_v
 
 
 def test_check_native_options_names_artifact_path_replacement_when_artifact_path_is_given():
-    with pytest.raises(InvalidArgumentError, match=r"^artifact_path is not supported; use name= for the MLflow model name$"):
+    with pytest.raises(
+        InvalidArgumentError, match=r"^artifact_path is not supported; use name= for the MLflow model name$"
+    ):
         _CatchAllFramework().check_native_options({"artifact_path": "model", "code_paths": []})
 
 
@@ -92,7 +94,11 @@ def test_with_default_requirements_reads_extra_requirements_when_given_as_a_file
 
 @pytest.mark.parametrize(
     "given",
-    [{"pip_requirements": ["scikit-learn==1.5"]}, {"pip_requirements": "requirements.txt"}, {"conda_env": "conda.yaml"}],
+    [
+        {"pip_requirements": ["scikit-learn==1.5"]},
+        {"pip_requirements": "requirements.txt"},
+        {"conda_env": "conda.yaml"},
+    ],
 )
 def test_with_default_requirements_keeps_the_callers_requirements_when_given(given):
     assert _packaging.with_default_requirements(given, lambda _: ["never-used"]) == given
@@ -104,10 +110,23 @@ def test_with_default_requirements_keeps_the_callers_requirements_when_given(giv
 @pytest.mark.parametrize(
     ("example", "empty"),
     [
-        (None, True), (pd.DataFrame(), True), (pd.DataFrame({"x": []}), True), (pd.Series([], dtype=float), True),
-        (np.array([]), True), (np.empty((0, 4)), True), ([], True), ((), True), ({}, True), ("", True), (b"", True),
-        (pd.DataFrame({"x": [1]}), False), (np.zeros((1, 4)), False), ([0], False), ({"x": np.zeros(1)}, False),
-        ("text", False), (np.float64(0.0), False),
+        (None, True),
+        (pd.DataFrame(), True),
+        (pd.DataFrame({"x": []}), True),
+        (pd.Series([], dtype=float), True),
+        (np.array([]), True),
+        (np.empty((0, 4)), True),
+        ([], True),
+        ((), True),
+        ({}, True),
+        ("", True),
+        (b"", True),
+        (pd.DataFrame({"x": [1]}), False),
+        (np.zeros((1, 4)), False),
+        ([0], False),
+        ({"x": np.zeros(1)}, False),
+        ("text", False),
+        (np.float64(0.0), False),
     ],
 )
 def test_is_empty_reports_whether_an_example_has_values_when_checked(example, empty):

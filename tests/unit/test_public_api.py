@@ -23,7 +23,8 @@ PUBLIC_MODULES = [
 def test_all_lists_exactly_the_public_names_when_module_is_imported(module_name):
     module = importlib.import_module(module_name)
     defined_here = {
-        name for name, value in vars(module).items()
+        name
+        for name, value in vars(module).items()
         if not name.startswith("_")
         and (inspect.isfunction(value) or inspect.isclass(value))
         and value.__module__.startswith(module_name)
@@ -40,7 +41,9 @@ def test_framework_modules_import_when_named_from_the_package():
     assert triton.FLAVOR_NAME == "triton"
 
 
-@pytest.mark.parametrize("module_name", ["mlflow_triton.sklearn", "mlflow_triton.pytorch", "mlflow_triton.transformers"])
+@pytest.mark.parametrize(
+    "module_name", ["mlflow_triton.sklearn", "mlflow_triton.pytorch", "mlflow_triton.transformers"]
+)
 def test_log_model_takes_input_example_as_required_keyword_when_inspected(module_name):
     parameters = inspect.signature(importlib.import_module(module_name).log_model).parameters
     first = next(iter(parameters.values()))
@@ -54,5 +57,10 @@ def test_triton_log_model_has_exactly_the_documented_parameters_when_inspected()
     from mlflow_triton import triton
 
     assert list(inspect.signature(triton.log_model).parameters) == [
-        "triton_model_path", "name", "registered_model_name", "await_registration_for", "run_id", "metadata",
+        "triton_model_path",
+        "name",
+        "registered_model_name",
+        "await_registration_for",
+        "run_id",
+        "metadata",
     ]

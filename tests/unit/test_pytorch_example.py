@@ -30,5 +30,6 @@ def test_log_example_registers_a_model_whose_repository_serves_its_request_when_
     report = json.loads((repository / "1" / "artifact" / "architecture.json").read_text())
     assert report["model_class"] == {"module": "pytorch_architecture.network", "qualname": "TabularNet"}
     assert report["files"]["python"] == [
-        "code/pytorch_architecture/__init__.py", "code/pytorch_architecture/network.py",
+        "code/pytorch_architecture/__init__.py",
+        "code/pytorch_architecture/network.py",
     ]

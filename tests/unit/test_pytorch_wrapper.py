@@ -9,6 +9,7 @@ import sys
 import mlflow
 import numpy as np
 import pytest
+import torch  # noqa: E402  (the tests extra installs torch; never skipped)
 from mlflow.models import Model, ModelSignature
 from mlflow.types import Schema, TensorSpec
 
@@ -18,8 +19,6 @@ from mlflow_triton._config import read_config
 from mlflow_triton.errors import InvalidArgumentError, ValidationError
 from mlflow_triton.runtime.loading import DEVICE_VARIABLE
 from tests.support import tiny_models
-
-import torch  # noqa: E402  (the tests extra installs torch; never skipped)
 
 CODE_PATHS = [str(tiny_models.CUSTOM_NET_DIR)]
 
@@ -36,8 +35,11 @@ def logged_mlp(tmp_path_factory):
     directory = tmp_path_factory.mktemp("logged_mlp")
     with tiny_models.sqlite_tracking(directory):
         info = mt_pytorch.log_model(
-            tiny_models.shared_tiny_mlp(), input_example=tiny_models.mlp_example(), name="network",
-            code_paths=CODE_PATHS, architecture_init_kwargs=tiny_models.MLP_SIZES,
+            tiny_models.shared_tiny_mlp(),
+            input_example=tiny_models.mlp_example(),
+            name="network",
+            code_paths=CODE_PATHS,
+            architecture_init_kwargs=tiny_models.MLP_SIZES,
         )
         yield info, triton.load_model(info.model_uri)
 
@@ -197,14 +199,18 @@ def test_log_model_skips_requirement_inference_when_logging(logged_mlp):
 
     requirements = (repository / "1" / "artifact" / "requirements.txt").read_text().splitlines()
     assert sorted(line.split("==")[0] for line in requirements if line and not line.startswith("mlflow")) == [
-        "cloudpickle", "torch",
+        "cloudpickle",
+        "torch",
     ]
 
 
 def test_log_model_forwards_torch_save_options_when_given(tmp_path):
     mt_pytorch.save_model(
-        tiny_models.shared_tiny_mlp(), tmp_path / "package", input_example=tiny_models.mlp_example(),
-        code_paths=CODE_PATHS, pickle_protocol=4,
+        tiny_models.shared_tiny_mlp(),
+        tmp_path / "package",
+        input_example=tiny_models.mlp_example(),
+        code_paths=CODE_PATHS,
+        pickle_protocol=4,
     )
 
     assert (tmp_path / "package" / "data" / "model.pth").is_file()
@@ -212,9 +218,7 @@ def test_log_model_forwards_torch_save_options_when_given(tmp_path):
 
 def test_log_model_rejects_option_when_mlflow_pytorch_does_not_take_it(experiment_id):
     with pytest.raises(InvalidArgumentError, match=r"Unknown option\(s\) not_an_option for mlflow.pytorch"):
-        mt_pytorch.log_model(
-            tiny_models.shared_tiny_mlp(), input_example=tiny_models.mlp_example(), not_an_option=1
-        )
+        mt_pytorch.log_model(tiny_models.shared_tiny_mlp(), input_example=tiny_models.mlp_example(), not_an_option=1)
 
 
 # --- in-memory prediction and serving ----------------------------------------------------------
@@ -236,13 +240,14 @@ def test_log_model_predicts_example_in_memory_on_the_current_device_when_logging
     monkeypatch.setattr(mlflow.pyfunc, "load_model", no_reload)
     model = tiny_models.shared_tiny_mlp()
 
-    mt_pytorch.save_model(model, tmp_path / "package", input_example=tiny_models.mlp_example(),
-                          code_paths=CODE_PATHS)
+    mt_pytorch.save_model(model, tmp_path / "package", input_example=tiny_models.mlp_example(), code_paths=CODE_PATHS)
 
     assert wrapped and all(m is model and device == "cpu" for m, device in wrapped)
     report = json.loads((_repository(tmp_path / "package") / "validation.json").read_text())
     assert (report["mode"], report["validation_device"], report["saved_artifact_checked"]) == (
-        "in-memory", "cpu", False,
+        "in-memory",
+        "cpu",
+        False,
     )
 
 
@@ -260,9 +265,7 @@ def test_generated_model_py_answers_shipped_request_like_the_logged_pyfunc_when_
     np.testing.assert_allclose(served["output_0"], in_memory, rtol=1e-6)
 
 
-def test_log_model_raises_when_example_is_a_dict_because_mlflow_pytorch_pyfunc_takes_arrays(
-    experiment_id, tmp_path
-):
+def test_log_model_raises_when_example_is_a_dict_because_mlflow_pytorch_pyfunc_takes_arrays(experiment_id, tmp_path):
     example = {"x": tiny_models.mlp_example()}
 
     with pytest.raises(ValidationError, match="does not support List or Dict input types"):
@@ -290,8 +293,11 @@ def test_log_model_keeps_explicit_dynamic_axes_in_config_dims_when_signature_is_
     )
 
     mt_pytorch.save_model(
-        tiny_models.shared_tiny_mlp(), tmp_path / "package", input_example=tiny_models.mlp_example(),
-        signature=signature, code_paths=CODE_PATHS,
+        tiny_models.shared_tiny_mlp(),
+        tmp_path / "package",
+        input_example=tiny_models.mlp_example(),
+        signature=signature,
+        code_paths=CODE_PATHS,
     )
 
     config, _ = read_config(_repository(tmp_path / "package") / "config.pbtxt")
@@ -316,13 +322,17 @@ def test_validate_saved_model_fails_and_logs_nothing_when_the_architecture_modul
 
 def test_validate_saved_model_checks_the_saved_artifact_when_the_architecture_is_packaged(experiment_id):
     info = mt_pytorch.log_model(
-        tiny_models.shared_tiny_mlp(), input_example=tiny_models.mlp_example(), code_paths=CODE_PATHS,
+        tiny_models.shared_tiny_mlp(),
+        input_example=tiny_models.mlp_example(),
+        code_paths=CODE_PATHS,
         validate_saved_model=True,
     )
 
     report = json.loads((triton.load_model(info.model_uri) / "validation.json").read_text())
     assert (report["mode"], report["saved_artifact_checked"], report["validation_device"]) == (
-        "saved-artifact", True, "cpu",
+        "saved-artifact",
+        True,
+        "cpu",
     )
 
 
@@ -333,8 +343,11 @@ def test_gpu_repository_declares_kind_gpu_and_asks_the_loader_for_the_assigned_c
     tmp_path, monkeypatch
 ):
     mt_pytorch.save_model(
-        tiny_models.shared_tiny_mlp(), tmp_path / "package", input_example=tiny_models.mlp_example(),
-        device="gpu", code_paths=CODE_PATHS,
+        tiny_models.shared_tiny_mlp(),
+        tmp_path / "package",
+        input_example=tiny_models.mlp_example(),
+        device="gpu",
+        code_paths=CODE_PATHS,
     )
     repository = _repository(tmp_path / "package")
 

@@ -77,8 +77,13 @@ def _text_generation_pipeline():
 
     tokenizer = tiny_models.shared_tokenizer()
     config = GPT2Config(
-        vocab_size=len(tokenizer), n_positions=64, n_layer=1, n_head=2, n_embd=16,
-        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+        vocab_size=len(tokenizer),
+        n_positions=64,
+        n_layer=1,
+        n_head=2,
+        n_embd=16,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
     state = torch.random.get_rng_state()
@@ -132,7 +137,12 @@ def _isolated_mlflow():
     """No tracking URI, registry URI or active experiment leaks in or out of the pages' own set-up."""
     saved = (tracking_utils._tracking_uri, registry_utils._registry_uri, mlflow.tracking.fluent._active_experiment_id)
     with preserved_environment():
-        for variable in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME"):
+        for variable in (
+            "MLFLOW_TRACKING_URI",
+            "MLFLOW_REGISTRY_URI",
+            "MLFLOW_EXPERIMENT_ID",
+            "MLFLOW_EXPERIMENT_NAME",
+        ):
             os.environ.pop(variable, None)
         tracking_utils._tracking_uri, registry_utils._registry_uri = None, None
         mlflow.tracking.fluent._active_experiment_id = None
@@ -141,8 +151,11 @@ def _isolated_mlflow():
         finally:
             while mlflow.active_run() is not None:
                 mlflow.end_run()
-            (tracking_utils._tracking_uri, registry_utils._registry_uri,
-             mlflow.tracking.fluent._active_experiment_id) = saved
+            (
+                tracking_utils._tracking_uri,
+                registry_utils._registry_uri,
+                mlflow.tracking.fluent._active_experiment_id,
+            ) = saved
 
 
 # --- follow-ups: use what a block only builds ----------------------------------------------------
@@ -168,7 +181,9 @@ def _log_with_signature(namespace):
     info = pytorch.log_model(embedding, input_example=token_ids, signature=signature, name="embedding")
 
     outputs = tiny_models.serve_request(triton.load_model(info.model_uri, dst_path="signature-check"))
-    np.testing.assert_array_equal(list(outputs.values())[0], mlflow.pyfunc.load_model(info.model_uri).predict(token_ids))
+    np.testing.assert_array_equal(
+        list(outputs.values())[0], mlflow.pyfunc.load_model(info.model_uri).predict(token_ids)
+    )
 
 
 def _follow_up(block):

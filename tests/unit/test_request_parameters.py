@@ -45,32 +45,47 @@ def test_request_params_decodes_json_text_when_the_parameter_is_a_list():
 
 
 def test_request_params_refuses_naming_the_parameter_and_the_accepted_ones_when_a_parameter_is_unknown():
-    with pytest.raises(ParameterError, match=r"^Request parameter\(s\) `temperature` not accepted by this model; "
-                                             r"accepted: scale \(a double, default 1\.0\)$"):
+    with pytest.raises(
+        ParameterError,
+        match=r"^Request parameter\(s\) `temperature` not accepted by this model; "
+        r"accepted: scale \(a double, default 1\.0\)$",
+    ):
         request_params('{"scale":2.0,"temperature":0.5}', SCALE)
 
 
 def test_request_params_refuses_without_quoting_the_value_when_a_value_has_another_type():
-    with pytest.raises(ParameterError, match=r"^Request parameter `scale` must be a double, got a str; "
-                                             r"accepted: scale \(a double, default 1\.0\)$"):
+    with pytest.raises(
+        ParameterError,
+        match=r"^Request parameter `scale` must be a double, got a str; "
+        r"accepted: scale \(a double, default 1\.0\)$",
+    ):
         request_params('{"scale":"SECRET-abc"}', SCALE)
 
 
 def test_request_params_refuses_when_a_list_parameter_is_not_json_text():
-    with pytest.raises(ParameterError, match=r"^Request parameter `stop` must be a list of string values, sent as "
-                                             r"JSON text .*not valid JSON$"):
+    with pytest.raises(
+        ParameterError,
+        match=r"^Request parameter `stop` must be a list of string values, sent as "
+        r"JSON text .*not valid JSON$",
+    ):
         request_params('{"stop":"[unclosed"}', LISTS)
 
 
 def test_request_params_refuses_when_a_list_parameter_is_a_scalar():
-    with pytest.raises(ParameterError, match=r"^Request parameter `stop` must be a list of string values, got a "
-                                             r"str; "):
+    with pytest.raises(
+        ParameterError,
+        match=r"^Request parameter `stop` must be a list of string values, got a "
+        r"str; ",
+    ):
         request_params('{"stop":"\\"x\\""}', LISTS)
 
 
 def test_request_params_refuses_naming_every_parameter_when_the_model_has_no_params_schema():
-    with pytest.raises(ParameterError, match=r"^Request parameter\(s\) `a`, `scale`: this model takes no parameters "
-                                             r"\(its MLflow signature has no params schema\)"):
+    with pytest.raises(
+        ParameterError,
+        match=r"^Request parameter\(s\) `a`, `scale`: this model takes no parameters "
+        r"\(its MLflow signature has no params schema\)",
+    ):
         request_params('{"scale":2.0,"a":1}', None)
 
 
@@ -179,8 +194,12 @@ def test_execute_refuses_parameters_with_invalid_arg_when_the_model_has_no_param
     [response] = answer(instance, [(tiny_models.request_arrays(unscaled), {"scale": 2.0})])
 
     assert response.error().code() == INVALID_ARG
-    assert response.error().message().startswith(
-        "Request parameter(s) `scale`: this model takes no parameters (its MLflow signature has no params schema)"
+    assert (
+        response.error()
+        .message()
+        .startswith(
+            "Request parameter(s) `scale`: this model takes no parameters (its MLflow signature has no params schema)"
+        )
     )
 
 
@@ -214,8 +233,9 @@ def test_save_model_ships_the_example_params_as_request_parameters_when_the_exam
 def test_save_model_infers_the_params_schema_from_the_example_params_when_no_signature_is_given(tmp_path):
     package = tmp_path / "package"
 
-    mt_pytorch.save_model(tiny_models.scripted_scaled_linear(), package,
-                          input_example=(tiny_models.mlp_example(), {"scale": 2.0}))
+    mt_pytorch.save_model(
+        tiny_models.scripted_scaled_linear(), package, input_example=(tiny_models.mlp_example(), {"scale": 2.0})
+    )
 
     assert Model.load(str(package / "MLmodel")).get_params_schema() == ParamSchema([ParamSpec("scale", "double", 2.0)])
 
@@ -224,7 +244,14 @@ def test_save_model_refuses_example_params_when_the_signature_has_no_params_sche
     example = tiny_models.mlp_example()
     signature = infer_signature(example, example[:, :3])
 
-    with pytest.raises(InvalidArgumentError, match=r"^input_example carries params \(scale\) but the signature has no "
-                                                   r"params schema"):
-        mt_pytorch.save_model(tiny_models.scripted_scaled_linear(), tmp_path / "package",
-                              input_example=(example, {"scale": 2.0}), signature=signature)
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"^input_example carries params \(scale\) but the signature has no "
+        r"params schema",
+    ):
+        mt_pytorch.save_model(
+            tiny_models.scripted_scaled_linear(),
+            tmp_path / "package",
+            input_example=(example, {"scale": 2.0}),
+            signature=signature,
+        )

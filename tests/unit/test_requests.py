@@ -11,8 +11,8 @@ from mlflow_triton._requests import (
     JSON_HEADER_LENGTH,
     JSON_REQUEST,
     binary_request,
-    json_request,
     json_keeps,
+    json_request,
     needs_binary,
     triton_json_double,
     write_request,
@@ -33,8 +33,13 @@ TENSORS = {
     "name": _bytes("Zürich".encode(), b"Oslo", b""),
     "image": np.arange(12, dtype=np.float32).reshape(3, 2, 2),
 }
-DATATYPES = {"price": "TYPE_FP64", "count": "TYPE_INT32", "flag": "TYPE_BOOL", "name": "TYPE_STRING",
-             "image": "TYPE_FP32"}
+DATATYPES = {
+    "price": "TYPE_FP64",
+    "count": "TYPE_INT32",
+    "flag": "TYPE_BOOL",
+    "name": "TYPE_STRING",
+    "image": "TYPE_FP32",
+}
 CONTENTS = {"name": "text"}
 OUTPUTS = {"label": "TYPE_STRING", "probabilities": "TYPE_FP64"}
 
@@ -101,16 +106,19 @@ def test_needs_binary_is_false_when_the_float_that_triton_would_misread_is_float
     assert needs_binary(tensors, CONTENTS) is False
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("-1.8585403758418125e-246", -1.8585403758418123e-246),  # RapidJSON's normal precision: the neighbour
-    ("123456789012345.67", 123456789012345.69),  # fraction digits beyond 2**53 are added in double arithmetic
-    ("0.1", 0.1),
-    ("-0.0", -0.0),
-    ("100.0", 100.0),
-    ("1e+16", 1e16),
-    ("5e-324", 5e-324),  # below 1e-308: two divisions
-    ("1.7976931348623157e+308", 1.7976931348623157e308),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("-1.8585403758418125e-246", -1.8585403758418123e-246),  # RapidJSON's normal precision: the neighbour
+        ("123456789012345.67", 123456789012345.69),  # fraction digits beyond 2**53 are added in double arithmetic
+        ("0.1", 0.1),
+        ("-0.0", -0.0),
+        ("100.0", 100.0),
+        ("1e+16", 1e16),
+        ("5e-324", 5e-324),  # below 1e-308: two divisions
+        ("1.7976931348623157e+308", 1.7976931348623157e308),
+    ],
+)
 def test_triton_json_double_reads_like_rapidjson_at_normal_precision_when_given_a_json_number(text, expected):
     assert repr(triton_json_double(text)) == repr(expected)
 
@@ -134,8 +142,11 @@ def test_json_request_lists_every_input_with_its_concrete_shape_and_every_output
     body = json_request(TENSORS, DATATYPES, OUTPUTS)
 
     assert [(i["name"], i["datatype"], i["shape"]) for i in body["inputs"]] == [
-        ("price", "FP64", [3]), ("count", "INT32", [3]), ("flag", "BOOL", [3]),
-        ("name", "BYTES", [3]), ("image", "FP32", [3, 2, 2]),
+        ("price", "FP64", [3]),
+        ("count", "INT32", [3]),
+        ("flag", "BOOL", [3]),
+        ("name", "BYTES", [3]),
+        ("image", "FP32", [3, 2, 2]),
     ]
     assert body["outputs"] == [{"name": "label"}, {"name": "probabilities"}]
 
@@ -219,4 +230,3 @@ def test_write_request_keeps_trailing_nul_bytes_when_a_column_is_binary(tmp_path
     headers = read_headers_file(tmp_path / BINARY_HEADERS)
     _, arrays = arrays_from_binary_request((tmp_path / BINARY_REQUEST).read_bytes(), headers)
     assert arrays["blob"].tolist() == [b"ab\x00\x00", b"\x00", b""]
-

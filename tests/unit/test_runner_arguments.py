@@ -11,12 +11,16 @@ def test_runner_refuses_gpu_with_a_clear_message_when_an_example_is_cpu_only(exa
         parse_args([*examples, "--device", "gpu"])
 
     assert exited.value.code == 2
-    assert ("--device gpu: the sklearn example cannot target a GPU (mlflow_triton.sklearn logs KIND_CPU repositories "
-            "only); run pytorch transformers with --device gpu") in capsys.readouterr().err
+    assert (
+        "--device gpu: the sklearn example cannot target a GPU (mlflow_triton.sklearn logs KIND_CPU repositories "
+        "only); run pytorch transformers with --device gpu"
+    ) in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("examples", "expected"), [(["pytorch", "transformers"], ["pytorch", "transformers"]),
-                                                    (["transformers"], ["transformers"])])
+@pytest.mark.parametrize(
+    ("examples", "expected"),
+    [(["pytorch", "transformers"], ["pytorch", "transformers"]), (["transformers"], ["transformers"])],
+)
 def test_runner_accepts_gpu_when_every_example_supports_it(examples, expected):
     assert parse_args([*examples, "--device", "gpu"]).examples == expected
 

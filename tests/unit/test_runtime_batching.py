@@ -20,12 +20,12 @@ from google.protobuf import json_format
 from mlflow.models import Model, ModelSignature
 from mlflow.types import ColSpec, DataType, Schema, TensorSpec
 from mlflow.types.schema import ParamSchema, ParamSpec
-from tests.support import fake_pb_utils
 
 from mlflow_triton._batching import Batching, batched_layout
 from mlflow_triton._config import build_config
 from mlflow_triton._schema import layout_from_signature
 from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
+from tests.support import fake_pb_utils
 
 INVALID_ARG = fake_pb_utils.TritonError.INVALID_ARG
 INTERNAL = fake_pb_utils.TritonError.INTERNAL
@@ -73,13 +73,19 @@ def serve(monkeypatch, signature, respond, max_batch_size=16, params_schema=None
     layout = batched_layout(layout_from_signature(signature, "pyfunc"), Batching(max_batch_size=max_batch_size))
     config = json_format.MessageToDict(build_config("model", layout), preserving_proto_field_name=True)
     model = TritonPythonModel()
-    model.initialize({
-        "model_config": json.dumps(config), "model_repository": "/models/fake", "model_version": "1",
-        "model_instance_kind": "CPU", "model_instance_device_id": "0",
-    })
+    model.initialize(
+        {
+            "model_config": json.dumps(config),
+            "model_repository": "/models/fake",
+            "model_version": "1",
+            "model_instance_kind": "CPU",
+            "model_instance_device_id": "0",
+        }
+    )
     contract = layout.contract
     return (
-        model, predictor,
+        model,
+        predictor,
         StructureCodec(contract.inputs, tensor_types_from_model_config(config, "input")),
         StructureCodec(contract.outputs, tensor_types_from_model_config(config, "output")),
     )
@@ -182,7 +188,7 @@ def test_execute_fails_naming_the_tensor_when_a_lone_batched_request_gets_anothe
 def test_execute_keeps_text_and_nan_exact_when_requests_are_joined(monkeypatch):
     model, predictor, inputs, outputs = serve(monkeypatch, ECHO, lambda model_input: model_input.copy())
     texts = frame([np.nan, -0.0, 1e-310], ["", "東京 ", "a\x00b"])
-    more = frame([np.inf, np.nan], ["Zürich", "\U0001F600"])
+    more = frame([np.inf, np.nan], ["Zürich", "\U0001f600"])
 
     answers = model.execute(requests_of(inputs, texts, more))
 

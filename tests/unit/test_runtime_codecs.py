@@ -112,8 +112,16 @@ def test_columns_codec_splits_the_prediction_into_typed_columns_when_given_commo
             r"^Tensor `count`: element 1 is missing \(<NA>\)",
         ),
     ],
-    ids=["missing-column", "wrong-width", "float-for-int", "records-int-beyond-int32", "records-none",
-         "records-missing-key", "nullable-float-na", "nullable-int-na"],
+    ids=[
+        "missing-column",
+        "wrong-width",
+        "float-for-int",
+        "records-int-beyond-int32",
+        "records-none",
+        "records-missing-key",
+        "nullable-float-na",
+        "nullable-int-na",
+    ],
 )
 def test_columns_codec_names_the_column_when_the_prediction_does_not_fit(prediction, message):
     with pytest.raises(TensorMappingError, match=message):
@@ -121,8 +129,9 @@ def test_columns_codec_names_the_column_when_the_prediction_does_not_fit(predict
 
 
 def test_columns_codec_keeps_nullable_columns_when_they_hold_no_missing_value():
-    prediction = pd.DataFrame({"unit price": pd.array([1.5, 2.5], dtype="Float64"),
-                               "count": pd.array([2, 3], dtype="Int64")})
+    prediction = pd.DataFrame(
+        {"unit price": pd.array([1.5, 2.5], dtype="Float64"), "count": pd.array([2, 3], dtype="Int64")}
+    )
 
     tensors = COLUMNS.to_tensors(prediction)
 

@@ -94,7 +94,9 @@ def test_to_numbers_raises_naming_element_and_value_when_a_value_would_change(va
 def test_to_numbers_raises_when_the_kind_would_change(values, source, target):
     target_name = NUMPY_TO_TRITON[np.dtype(target).name]
 
-    with pytest.raises(TensorMappingError, match=re.escape(f"cannot convert {np.dtype(source)} values to {target_name}")):
+    with pytest.raises(
+        TensorMappingError, match=re.escape(f"cannot convert {np.dtype(source)} values to {target_name}")
+    ):
         convert(values, target, source)
 
 

@@ -24,16 +24,14 @@ from sklearn.compose import make_column_transformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
-from tests.support import fake_pb_utils
 
 from mlflow_triton._config import build_config
 from mlflow_triton._model_py import compose_model_py
 from mlflow_triton._schema import layout_from_signature
 from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
+from tests.support import fake_pb_utils
 
-TRAINING = pd.DataFrame(
-    {"age": [20.0, 30.0, 40.0, 50.0], "city": ["Köln", "Paris", "Köln", "東京"], "n": [1, 2, 3, 4]}
-)
+TRAINING = pd.DataFrame({"age": [20.0, 30.0, 40.0, 50.0], "city": ["Köln", "Paris", "Köln", "東京"], "n": [1, 2, 3, 4]})
 SIGNATURE = ModelSignature(
     inputs=Schema([ColSpec(DataType.double, "age"), ColSpec(DataType.string, "city"), ColSpec(DataType.long, "n")]),
     outputs=Schema([TensorSpec(np.dtype("int64"), (-1,))]),
@@ -161,8 +159,11 @@ MALFORMED = {
     invalid_utf8: (r"^Tensor `city`: element 1 is not valid UTF-8 text", INVALID_ARG),
     numbers_for_text: (r"^Tensor `city`: dtype float64 is not BYTES$", INVALID_ARG),
     unequal_lengths: (r"^Column tensors must have equal lengths; got age: 3, city: 4, n: 4$", INVALID_ARG),
-    unknown_category: (r"^Prediction failed: ValueError; its message may quote the request, so it is only in "
-                       r"Triton's log \(reference [0-9a-f]{8}\)$", INTERNAL),
+    unknown_category: (
+        r"^Prediction failed: ValueError; its message may quote the request, so it is only in "
+        r"Triton's log \(reference [0-9a-f]{8}\)$",
+        INTERNAL,
+    ),
 }
 
 
@@ -182,12 +183,15 @@ def test_execute_answers_only_the_malformed_request_with_an_error_when_a_batch_m
 
 
 def test_execute_answers_the_pipelines_prediction_as_an_int64_tensor_when_the_request_is_built_in_numpy(
-    sklearn_serving
+    sklearn_serving,
 ):
     """Request and answer as Triton carries them, written without the runtime's codecs: rank-one columns."""
     model, pipeline, _, _ = sklearn_serving
-    request = {"age": np.array([35.0, 60.0]), "city": np.array(["東京".encode(), b"Paris"], dtype=object),
-               "n": np.array([9, 0], dtype=np.int64)}
+    request = {
+        "age": np.array([35.0, 60.0]),
+        "city": np.array(["東京".encode(), b"Paris"], dtype=object),
+        "n": np.array([9, 0], dtype=np.int64),
+    }
 
     [response] = model.execute([fake_pb_utils.request_from_arrays(request)])
 
@@ -441,7 +445,9 @@ def test_execute_writes_the_model_error_to_stderr_when_the_backend_has_no_logger
     [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(PRICES_FRAME))])
 
     reference = re.search(r"reference ([0-9a-f]{8})", error_message(response, INTERNAL)).group(1)
-    assert f"mlflow-triton [{reference}] Prediction failed: RuntimeError: exploded on purpose" in capsys.readouterr().err
+    assert (
+        f"mlflow-triton [{reference}] Prediction failed: RuntimeError: exploded on purpose" in capsys.readouterr().err
+    )
 
 
 def test_execute_caps_what_it_logs_and_answers_when_the_model_error_quotes_a_huge_value(monkeypatch, triton_log):
@@ -466,7 +472,9 @@ def test_execute_refuses_an_empty_request_as_the_client_error_when_the_model_fai
     texts = ModelSignature(inputs=Schema([ColSpec(DataType.string)]), outputs=Schema([ColSpec(DataType.string)]))
     model, predictor, inputs, _ = serve(monkeypatch, texts, lambda frame: [][0], flavor="transformers")
 
-    [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(pd.DataFrame({0: []}, dtype=object)))])
+    [response] = model.execute(
+        [fake_pb_utils.request_from_arrays(inputs.to_tensors(pd.DataFrame({0: []}, dtype=object)))]
+    )
 
     assert error_message(response, INVALID_ARG) == (
         "Tensor `input_0` is empty and the model cannot predict an empty request (IndexError); "

@@ -15,12 +15,12 @@ import pytest
 from google.protobuf import json_format
 from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, DataType, Schema, TensorSpec
-from tests.support import fake_pb_utils
 
 from mlflow_triton._config import build_config
 from mlflow_triton._schema import layout_from_signature
 from mlflow_triton.runtime.loading import DEVICE_VARIABLE
 from mlflow_triton.shared_contract import CONTRACT_PARAMETER, MlflowTritonError
+from tests.support import fake_pb_utils
 
 SIGNATURE = ModelSignature(
     inputs=Schema([ColSpec(DataType.double, "age"), ColSpec(DataType.string, "city"), ColSpec(DataType.long, "n")]),
@@ -221,14 +221,20 @@ def write_artifact(repository, files):
 @pytest.mark.parametrize(
     ("files", "message"),
     [
-        (None, r"The MLflow model directory {artifact} is missing: a generated Triton model directory carries a "
-               r"complete copy of the logged model in <version>/artifact/; fetch the directory again with "
-               r"mlflow_triton\.triton\.load_model\(model_uri, dst_path=\.\.\.\) and serve that copy$"),
+        (
+            None,
+            r"The MLflow model directory {artifact} is missing: a generated Triton model directory carries a "
+            r"complete copy of the logged model in <version>/artifact/; fetch the directory again with "
+            r"mlflow_triton\.triton\.load_model\(model_uri, dst_path=\.\.\.\) and serve that copy$",
+        ),
         ([], r"The MLflow model directory {artifact} has no MLmodel file; fetch the directory again"),
-        (["MLmodel"], r"MLflow could not load the sklearn model in {artifact}: BadZipFile: File is not a zip file\. "
-                      r"Its files may be damaged or incomplete \(fetch the directory again .*\), or the serving "
-                      r"environment may lack a package or version the model needs \(compare it with "
-                      r"requirements\.txt\)$"),
+        (
+            ["MLmodel"],
+            r"MLflow could not load the sklearn model in {artifact}: BadZipFile: File is not a zip file\. "
+            r"Its files may be damaged or incomplete \(fetch the directory again .*\), or the serving "
+            r"environment may lack a package or version the model needs \(compare it with "
+            r"requirements\.txt\)$",
+        ),
     ],
     ids=["artifact-missing", "mlmodel-missing", "model-file-damaged"],
 )

@@ -130,7 +130,9 @@ def test_layout_maps_tensor_dtype_one_to_one_when_dtype_is_supported(dtype, data
 
 
 def test_layout_uses_tensors_structure_when_tensors_are_named():
-    inputs = Schema([TensorSpec(np.dtype("float32"), (-1, 4), "pixel values"), TensorSpec(np.dtype("int64"), (-1,), "ids")])
+    inputs = Schema(
+        [TensorSpec(np.dtype("float32"), (-1, 4), "pixel values"), TensorSpec(np.dtype("int64"), (-1,), "ids")]
+    )
 
     layout = _layout(inputs=inputs)
 
@@ -172,7 +174,9 @@ def test_layout_records_numpy_integer_labels_as_plain_integers_when_columns_carr
 
 
 def test_layout_raises_when_the_integer_label_0_is_not_the_first_input_column():
-    with pytest.raises(UnsupportedSchemaError, match=re.escape("Column 0 of the input schema: the label 0 at position 1")):
+    with pytest.raises(
+        UnsupportedSchemaError, match=re.escape("Column 0 of the input schema: the label 0 at position 1")
+    ):
         _layout(inputs=Schema([ColSpec("double", 5), ColSpec("double", 0)]))
 
 

@@ -52,13 +52,15 @@ def _logged(tmp_path_factory, tracking_template, fitted_pipeline, training_frame
         with mlflow.start_run() as run:
             mlflow.log_params(RUN_PARAMS)
         shared = dict(
-            input_example=example, pyfunc_predict_fn="predict_proba", run_id=run.info.run_id,
-            params=PARAMS, tags=TAGS, metadata=METADATA,
+            input_example=example,
+            pyfunc_predict_fn="predict_proba",
+            run_id=run.info.run_id,
+            params=PARAMS,
+            tags=TAGS,
+            metadata=METADATA,
         )
         info = sklearn.log_model(fitted_pipeline, name="classifier", registered_model_name="classifier", **shared)
-        oracle = mlflow.sklearn.log_model(
-            fitted_pipeline, name="oracle", pip_requirements=["scikit-learn"], **shared
-        )
+        oracle = mlflow.sklearn.log_model(fitted_pipeline, name="oracle", pip_requirements=["scikit-learn"], **shared)
     return Logged(store=store, info=info, oracle=oracle, run_id=run.info.run_id, example=example)
 
 
@@ -146,7 +148,11 @@ def test_triton_load_model_returns_the_repository_path_when_model_has_triton_fla
     assert isinstance(repository, pathlib.Path)
     assert repository == root / "model_repository" / "classifier"
     assert sorted(p.name for p in repository.iterdir()) == [
-        "1", "config.pbtxt", "request.json", "requirements.txt", "validation.json",
+        "1",
+        "config.pbtxt",
+        "request.json",
+        "requirements.txt",
+        "validation.json",
     ]
     assert sorted(p.name for p in (repository / "1").iterdir()) == ["artifact", "model.py"]
     assert sorted(p.name for p in (root / "model_repository").iterdir()) == ["classifier"]
@@ -193,7 +199,9 @@ def test_log_model_writes_json_request_with_the_example_values_when_example_is_f
     example = logged.example
 
     assert [(i["name"], i["datatype"], i["shape"]) for i in body["inputs"]] == [
-        ("age", "FP64", [3]), ("city", "BYTES", [3]), ("visits", "INT64", [3]),
+        ("age", "FP64", [3]),
+        ("city", "BYTES", [3]),
+        ("visits", "INT64", [3]),
     ]
     assert {i["name"]: i["data"] for i in body["inputs"]} == {c: example[c].tolist() for c in example.columns}
     assert body["outputs"] == [{"name": "output_0"}]
@@ -206,7 +214,9 @@ def test_log_model_writes_config_that_triton_schema_parses_when_logged(repositor
 
     assert (config.name, config.backend, config.max_batch_size) == ("classifier", "python", 0)
     assert [(t.name, model_config_pb2.DataType.Name(t.data_type), list(t.dims)) for t in config.input] == [
-        ("age", "TYPE_FP64", [-1]), ("city", "TYPE_STRING", [-1]), ("visits", "TYPE_INT64", [-1]),
+        ("age", "TYPE_FP64", [-1]),
+        ("city", "TYPE_STRING", [-1]),
+        ("visits", "TYPE_INT64", [-1]),
     ]
     assert [(t.name, model_config_pb2.DataType.Name(t.data_type), list(t.dims)) for t in config.output] == [
         ("output_0", "TYPE_FP64", [-1, 2]),
@@ -283,7 +293,9 @@ def test_log_model_keeps_the_explicit_signature_when_signature_is_given(tracking
     assert Model.load(info.model_uri).signature == signature
     assert Model.load(str(repository / "1" / "artifact")).signature == signature
     assert [(t.name, model_config_pb2.DataType.Name(t.data_type)) for t in config.input] == [
-        ("city", "TYPE_STRING"), ("visits", "TYPE_FP64"), ("age", "TYPE_FP64"),
+        ("city", "TYPE_STRING"),
+        ("visits", "TYPE_FP64"),
+        ("age", "TYPE_FP64"),
     ]
 
 

@@ -79,8 +79,15 @@ EXAMPLE_COLUMNS = (("age", "double"), ("city", "string"), ("visits", "long"))
 @pytest.mark.parametrize(
     "example",
     [None, pd.DataFrame(), pd.DataFrame({"age": [], "city": [], "visits": []}), [], np.array([]), np.empty((0, 3)), {}],
-    ids=["None", "empty-DataFrame", "DataFrame-without-rows", "empty-list", "empty-ndarray", "ndarray-without-rows",
-         "empty-dict"],
+    ids=[
+        "None",
+        "empty-DataFrame",
+        "DataFrame-without-rows",
+        "empty-list",
+        "empty-ndarray",
+        "ndarray-without-rows",
+        "empty-dict",
+    ],
 )
 def test_log_model_rejects_before_writing_when_input_example_is_missing_or_empty(log, assert_untouched, example):
     with pytest.raises(InvalidArgumentError, match=EMPTY_EXAMPLE):
@@ -107,7 +114,9 @@ def test_log_model_rejects_before_writing_when_device_is_gpu_for_sklearn(log, as
 
 @pytest.mark.parametrize("device", ["tpu", "GPU", "cuda:0", None])
 def test_log_model_rejects_before_writing_when_device_is_unknown(log, assert_untouched, device):
-    with pytest.raises(InvalidArgumentError, match=re.escape(f"device {device!r} is not supported; supported: cpu, gpu")):
+    with pytest.raises(
+        InvalidArgumentError, match=re.escape(f"device {device!r} is not supported; supported: cpu, gpu")
+    ):
         log(device=device)
 
     assert_untouched()
@@ -139,7 +148,7 @@ def test_log_model_rejects_before_writing_when_a_native_option_is_unknown(log, a
     with pytest.raises(
         InvalidArgumentError,
         match=r"^Unknown option\(s\) bogus_option for mlflow\.sklearn\.save_model \(MLflow [^)]+\); accepted: "
-              r"code_paths, .*pyfunc_predict_fn, .*serialization_format",
+        r"code_paths, .*pyfunc_predict_fn, .*serialization_format",
     ):
         log(bogus_option=1)
 
@@ -229,7 +238,9 @@ def test_log_model_rejects_before_writing_when_the_example_has_a_datetime_column
     ],
     ids=["signature", "validate_saved_model", "name", "tags", "params", "metadata", "architecture_init_kwargs"],
 )
-def test_log_model_rejects_before_writing_when_an_argument_has_the_wrong_type(log, assert_untouched, arguments, message):
+def test_log_model_rejects_before_writing_when_an_argument_has_the_wrong_type(
+    log, assert_untouched, arguments, message
+):
     with pytest.raises(InvalidArgumentError, match=re.escape(message)):
         log(**arguments)
 
@@ -241,8 +252,13 @@ def test_log_model_rejects_before_writing_when_an_argument_has_the_wrong_type(lo
 
 @pytest.mark.parametrize("value", [-1, True, 1.5, "8", None])
 def test_log_model_rejects_before_writing_when_max_batch_size_is_not_a_count(log, assert_untouched, value):
-    with pytest.raises(InvalidArgumentError, match=re.escape(f"max_batch_size must be an integer >= 0 (0: no batching; "
-                                                             f"N: Triton joins requests up to N rows), got {value!r}")):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=re.escape(
+            f"max_batch_size must be an integer >= 0 (0: no batching; "
+            f"N: Triton joins requests up to N rows), got {value!r}"
+        ),
+    ):
         log(max_batch_size=value)
 
     assert_untouched()
@@ -257,8 +273,10 @@ def test_log_model_rejects_before_writing_when_a_queue_delay_comes_without_batch
 
 @pytest.mark.parametrize("value", [-1, True, 0.5])
 def test_log_model_rejects_before_writing_when_the_queue_delay_is_not_a_count(log, assert_untouched, value):
-    with pytest.raises(InvalidArgumentError, match=re.escape(f"max_queue_delay_microseconds must be an integer >= 0 "
-                                                             f"or None, got {value!r}")):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=re.escape(f"max_queue_delay_microseconds must be an integer >= 0 or None, got {value!r}"),
+    ):
         log(max_batch_size=8, max_queue_delay_microseconds=value)
 
     assert_untouched()
@@ -267,8 +285,12 @@ def test_log_model_rejects_before_writing_when_the_queue_delay_is_not_a_count(lo
 def test_log_model_refuses_batching_naming_the_tensor_when_an_output_has_no_row_axis(log, assert_untouched):
     fixed_rows = _signature(*EXAMPLE_COLUMNS, outputs=Schema([TensorSpec(np.dtype("float64"), (3, 2))]))
 
-    with pytest.raises(BatchingRefusedError, match=re.escape("max_batch_size=8: output tensor `output_0` has shape "
-                                                             "[3, 2]; batching needs a variable first (row) axis")):
+    with pytest.raises(
+        BatchingRefusedError,
+        match=re.escape(
+            "max_batch_size=8: output tensor `output_0` has shape [3, 2]; batching needs a variable first (row) axis"
+        ),
+    ):
         log(max_batch_size=8, signature=fixed_rows)
 
     assert_untouched()
@@ -298,9 +320,12 @@ class _RankInTheBatch:
 def test_log_model_refuses_batching_naming_the_output_and_the_difference_when_floats_depend_on_the_batch(
     tracking_store, workspace, native_saves, example_frame, assert_untouched
 ):
-    with pytest.raises(BatchingRefusedError, match=r"Batching refused: output `output_0` differs for the example as "
-                                                   r"one batch from the same rows predicted alone by [0-9.e+]+ ulps \("
-                                                   r"largest difference 0\.0 vs -12\.83[0-9]+; allowed: 4 ulps\)"):
+    with pytest.raises(
+        BatchingRefusedError,
+        match=r"Batching refused: output `output_0` differs for the example as "
+        r"one batch from the same rows predicted alone by [0-9.e+]+ ulps \("
+        r"largest difference 0\.0 vs -12\.83[0-9]+; allowed: 4 ulps\)",
+    ):
         sklearn.log_model(_CentredOverTheBatch(), input_example=example_frame, max_batch_size=8)
 
     assert_untouched()
@@ -309,9 +334,14 @@ def test_log_model_refuses_batching_naming_the_output_and_the_difference_when_fl
 def test_log_model_refuses_batching_naming_the_output_when_integers_depend_on_the_batch(
     tracking_store, workspace, native_saves, example_frame, assert_untouched
 ):
-    with pytest.raises(BatchingRefusedError, match=re.escape("Batching refused: output `output_0` differs for the "
-                                                             "example as one batch from the same rows predicted alone "
-                                                             "(int64 values must be equal)")):
+    with pytest.raises(
+        BatchingRefusedError,
+        match=re.escape(
+            "Batching refused: output `output_0` differs for the "
+            "example as one batch from the same rows predicted alone "
+            "(int64 values must be equal)"
+        ),
+    ):
         sklearn.log_model(_RankInTheBatch(), input_example=example_frame, max_batch_size=8)
 
     assert_untouched()

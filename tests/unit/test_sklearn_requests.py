@@ -55,16 +55,22 @@ def robust_pipeline(robust_frame):
 
 def _save(pipeline, path, example, **options):
     sklearn.save_model(
-        pipeline, path, input_example=example, pyfunc_predict_fn="predict_proba",
-        skops_trusted_types=TRUSTED_TYPES, **options,
+        pipeline,
+        path,
+        input_example=example,
+        pyfunc_predict_fn="predict_proba",
+        skops_trusted_types=TRUSTED_TYPES,
+        **options,
     )
     return path / "model_repository" / "model"
 
 
 def _assert_binary_request_matches(prefix, arrays, example):
     assert [(i["name"], i["datatype"], i["shape"]) for i in prefix["inputs"]] == [
-        ("age", "FP64", [len(example)]), ("city", "BYTES", [len(example)]),
-        ("visits", "INT64", [len(example)]), ("token", "BYTES", [len(example)]),
+        ("age", "FP64", [len(example)]),
+        ("city", "BYTES", [len(example)]),
+        ("visits", "INT64", [len(example)]),
+        ("token", "BYTES", [len(example)]),
     ]
     assert prefix["outputs"] == [{"name": "output_0", "parameters": {"binary_data": True}}]
     np.testing.assert_array_equal(arrays["age"], example["age"].to_numpy())

@@ -27,10 +27,15 @@ def test_save_model_writes_the_logged_layout_when_path_is_new(tracking_store, tm
     logged_root = pathlib.Path(mlflow.artifacts.download_artifacts(logged.model_uri))
     assert _tree(path) == _tree(logged_root) - {"registered_model_meta"}  # MLflow's logging adds it
     assert {
-        "MLmodel", "model.skops", "model_repository/classifier/config.pbtxt",
-        "model_repository/classifier/request.json", "model_repository/classifier/requirements.txt",
-        "model_repository/classifier/validation.json", "model_repository/classifier/1/model.py",
-        "model_repository/classifier/1/artifact/MLmodel", "model_repository/classifier/1/artifact/model.skops",
+        "MLmodel",
+        "model.skops",
+        "model_repository/classifier/config.pbtxt",
+        "model_repository/classifier/request.json",
+        "model_repository/classifier/requirements.txt",
+        "model_repository/classifier/validation.json",
+        "model_repository/classifier/1/model.py",
+        "model_repository/classifier/1/artifact/MLmodel",
+        "model_repository/classifier/1/artifact/model.skops",
     } <= _tree(path)
     assert sorted(p.name for p in path.parent.iterdir()) == ["classifier"]
 
@@ -60,7 +65,9 @@ def test_save_model_refuses_and_leaves_it_untouched_when_path_exists(
             (path / "notes.txt").write_text("keep me")
     before = sorted(p.name for p in tmp_path.iterdir())
 
-    with pytest.raises(InvalidArgumentError, match=re.escape(f"path {str(path)!r} already exists; choose a new directory")):
+    with pytest.raises(
+        InvalidArgumentError, match=re.escape(f"path {str(path)!r} already exists; choose a new directory")
+    ):
         sklearn.save_model(fitted_pipeline, path, input_example=example_frame)
 
     assert sorted(p.name for p in tmp_path.iterdir()) == before

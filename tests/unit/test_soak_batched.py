@@ -62,8 +62,11 @@ def test_hostile_kinds_stay_the_unbatched_ones_when_the_repository_does_not_batc
 
 
 def test_wrong_rank_never_sends_the_batched_shape_when_the_repository_batches():
-    wrong = [request for request in (build_request(BATCHED, 9, index, 1.0) for index in range(400))
-             if request.kind == "wrong-rank" and request.transport == HTTP_JSON]
+    wrong = [
+        request
+        for request in (build_request(BATCHED, 9, index, 1.0) for index in range(400))
+        if request.kind == "wrong-rank" and request.transport == HTTP_JSON
+    ]
 
     assert wrong
     for request in wrong:
@@ -71,15 +74,19 @@ def test_wrong_rank_never_sends_the_batched_shape_when_the_repository_batches():
 
 
 def test_too_many_rows_sends_more_rows_than_max_batch_size_when_the_repository_batches():
-    too_many = [request for request in (build_request(BATCHED, 2, index, 1.0) for index in range(400))
-                if request.kind == "too-many-rows" and request.transport == HTTP_JSON]
+    too_many = [
+        request
+        for request in (build_request(BATCHED, 2, index, 1.0) for index in range(400))
+        if request.kind == "too-many-rows" and request.transport == HTTP_JSON
+    ]
 
     assert too_many
     assert all(json_shapes(request)[0][0] > 64 for request in too_many)
 
 
-@pytest.mark.parametrize(("value", "exact"), [(4.25, True), (0.1, True), (1.234567890123456, False),
-                                               (-7.0000000000000036, False)])
+@pytest.mark.parametrize(
+    ("value", "exact"), [(4.25, True), (0.1, True), (1.234567890123456, False), (-7.0000000000000036, False)]
+)
 def test_read_exactly_from_json_is_false_when_a_number_has_more_than_15_significant_digits(value, exact):
     assert read_exactly_from_json(pd.DataFrame({"x": [1.5, value], "colour": ["red", "blue"]})) is exact
 
@@ -125,12 +132,19 @@ def test_check_batched_settings_refuses_a_max_batch_size_below_the_largest_valid
 
 
 def batched_report(statistics, sent_kinds=("valid",)):
-    report = SoakReport(settings={"max_batch_size": 64, "max_queue_delay_microseconds": 5000},
-                        triton_statistics=statistics)
+    report = SoakReport(
+        settings={"max_batch_size": 64, "max_queue_delay_microseconds": 5000}, triton_statistics=statistics
+    )
     report.run = Checked(by_kind={name: {"classes": {"answered": 5}} for name in sent_kinds})
-    report.batching = {"max_batch_size": 64, "tolerance_ulps": 4, "answers_compared": 5, "max_ulps": 1.0,
-                       "answers_off_by_ulps": 2, "json_inexact": {"answers": 0, "max_ulps": 0.0},
-                       "excluded_kinds": dict(EXCLUDED_WHEN_BATCHED)}
+    report.batching = {
+        "max_batch_size": 64,
+        "tolerance_ulps": 4,
+        "answers_compared": 5,
+        "max_ulps": 1.0,
+        "answers_off_by_ulps": 2,
+        "json_inexact": {"answers": 0, "max_ulps": 0.0},
+        "excluded_kinds": dict(EXCLUDED_WHEN_BATCHED),
+    }
     return report
 
 

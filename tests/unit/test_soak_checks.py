@@ -31,8 +31,10 @@ from benchmarks.soak_requests import (
 LAYOUT = Layout("soak", (("x (cm)", "x_cm"), ("y", "y")), (("colour", "colour"),), ("output_0",))
 UNEQUAL = "Column tensors must have equal lengths; got x_cm: 2, y: 2, colour: 1"
 NOT_UTF8 = "Tensor `colour`: element 1 is not valid UTF-8 text (invalid start byte at byte 0)"
-PREDICTION_FAILED = ("Prediction failed: ValueError; its message may quote the request, so it is only in Triton's log "
-                     "(reference 1a2b3c4d)")
+PREDICTION_FAILED = (
+    "Prediction failed: ValueError; its message may quote the request, so it is only in Triton's log "
+    "(reference 1a2b3c4d)"
+)
 
 
 @pytest.mark.parametrize(
@@ -44,8 +46,11 @@ PREDICTION_FAILED = ("Prediction failed: ValueError; its message may quote the r
         ("INVALID_ARGUMENT", NOT_UTF8, RUNTIME_400),
         ("500", UNEQUAL, RUNTIME_CLIENT_ERROR_AS_5XX),
         ("INTERNAL", NOT_UTF8, RUNTIME_CLIENT_ERROR_AS_5XX),
-        ("500", "The request does not match the model's input schema: Incompatible input types for column n.",
-         RUNTIME_CLIENT_ERROR_AS_5XX),
+        (
+            "500",
+            "The request does not match the model's input schema: Incompatible input types for column n.",
+            RUNTIME_CLIENT_ERROR_AS_5XX,
+        ),
         ("500", PREDICTION_FAILED, MODEL_500),
         ("INTERNAL", PREDICTION_FAILED, MODEL_500),
         ("400", PREDICTION_FAILED, UNCLASSIFIED),
@@ -54,8 +59,11 @@ PREDICTION_FAILED = ("Prediction failed: ValueError; its message may quote the r
         ("500", "failed to parse the request JSON buffer: Invalid value. at 0", TRITON_PARSE_500),
         ("INTERNAL", "Unable to parse request", TRITON_PARSE_500),
         ("400", "failed to parse the request JSON buffer: Invalid value. at 0", UNCLASSIFIED),
-        ("400", "[request id: <id_unknown>] inference input 'x_cm' data-type is 'FP32', but model 'soak' expects "
-                "'FP64'", TRITON_400),
+        (
+            "400",
+            "[request id: <id_unknown>] inference input 'x_cm' data-type is 'FP32', but model 'soak' expects 'FP64'",
+            TRITON_400,
+        ),
         ("INVALID_ARGUMENT", "unable to find data for input tensor 'colour' for model 'soak' in request.", TRITON_400),
         ("500", "[request id: <id_unknown>] inference input 'x_cm' data-type is 'FP32'", UNCLASSIFIED),
         ("500", "something nobody has seen", UNCLASSIFIED),
@@ -84,8 +92,10 @@ def rebuild(index):
 
 
 def test_check_outcomes_counts_nothing_against_the_soak_when_every_answer_is_right():
-    outcomes = [outcome(0, "valid", (ANSWERED,), "200", outputs={"output_0": np.zeros((1, 2))}),
-                outcome(1, "unequal-lengths", (RUNTIME_400,), "400", UNEQUAL)]
+    outcomes = [
+        outcome(0, "valid", (ANSWERED,), "200", outputs={"output_0": np.zeros((1, 2))}),
+        outcome(1, "unequal-lengths", (RUNTIME_400,), "400", UNEQUAL),
+    ]
 
     checked = check_outcomes(outcomes, rebuild, FakeOracle(0.0))
 
@@ -111,16 +121,14 @@ def test_check_outcomes_finds_a_wrong_answer_when_a_request_that_must_be_refused
 
 
 def test_check_outcomes_finds_a_runtime_client_error_answered_with_500():
-    checked = check_outcomes([outcome(4, "unequal-lengths", (RUNTIME_400,), "500", UNEQUAL)], rebuild,
-                             FakeOracle(0.0))
+    checked = check_outcomes([outcome(4, "unequal-lengths", (RUNTIME_400,), "500", UNEQUAL)], rebuild, FakeOracle(0.0))
 
     assert [item["answer_class"] for item in checked.runtime_client_errors_5xx] == [RUNTIME_CLIENT_ERROR_AS_5XX]
     assert any("answered 5xx" in line for line in checked.violations("run"))
 
 
 def test_check_outcomes_finds_an_unexpected_class_when_a_transport_fails():
-    failed = Outcome(5, "valid", "grpc", (ANSWERED,), "-", "ConnectionResetError: [Errno 104]", "transport-error",
-                     0.01)
+    failed = Outcome(5, "valid", "grpc", (ANSWERED,), "-", "ConnectionResetError: [Errno 104]", "transport-error", 0.01)
 
     checked = check_outcomes([failed], rebuild, FakeOracle(0.0))
 
@@ -131,7 +139,11 @@ def test_build_request_gives_the_same_request_when_asked_twice_for_one_index():
     first, second = build_request(LAYOUT, 7, 123, 0.4), build_request(LAYOUT, 7, 123, 0.4)
 
     assert (first.kind, first.transport, first.body, first.headers) == (
-        second.kind, second.transport, second.body, second.headers)
+        second.kind,
+        second.transport,
+        second.body,
+        second.headers,
+    )
 
 
 def test_build_request_makes_about_the_asked_fraction_hostile_with_every_kind_when_many_are_built():

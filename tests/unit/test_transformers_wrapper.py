@@ -20,7 +20,6 @@ from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.runtime.loading import DEVICE_VARIABLE
 from tests.support import tiny_models
 
-
 EXAMPLE = tiny_models.TEXT_EXAMPLE
 
 
@@ -36,11 +35,16 @@ def logged_pipelines(tmp_path_factory):
     directory = tmp_path_factory.mktemp("logged_pipelines")
     with tiny_models.sqlite_tracking(directory):
         generation = mt_transformers.log_model(
-            tiny_models.shared_text_generation_pipeline(), input_example=EXAMPLE, name="generator",
-            model_config=tiny_models.GENERATION_CONFIG, params={"max_new_tokens": 99},
+            tiny_models.shared_text_generation_pipeline(),
+            input_example=EXAMPLE,
+            name="generator",
+            model_config=tiny_models.GENERATION_CONFIG,
+            params={"max_new_tokens": 99},
         )
         classification = mt_transformers.log_model(
-            tiny_models.shared_text_classification_pipeline(), input_example=EXAMPLE, name="classifier",
+            tiny_models.shared_text_classification_pipeline(),
+            input_example=EXAMPLE,
+            name="classifier",
         )
         yield {"text-generation": generation, "text-classification": classification}
 
@@ -139,8 +143,10 @@ def test_logged_pyfunc_predicts_like_the_in_memory_pipeline_when_reloaded(logged
         (
             "text-classification",
             [{"type": "string", "required": True}],
-            [{"type": "string", "name": "label", "required": True},
-             {"type": "double", "name": "score", "required": True}],
+            [
+                {"type": "string", "name": "label", "required": True},
+                {"type": "double", "name": "score", "required": True},
+            ],
         ),
     ],
 )
@@ -152,9 +158,7 @@ def test_log_model_infers_mlflow_task_signature_when_no_signature_is_given(logge
 
 
 @pytest.mark.parametrize("task", ["text-generation", "text-classification"])
-def test_runtime_decoding_of_the_unnamed_text_column_is_accepted_by_the_pyfunc_when_predicting(
-    logged_pipelines, task
-):
+def test_runtime_decoding_of_the_unnamed_text_column_is_accepted_by_the_pyfunc_when_predicting(logged_pipelines, task):
     info = logged_pipelines[task]
     repository = _repository(info)
     _, contract = read_config(repository / "config.pbtxt")
@@ -177,8 +181,12 @@ def test_runtime_decoding_of_the_unnamed_text_column_is_accepted_by_the_pyfunc_w
 def test_log_model_preserves_tokenizer_and_configuration_when_saved(logged_pipelines):
     artifact = _repository(logged_pipelines["text-generation"]) / "1" / "artifact"
 
-    for relative in ("model/config.json", "model/generation_config.json",
-                     "components/tokenizer/tokenizer.json", "components/tokenizer/tokenizer_config.json"):
+    for relative in (
+        "model/config.json",
+        "model/generation_config.json",
+        "components/tokenizer/tokenizer.json",
+        "components/tokenizer/tokenizer_config.json",
+    ):
         assert (artifact / relative).is_file(), relative
 
 
@@ -217,7 +225,9 @@ def test_save_model_skips_mlflow_requirement_inference_when_saving(tmp_path, mon
     monkeypatch.setattr(mlflow.transformers, "infer_pip_requirements", no_inference)
 
     mt_transformers.save_model(
-        tiny_models.shared_text_classification_pipeline(), tmp_path / "package", input_example=EXAMPLE,
+        tiny_models.shared_text_classification_pipeline(),
+        tmp_path / "package",
+        input_example=EXAMPLE,
         extra_pip_requirements=["custom-tokenizer-helper==1.0"],
     )
 
@@ -228,13 +238,19 @@ def test_save_model_skips_mlflow_requirement_inference_when_saving(tmp_path, mon
 
 def test_validate_saved_model_reloads_the_pipeline_offline_in_a_clean_process_when_requested(tmp_path):
     mt_transformers.save_model(
-        tiny_models.shared_text_generation_pipeline(), tmp_path / "package", input_example=EXAMPLE,
-        model_config=tiny_models.GENERATION_CONFIG, triton_model_name="generator", validate_saved_model=True,
+        tiny_models.shared_text_generation_pipeline(),
+        tmp_path / "package",
+        input_example=EXAMPLE,
+        model_config=tiny_models.GENERATION_CONFIG,
+        triton_model_name="generator",
+        validate_saved_model=True,
     )
 
     report = json.loads((tmp_path / "package/model_repository/generator/validation.json").read_text())
     assert (report["mode"], report["saved_artifact_checked"], report["validation_device"]) == (
-        "saved-artifact", True, "cpu",
+        "saved-artifact",
+        True,
+        "cpu",
     )
     assert report["tensor_mapping"]["outputs"] == {"output_0": [len(EXAMPLE)]}
 
@@ -250,13 +266,9 @@ def test_validate_saved_model_reloads_the_pipeline_offline_in_a_clean_process_wh
         ({"artifact_path": "model"}, "artifact_path is not supported; use name="),
     ],
 )
-def test_log_model_rejects_option_and_logs_nothing_when_it_cannot_be_served(
-    experiment_id, tmp_path, options, message
-):
+def test_log_model_rejects_option_and_logs_nothing_when_it_cannot_be_served(experiment_id, tmp_path, options, message):
     with pytest.raises(InvalidArgumentError, match=message):
-        mt_transformers.log_model(
-            tiny_models.shared_text_classification_pipeline(), input_example=EXAMPLE, **options
-        )
+        mt_transformers.log_model(tiny_models.shared_text_classification_pipeline(), input_example=EXAMPLE, **options)
 
     _assert_nothing_logged(experiment_id, tmp_path)
 
@@ -285,8 +297,11 @@ def test_gpu_repository_declares_kind_gpu_and_asks_the_loader_for_the_assigned_d
     tmp_path, monkeypatch
 ):
     mt_transformers.save_model(
-        tiny_models.shared_text_classification_pipeline(), tmp_path / "package", input_example=EXAMPLE,
-        device="gpu", triton_model_name="classifier",
+        tiny_models.shared_text_classification_pipeline(),
+        tmp_path / "package",
+        input_example=EXAMPLE,
+        device="gpu",
+        triton_model_name="classifier",
     )
     repository = tmp_path / "package" / "model_repository" / "classifier"
 
@@ -307,8 +322,11 @@ def test_generated_model_py_answers_like_pyfunc_on_the_text_when_the_example_is_
     from mlflow_triton.local.compare import predict_outputs
 
     generation = task == "text-generation"
-    pipeline = (tiny_models.shared_text_generation_pipeline() if generation
-                else tiny_models.shared_text_classification_pipeline())
+    pipeline = (
+        tiny_models.shared_text_generation_pipeline()
+        if generation
+        else tiny_models.shared_text_classification_pipeline()
+    )
     package = tmp_path / "package"
     options = {"model_config": tiny_models.GENERATION_CONFIG} if generation else {}
 

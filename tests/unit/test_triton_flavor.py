@@ -29,6 +29,7 @@ REJECTED_REGISTRY_NAME = "must-not-be-registered"
 
 # --- fixtures ------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def tracking_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("tracking")
@@ -72,6 +73,7 @@ def _fitted_classifier():
 
 # --- the public signature -----------------------------------------------------------------------
 
+
 def test_log_model_has_exactly_the_documented_parameters():
     parameters = inspect.signature(triton.log_model).parameters
 
@@ -92,6 +94,7 @@ def test_flavor_module_exports_the_documented_api():
 
 
 # --- accepted directories -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("version", ["1", "12"])
 def test_check_model_directory_accepts_a_positive_numbered_version(tmp_path, version):
@@ -125,6 +128,7 @@ def test_log_model_registers_a_version_when_registered_model_name_is_given(tmp_p
 
 # --- rejections: a clear message and nothing logged --------------------------------------------
 
+
 def _missing(tmp_path):
     return tmp_path / "does-not-exist"
 
@@ -137,6 +141,7 @@ def _a_file(tmp_path):
 
 def _with_entries(*entries):
     """A directory holding the given version-like entries: ``"name/"`` a directory, ``"name"`` a file."""
+
     def build(tmp_path):
         root = tmp_path / "model"
         root.mkdir()
@@ -148,6 +153,7 @@ def _with_entries(*entries):
             else:
                 (root / entry).write_text("not a directory\n")
         return root
+
     return build
 
 
@@ -170,6 +176,7 @@ def _with_link(kind):
             link.symlink_to(root, target_is_directory=True)
             return link
         return root
+
     return build
 
 
@@ -178,12 +185,14 @@ def _with_fifo(where):
         root = write_triton_repository(tmp_path, "model")
         os.mkfifo(root / where)
         return root
+
     return build
 
 
 def _named(name):
     def build(tmp_path):
         return write_triton_repository(tmp_path, name)
+
     return build
 
 
@@ -280,6 +289,7 @@ def test_log_model_rejects_and_logs_nothing_when_tmpdir_is_inside_the_source(
     assert mlflow.search_logged_models(experiment_ids=[experiment_id], output_format="list") == []
     assert list((source / "scratch").iterdir()) == []
 
+
 def test_save_model_rejects_when_destination_exists(tmp_path):
     source = write_triton_repository(tmp_path)
     (tmp_path / "taken").mkdir()
@@ -295,7 +305,8 @@ def test_save_model_writes_the_flavor_and_an_exact_copy_without_staging_leftover
     triton.save_model(source, destination)
 
     assert Model.load(str(destination / "MLmodel")).flavors["triton"] == {
-        "data": "model/iris_classifier", "model_name": "iris_classifier"
+        "data": "model/iris_classifier",
+        "model_name": "iris_classifier",
     }
     assert file_tree(destination / "model" / "iris_classifier") == file_tree(source)
     assert sorted(os.listdir(tmp_path / "out")) == ["mlflow-model"]
@@ -323,7 +334,9 @@ def test_save_model_creates_the_model_directory_with_default_permissions(tmp_pat
 
     assert (tmp_path / "mlflow-model").stat().st_mode == (tmp_path / "reference").stat().st_mode
 
+
 # --- load_model for every URI kind and both kinds of artifact -----------------------------------
+
 
 @pytest.fixture(scope="module")
 def logged(tracking_root, tmp_path_factory):
@@ -379,6 +392,7 @@ def test_load_model_returns_the_generated_repository_for_every_uri_kind(logged, 
 
 
 # --- load_model refusals ------------------------------------------------------------------------
+
 
 def _local_model(tmp_path, data, make_target=True):
     model_dir = tmp_path / "local-model"
@@ -449,6 +463,7 @@ def test_load_model_returns_the_directory_of_a_local_model(tmp_path):
 
 # --- a failure inside Model.log leaves no LoggedModel and no empty registered model --------------
 
+
 class InjectedFault(Exception):
     """Raised by a patched MLflow step; nothing else raises it."""
 
@@ -456,6 +471,7 @@ class InjectedFault(Exception):
 def _failing(error):
     def fail(*args, **kwargs):
         raise error
+
     return fail
 
 
@@ -475,12 +491,12 @@ def test_log_model_leaves_no_logged_or_registered_model_when_model_log_fails_aft
 
     assert logged_model_creations == ["triton-model"]  # Model.log did create one ...
     assert mlflow.search_logged_models(experiment_ids=[experiment_id], output_format="list") == []  # ... deleted
-    assert [m.name for m in MlflowClient().search_registered_models()
-            if m.name == registered_model_name] == []
+    assert [m.name for m in MlflowClient().search_registered_models() if m.name == registered_model_name] == []
     assert list(workspace.iterdir()) == []
 
 
 # --- load_model: the flavor's empty_directories ------------------------------------------------
+
 
 def _tree_with_directories(root):
     """``{relative path: bytes, or None for a directory}`` of everything below ``root``."""
@@ -537,6 +553,7 @@ def test_load_model_refuses_an_empty_directory_that_escapes_the_model(tmp_path):
 
 # --- load_model never writes into a local store; dst_path gives a copy to serve -----------------
 
+
 def test_load_model_returns_a_copy_under_dst_path_with_the_empty_directories(tmp_path, experiment_id):
     info = triton.log_model(_ensemble(tmp_path))
     stored = _stored_model_directory(info)
@@ -545,7 +562,10 @@ def test_load_model_returns_a_copy_under_dst_path_with_the_empty_directories(tmp
     repository = triton.load_model(info.model_uri, dst_path=tmp_path / "serve")
 
     assert repository == (tmp_path / "serve" / "model" / "ensemble").resolve()
-    assert _tree_with_directories(repository) == {"1": None, "config.pbtxt": b'name: "ensemble"\nplatform: "ensemble"\n'}
+    assert _tree_with_directories(repository) == {
+        "1": None,
+        "config.pbtxt": b'name: "ensemble"\nplatform: "ensemble"\n',
+    }
     (repository / "1" / "__pycache__").mkdir()  # what Triton writes when it imports a model.py
     assert _tree_with_directories(stored) == before
 
@@ -561,7 +581,10 @@ def test_load_model_without_dst_path_recreates_missing_empty_directories_in_a_co
     repository = triton.load_model(info.model_uri)
 
     assert not repository.is_relative_to(stored.resolve())
-    assert _tree_with_directories(repository) == {"1": None, "config.pbtxt": b'name: "ensemble"\nplatform: "ensemble"\n'}
+    assert _tree_with_directories(repository) == {
+        "1": None,
+        "config.pbtxt": b'name: "ensemble"\nplatform: "ensemble"\n',
+    }
     assert _tree_with_directories(stored) == before
 
 
@@ -578,5 +601,11 @@ def test_load_model_without_dst_path_writes_nothing_into_a_local_store_for_every
 
     repository = triton.load_model(URI_KINDS[uri_kind](run.info.run_id, "ensemble-model", info, registered))
 
-    assert _tree_with_directories(repository) == {"1": None, "config.pbtxt": b'name: "ensemble"\nplatform: "ensemble"\n'}
-    assert (_tree_with_directories(stored), {path: path.stat().st_mtime_ns for path in [stored, *stored.rglob("*")]}) == before
+    assert _tree_with_directories(repository) == {
+        "1": None,
+        "config.pbtxt": b'name: "ensemble"\nplatform: "ensemble"\n',
+    }
+    assert (
+        _tree_with_directories(stored),
+        {path: path.stat().st_mtime_ns for path in [stored, *stored.rglob("*")]},
+    ) == before

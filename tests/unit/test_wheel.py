@@ -12,9 +12,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def test_wheel_installs_logging_side_runtime_and_contract_when_built_from_the_checkout(tmp_path):
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO_ROOT),
-         "-w", str(tmp_path / "dist")],
-        check=True, capture_output=True,
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO_ROOT), "-w", str(tmp_path / "dist")],
+        check=True,
+        capture_output=True,
     )
     [wheel] = (tmp_path / "dist").glob("mlflow_triton-*.whl")
     with zipfile.ZipFile(wheel) as archive:  # the export part ships too (it needs the [onnx] extra to import)
@@ -23,7 +23,8 @@ def test_wheel_installs_logging_side_runtime_and_contract_when_built_from_the_ch
     assert "mlflow_triton/py.typed" in names  # PEP 561: type checkers read the package's annotations
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "site"), str(wheel)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     # -S: no site-packages, so neither the editable install nor mlflow can be found; only the wheel.
     probe = (
@@ -32,7 +33,10 @@ def test_wheel_installs_logging_side_runtime_and_contract_when_built_from_the_ch
         "print(mlflow_triton.__file__); print(len(compose_model_py()) > 0, c.MAPPING_VERSION)"
     )
     completed = subprocess.run(
-        [sys.executable, "-S", "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+        [sys.executable, "-S", "-c", probe],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
         env={"PYTHONPATH": str(tmp_path / "site")},
     )
 

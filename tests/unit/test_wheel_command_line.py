@@ -9,8 +9,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_wheel_installs_the_mlflow_triton_command_and_the_local_extra_when_built_from_the_checkout(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO_ROOT), "-w", str(tmp_path)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO_ROOT), "-w", str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
     [wheel] = tmp_path.glob("mlflow_triton-*.whl")
 
     with zipfile.ZipFile(wheel) as archive:
@@ -19,9 +22,16 @@ def test_wheel_installs_the_mlflow_triton_command_and_the_local_extra_when_built
         entry_points = archive.read(f"{info}/entry_points.txt").decode()
         metadata = archive.read(f"{info}/METADATA").decode()
 
-    assert {"mlflow_triton/cli.py", "mlflow_triton/__main__.py", "mlflow_triton/local/__init__.py",
-            "mlflow_triton/local/serve.py", "mlflow_triton/local/check.py"} <= names
+    assert {
+        "mlflow_triton/cli.py",
+        "mlflow_triton/__main__.py",
+        "mlflow_triton/local/__init__.py",
+        "mlflow_triton/local/serve.py",
+        "mlflow_triton/local/check.py",
+    } <= names
     assert "[console_scripts]\nmlflow-triton = mlflow_triton.cli:main" in entry_points
     assert "Provides-Extra: local" in metadata
-    assert ('Requires-Dist: nvidia-pytriton==0.7.0; (sys_platform == "linux" and platform_machine == "x86_64") '
-            'and extra == "local"') in metadata
+    assert (
+        'Requires-Dist: nvidia-pytriton==0.7.0; (sys_platform == "linux" and platform_machine == "x86_64") '
+        'and extra == "local"'
+    ) in metadata

@@ -68,13 +68,35 @@ from .expectations import (
 PROGRESS_BAR_VARIABLE = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 PHASES = ("log", "fetch", "load", "oracle", "requests", "unload")
 WARM_UP_CASES = (
-    Case("sklearn-recipe", "columns", (Field("x", "float64"),), (Output("y", 0, "echo"),), "frame", False,
-         (Input(((2,),), ((0.5, -1.0),)),), (("serialization", "cloudpickle"),)),
-    Case("sklearn-pipeline", "columns", (Field("x", "float64"), Field("t", "text")), (Output(None, 0, "predict"),),
-         "array", False, (Input(((2,), (2,)), ((0.5, -1.0), ("a", "b"))),),
-         (("estimator", "logistic-labels"), ("serialization", "skops"))),
-    Case("pytorch-recipe", "tensor", (Field(None, "float32", (-1, 2)),), (Output(None, 0, "echo"),), "array", False,
-         (Input(((1, 2),), ((0.5, -1.0),)),)),
+    Case(
+        "sklearn-recipe",
+        "columns",
+        (Field("x", "float64"),),
+        (Output("y", 0, "echo"),),
+        "frame",
+        False,
+        (Input(((2,),), ((0.5, -1.0),)),),
+        (("serialization", "cloudpickle"),),
+    ),
+    Case(
+        "sklearn-pipeline",
+        "columns",
+        (Field("x", "float64"), Field("t", "text")),
+        (Output(None, 0, "predict"),),
+        "array",
+        False,
+        (Input(((2,), (2,)), ((0.5, -1.0), ("a", "b"))),),
+        (("estimator", "logistic-labels"), ("serialization", "skops")),
+    ),
+    Case(
+        "pytorch-recipe",
+        "tensor",
+        (Field(None, "float32", (-1, 2)),),
+        (Output(None, 0, "echo"),),
+        "array",
+        False,
+        (Input(((1, 2),), ((0.5, -1.0),)),),
+    ),
 )
 
 
@@ -123,21 +145,39 @@ class Campaign:
                 info = _log(case, name)
                 _fetch(info.model_uri, work_dir / "downloads" / name, work_dir / "repository" / name)
                 warm_ups.append(name)
-            lines = sorted({line for name in warm_ups
-                            for line in requirement_lines((work_dir / "repository" / name / "requirements.txt")
-                                                          .read_text())})
-            progress(f"fidelity: warm-up models logged in {time.monotonic() - started:.1f}s; serving environment "
-                     f"for {lines}")
+            lines = sorted(
+                {
+                    line
+                    for name in warm_ups
+                    for line in requirement_lines((work_dir / "repository" / name / "requirements.txt").read_text())
+                }
+            )
+            progress(
+                f"fidelity: warm-up models logged in {time.monotonic() - started:.1f}s; serving environment for {lines}"
+            )
             installation = TritonInstallation.bundled(progress=None)
             started = time.monotonic()
-            env = ensure_env_for_requirements(lines, installation.serving_constraints, progress=progress,
-                                              source="the fidelity campaign", reuse_superset=True)
+            env = ensure_env_for_requirements(
+                lines,
+                installation.serving_constraints,
+                progress=progress,
+                source="the fidelity campaign",
+                reuse_superset=True,
+            )
             progress(f"fidelity: serving environment {env} ready in {time.monotonic() - started:.1f}s")
-            server = TritonServer(work_dir / "repository", warm_ups, installation=installation, serving_env=env,
-                                  log_path=work_dir / "tritonserver.log", startup_timeout=300)
+            server = TritonServer(
+                work_dir / "repository",
+                warm_ups,
+                installation=installation,
+                serving_env=env,
+                log_path=work_dir / "tritonserver.log",
+                startup_timeout=300,
+            )
             with server:
-                progress(f"fidelity: Triton {server.version()} ready with the warm-up models in "
-                         f"{server.ready_seconds:.1f}s (log: {server.log_path})")
+                progress(
+                    f"fidelity: Triton {server.version()} ready with the warm-up models in "
+                    f"{server.ready_seconds:.1f}s (log: {server.log_path})"
+                )
                 campaign = cls(work_dir, server, env, installation)
                 try:
                     yield campaign
@@ -166,11 +206,13 @@ class Campaign:
                 _log(case, f"case_{next(self._numbers)}")
         except Exception as error:  # the assertion below says which
             if type(error).__name__ != rejection.error or not re.search(rejection.pattern, str(error)):
-                raise CaseFailure(f"expected {rejection.error} matching {rejection.pattern!r}, got "
-                                  f"{type(error).__name__}: {error}") from error
+                raise CaseFailure(
+                    f"expected {rejection.error} matching {rejection.pattern!r}, got {type(error).__name__}: {error}"
+                ) from error
         else:
-            raise CaseFailure(f"log_model accepted a case it must reject with {rejection.error} "
-                              f"matching {rejection.pattern!r}")
+            raise CaseFailure(
+                f"log_model accepted a case it must reject with {rejection.error} matching {rejection.pattern!r}"
+            )
         after = len(mlflow.search_logged_models(output_format="list"))
         if after != before:
             raise CaseFailure(f"the rejected case left {after - before} LoggedModel(s) behind")
@@ -220,8 +262,9 @@ class Campaign:
                 value = model_value(case, model_input)
                 arrays = dict(zip(model.input_tensors, raw_arrays(case, model_input)))
                 try:
-                    expected = expected_answer(model.contract, model.outputs,
-                                               prediction=model.pyfunc_model.predict(value))
+                    expected = expected_answer(
+                        model.contract, model.outputs, prediction=model.pyfunc_model.predict(value)
+                    )
                 except Exception as error:  # pyfunc's own failure is the expected answer
                     empty = any(array.size == 0 for array in arrays.values())
                     expected = expected_answer(model.contract, model.outputs, error=error, empty=empty)
@@ -238,8 +281,9 @@ class Campaign:
                     encodings = ["binary"] + (["json"] if client.json_carries(arrays, model.datatypes) else [])
                     for encoding in encodings:
                         status, answer = model.infer(arrays, encoding, ensure_ascii=number % 2 == 0)
-                        self._compare(f"input {number} ({model_input.rows} rows, {encoding})", expected, status,
-                                      answer, exact)
+                        self._compare(
+                            f"input {number} ({model_input.rows} rows, {encoding})", expected, status, answer, exact
+                        )
                         with self._lock:
                             self.counts[f"requests: {encoding}"] += 1
                             self.counts[f"answers: {_outcome(expected)}"] += 1
@@ -256,8 +300,13 @@ class Campaign:
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(planned)) as pool:
             answers = list(pool.map(lambda entry: model.infer(entry[2], "binary"), planned))
         for (number, model_input, _, expected), (status, answer) in zip(planned, answers):
-            self._compare(f"input {number} ({model_input.rows} rows, binary, sent with {len(planned) - 1} others)",
-                          expected, status, answer, exact)
+            self._compare(
+                f"input {number} ({model_input.rows} rows, binary, sent with {len(planned) - 1} others)",
+                expected,
+                status,
+                answer,
+                exact,
+            )
             with self._lock:
                 self.counts["requests: batched (sent at once)"] += 1
 
@@ -282,10 +331,15 @@ class Campaign:
             if problems:
                 raise CaseFailure(f"{what}: outputs differ from pyfunc.predict: " + "; ".join(problems))
             return
-        if (status != expected.status or not str(answer).startswith(expected.message_start)
-                or expected.contains not in str(answer)):
-            raise CaseFailure(f"{what}: expected HTTP {expected.status} starting {expected.message_start!r} "
-                              f"and saying {expected.contains!r}, got HTTP {status}: {str(answer)[:500]}")
+        if (
+            status != expected.status
+            or not str(answer).startswith(expected.message_start)
+            or expected.contains not in str(answer)
+        ):
+            raise CaseFailure(
+                f"{what}: expected HTTP {expected.status} starting {expected.message_start!r} "
+                f"and saying {expected.contains!r}, got HTTP {status}: {str(answer)[:500]}"
+            )
 
     def _check_requirements(self, model_dir):
         unmet = []
@@ -322,8 +376,11 @@ class Campaign:
         for phase in PHASES:
             values = self.phase_seconds.get(phase, [])
             if values:
-                phases[phase] = {"total_s": round(sum(values), 1), "mean_s": round(sum(values) / len(values), 2),
-                                 "max_s": round(max(values), 2)}
+                phases[phase] = {
+                    "total_s": round(sum(values), 1),
+                    "mean_s": round(sum(values) / len(values), 2),
+                    "max_s": round(max(values), 2),
+                }
         slowest = sorted(self.case_seconds, key=lambda entry: entry[0], reverse=True)[:10]
         return {
             "seed": seed,
@@ -333,8 +390,10 @@ class Campaign:
             "failures": list(failures),
             "wall_s": round(time.monotonic() - self.started, 1),
             "phases": phases,
-            "slowest_cases": [{"total_s": round(total, 2), "phases": {k: round(v, 2) for k, v in parts.items()},
-                               "case": description} for total, parts, description in slowest],
+            "slowest_cases": [
+                {"total_s": round(total, 2), "phases": {k: round(v, 2) for k, v in parts.items()}, "case": description}
+                for total, parts, description in slowest
+            ],
             "triton_version": self.server.version(),
             "serving_env": str(self.env),
         }
@@ -369,8 +428,9 @@ class Loaded:
         ``encoding``, in the shapes the config declares (a batched rank-one tensor goes as ``[rows, 1]``)."""
         arrays = wire_arrays(self.config, "input", arrays)
         if encoding == "json":
-            body, headers = client.json_body(arrays, self.datatypes, self.output_types, ensure_ascii=ensure_ascii,
-                                             binary_outputs=self.binary_outputs)
+            body, headers = client.json_body(
+                arrays, self.datatypes, self.output_types, ensure_ascii=ensure_ascii, binary_outputs=self.binary_outputs
+            )
         else:
             body, headers = client.binary_body(arrays, self.datatypes, self.output_types)
         return client.infer(self.campaign.server.http_port, self.name, body, headers)
@@ -389,8 +449,9 @@ class _Loading:
 
     def _load(self):
         try:
-            self.result = client.post(self.server.http_port, f"/v2/repository/models/{self.name}/load", b"{}",
-                                      client.JSON_HEADERS)
+            self.result = client.post(
+                self.server.http_port, f"/v2/repository/models/{self.name}/load", b"{}", client.JSON_HEADERS
+            )
         except Exception as error:  # reported by wait()
             self.result = (None, {}, repr(error).encode())
         self.seconds = time.monotonic() - self.started
@@ -399,8 +460,10 @@ class _Loading:
         self.thread.join()
         status, _, body = self.result
         if status != 200:
-            raise CaseFailure(f"Triton did not load {self.name} (HTTP {status}): {body.decode(errors='replace')}\n"
-                              f"--- last lines of the Triton log ---\n{campaign.server.log_tail(30)}")
+            raise CaseFailure(
+                f"Triton did not load {self.name} (HTTP {status}): {body.decode(errors='replace')}\n"
+                f"--- last lines of the Triton log ---\n{campaign.server.log_tail(30)}"
+            )
 
 
 class _Unloading:
@@ -428,8 +491,14 @@ class _Unloading:
 def _log(case, name):
     model, options = build_model(case)
     wrapper = triton_pytorch if case.family == "pytorch-recipe" else triton_sklearn
-    return wrapper.log_model(model, input_example=model_value(case, case.example), signature=signature(case),
-                             name=name, triton_model_name=name, **options)
+    return wrapper.log_model(
+        model,
+        input_example=model_value(case, case.example),
+        signature=signature(case),
+        name=name,
+        triton_model_name=name,
+        **options,
+    )
 
 
 def _fetch(model_uri, download, served):

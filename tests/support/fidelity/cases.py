@@ -42,16 +42,33 @@ INTEGER_KINDS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
 FLOAT_KINDS = ("float16", "float32", "float64")
 NUMBER_KINDS = ("bool",) + INTEGER_KINDS + FLOAT_KINDS
 COLUMN_TYPES = {
-    "bool": "boolean", "int32": "integer", "int64": "long", "float32": "float", "float64": "double",
-    "text": "string", "binary": "binary",
+    "bool": "boolean",
+    "int32": "integer",
+    "int64": "long",
+    "float32": "float",
+    "float64": "double",
+    "text": "string",
+    "binary": "binary",
 }
 COLUMN_KINDS = tuple(COLUMN_TYPES)
 # The README's mapping table, written out independently of the package.
 TRITON_DATATYPES = {
-    "bool": "TYPE_BOOL", "int8": "TYPE_INT8", "int16": "TYPE_INT16", "int32": "TYPE_INT32", "int64": "TYPE_INT64",
-    "uint8": "TYPE_UINT8", "uint16": "TYPE_UINT16", "uint32": "TYPE_UINT32", "uint64": "TYPE_UINT64",
-    "float16": "TYPE_FP16", "float32": "TYPE_FP32", "float64": "TYPE_FP64", "text": "TYPE_STRING",
-    "binary": "TYPE_STRING", "fixed-text": "TYPE_STRING", "fixed-binary": "TYPE_STRING",
+    "bool": "TYPE_BOOL",
+    "int8": "TYPE_INT8",
+    "int16": "TYPE_INT16",
+    "int32": "TYPE_INT32",
+    "int64": "TYPE_INT64",
+    "uint8": "TYPE_UINT8",
+    "uint16": "TYPE_UINT16",
+    "uint32": "TYPE_UINT32",
+    "uint64": "TYPE_UINT64",
+    "float16": "TYPE_FP16",
+    "float32": "TYPE_FP32",
+    "float64": "TYPE_FP64",
+    "text": "TYPE_STRING",
+    "binary": "TYPE_STRING",
+    "fixed-text": "TYPE_STRING",
+    "fixed-binary": "TYPE_STRING",
 }
 
 
@@ -107,8 +124,10 @@ class Case:
     def describe(self):
         """One line: family, structure, field kinds and shapes, outputs."""
         fields = ", ".join(f"{field.name!r}:{field.kind}{list(field.dims)}" for field in self.fields)
-        outputs = ", ".join(f"{output.key!r}={output.operation}({output.source})"
-                            + (f"->{output.declared}" if output.declared else "") for output in self.outputs)
+        outputs = ", ".join(
+            f"{output.key!r}={output.operation}({output.source})" + (f"->{output.declared}" if output.declared else "")
+            for output in self.outputs
+        )
         signature = "explicit" if self.explicit_signature else "inferred"
         return f"{self.family} {self.structure}[{fields}] -> {self.form}[{outputs}] ({signature} signature)"
 
@@ -141,8 +160,10 @@ def raw_arrays(case, model_input):
 
 def model_value(case, model_input):
     """The value a user passes to ``predict`` and ``log_model``: DataFrame, ndarray or dict."""
-    arrays = [field_array(field.kind, shape, values)
-              for field, shape, values in zip(case.fields, model_input.shapes, model_input.values)]
+    arrays = [
+        field_array(field.kind, shape, values)
+        for field, shape, values in zip(case.fields, model_input.shapes, model_input.values)
+    ]
     if case.structure == "tensor":
         return arrays[0]
     if case.structure == "tensors":
@@ -169,8 +190,16 @@ def produced_kind(case, output):
     source = case.fields[output.source]
     if case.family == "pytorch-recipe":
         kind = "float32" if case.structure == "columns" else source.kind
-        return {"echo": kind, "flip": kind, "wide": "float64", "sum": "float64", "half": "float16",
-                "nonzero": "bool", "linear": "float32", "scalar": "float64"}[output.operation]
+        return {
+            "echo": kind,
+            "flip": kind,
+            "wide": "float64",
+            "sum": "float64",
+            "half": "float16",
+            "nonzero": "bool",
+            "linear": "float32",
+            "scalar": "float64",
+        }[output.operation]
     kind = ops.result_kind(output.operation, source.kind)
     if case.option("fixed_width") and case.form in ("array", "dict") and kind in ("text", "binary"):
         return f"fixed-{kind}"
@@ -214,8 +243,12 @@ def signature(case):
     if case.form in ("frame", "series"):
         outputs = Schema([ColSpec(COLUMN_TYPES[declared_kind(case, output)], output.key) for output in case.outputs])
     else:
-        outputs = Schema([TensorSpec(numpy_dtype(declared_kind(case, output)), output_dims(case, output), output.key)
-                          for output in case.outputs])
+        outputs = Schema(
+            [
+                TensorSpec(numpy_dtype(declared_kind(case, output)), output_dims(case, output), output.key)
+                for output in case.outputs
+            ]
+        )
     return ModelSignature(inputs=inputs, outputs=outputs)
 
 
@@ -231,7 +264,8 @@ def build_model(case):
         sources = [case.fields[output.source].name if case.structure != "tensor" else None for output in case.outputs]
         model = RecipeEstimator(
             outputs=tuple((output.key, source, output.operation) for output, source in zip(case.outputs, sources)),
-            form=case.form, fixed_width=bool(case.option("fixed_width")),
+            form=case.form,
+            fixed_width=bool(case.option("fixed_width")),
         )
         return model, _serialization(case, ["fidelity_models.estimators.RecipeEstimator"])
     if case.family == "pytorch-recipe":

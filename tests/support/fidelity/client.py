@@ -22,7 +22,7 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 
 def wire(datatype):
     """``TYPE_FP32`` -> ``FP32``, ``TYPE_STRING`` -> ``BYTES``."""
-    return "BYTES" if datatype == "TYPE_STRING" else datatype[len("TYPE_"):]
+    return "BYTES" if datatype == "TYPE_STRING" else datatype[len("TYPE_") :]
 
 
 def json_carries(arrays, datatypes):
@@ -57,9 +57,12 @@ def json_body(arrays, datatypes, outputs, ensure_ascii=True, binary_outputs=()):
         else:
             data = array.ravel().tolist()
         inputs.append({"name": name, "datatype": wire(datatypes[name]), "shape": list(array.shape), "data": data})
-    requested = [{"name": name, "parameters": {"binary_data": True}}
-                 if datatype == "TYPE_FP16" or name in binary_outputs else {"name": name}
-                 for name, datatype in outputs]
+    requested = [
+        {"name": name, "parameters": {"binary_data": True}}
+        if datatype == "TYPE_FP16" or name in binary_outputs
+        else {"name": name}
+        for name, datatype in outputs
+    ]
     return json.dumps({"inputs": inputs, "outputs": requested}, ensure_ascii=ensure_ascii).encode("utf-8"), JSON_HEADERS
 
 

@@ -20,9 +20,19 @@ import pandas as pd
 from .cases import TRITON_DATATYPES, declared_kind, field_array, model_value
 
 NUMPY_OF_TRITON = {
-    "TYPE_BOOL": "bool", "TYPE_INT8": "int8", "TYPE_INT16": "int16", "TYPE_INT32": "int32", "TYPE_INT64": "int64",
-    "TYPE_UINT8": "uint8", "TYPE_UINT16": "uint16", "TYPE_UINT32": "uint32", "TYPE_UINT64": "uint64",
-    "TYPE_FP16": "float16", "TYPE_FP32": "float32", "TYPE_FP64": "float64", "TYPE_STRING": "object",
+    "TYPE_BOOL": "bool",
+    "TYPE_INT8": "int8",
+    "TYPE_INT16": "int16",
+    "TYPE_INT32": "int32",
+    "TYPE_INT64": "int64",
+    "TYPE_UINT8": "uint8",
+    "TYPE_UINT16": "uint16",
+    "TYPE_UINT32": "uint32",
+    "TYPE_UINT64": "uint64",
+    "TYPE_FP16": "float16",
+    "TYPE_FP32": "float32",
+    "TYPE_FP64": "float64",
+    "TYPE_STRING": "object",
 }
 CONTENT_OF_KIND = {"text": "text", "binary": "binary", "fixed-text": "text", "fixed-binary": "binary"}
 OUTPUT_DOES_NOT_FIT = "The prediction does not fit the configured outputs: "
@@ -67,52 +77,68 @@ def expected_rejection(case, example_prediction):
         kind_label = "Column" if case.structure == "columns" else "Tensor"
         name = field.name
         if name == "":
-            return Rejection("UnsupportedSchemaError",
-                             f"{kind_label} '' of the {side_of_input}: an empty name cannot be served")
+            return Rejection(
+                "UnsupportedSchemaError", f"{kind_label} '' of the {side_of_input}: an empty name cannot be served"
+            )
         if isinstance(name, (float, bool)):
-            return Rejection("UnsupportedSchemaError",
-                             rf"{kind_label} {re.escape(repr(name))} of the {side_of_input}: a "
-                             rf"{type(name).__name__} label is not supported")
+            return Rejection(
+                "UnsupportedSchemaError",
+                rf"{kind_label} {re.escape(repr(name))} of the {side_of_input}: a "
+                rf"{type(name).__name__} label is not supported",
+            )
         if type(name) is int and name == 0 and position != 0 and case.structure == "columns":
-            return Rejection("UnsupportedSchemaError",
-                             rf"Column 0 of the input schema: the label 0 at position {position} cannot be served")
+            return Rejection(
+                "UnsupportedSchemaError",
+                rf"Column 0 of the input schema: the label 0 at position {position} cannot be served",
+            )
         if field.kind in ("fixed-text", "fixed-binary"):
             label = f"Tensor `{re.escape(name)}`" if isinstance(name, str) else "Tensor #0"
             width = "str" if field.kind == "fixed-text" else "bytes"
-            return Rejection("UnsupportedSchemaError",
-                             rf"{label} of the input schema: fixed-width {width} input tensors need a serving adapter")
+            return Rejection(
+                "UnsupportedSchemaError",
+                rf"{label} of the input schema: fixed-width {width} input tensors need a serving adapter",
+            )
         if field.kind == "datetime":
-            return Rejection("UnsupportedSchemaError",
-                             rf"Column `{re.escape(str(name))}` of the input schema: .*datetime")
+            return Rejection(
+                "UnsupportedSchemaError", rf"Column `{re.escape(str(name))}` of the input schema: .*datetime"
+            )
     if not case.explicit_signature and case.structure == "columns":
         example = model_value(case, case.example)
         for field in case.fields:
             if field.kind in ("float32", "float64") and example[field.name].isna().any():
-                return Rejection("UnsupportedSchemaError",
-                                 rf"Column {_label_of(field.name)} of the input schema: optional columns need a "
-                                 "serving adapter")
+                return Rejection(
+                    "UnsupportedSchemaError",
+                    rf"Column {_label_of(field.name)} of the input schema: optional columns need a "
+                    "serving adapter",
+                )
     for output in case.outputs:
         if output.key == "" and case.form in ("dict", "frame", "series"):
             kind_label = "Column" if case.form in ("frame", "series") else "Tensor"
-            return Rejection("UnsupportedSchemaError",
-                             f"{kind_label} '' of the output schema: an empty name cannot be served")
+            return Rejection(
+                "UnsupportedSchemaError", f"{kind_label} '' of the output schema: an empty name cannot be served"
+            )
     if any(output.operation == "scalar" for output in case.outputs):
-        return Rejection("UnsupportedSchemaError",
-                         r"Tensor #0 of the output schema: the prediction of the example is a scalar")
+        return Rejection(
+            "UnsupportedSchemaError", r"Tensor #0 of the output schema: the prediction of the example is a scalar"
+        )
     if not case.explicit_signature and case.form in ("frame", "series"):
         for key, values in _prediction_fields(case, example_prediction):
             if values.dtype.kind == "f" and np.isnan(values).any():
-                return Rejection("UnsupportedSchemaError",
-                                 rf"Column {_label_of(key)} of the output schema: optional columns need a "
-                                 "serving adapter")
+                return Rejection(
+                    "UnsupportedSchemaError",
+                    rf"Column {_label_of(key)} of the output schema: optional columns need a "
+                    "serving adapter",
+                )
     for (key, values), output in zip(_prediction_fields(case, example_prediction), case.outputs):
         kind = declared_kind(case, output)
         datatype = TRITON_DATATYPES[kind]
         problem = first_misfit(values, datatype, CONTENT_OF_KIND.get(kind))
         if problem is not None:
-            return Rejection("ValidationError",
-                             rf"The prediction does not fit the signature's output tensors: Tensor `[^`]*`"
-                             rf"( \(field `{re.escape(str(key))}`\))?: element {problem}")
+            return Rejection(
+                "ValidationError",
+                rf"The prediction does not fit the signature's output tensors: Tensor `[^`]*`"
+                rf"( \(field `{re.escape(str(key))}`\))?: element {problem}",
+            )
     return None
 
 
@@ -143,8 +169,11 @@ def first_misfit(values, datatype, content):
     never floats to integers, numbers to bool, numbers to text or text to numbers. Text takes
     ``str`` and UTF-8 ``bytes``; binary takes ``bytes`` and ``str``.
     """
-    flat = list(np.asarray(values, dtype=object).ravel()) if np.asarray(values).dtype == object else list(
-        np.asarray(values).ravel())
+    flat = (
+        list(np.asarray(values, dtype=object).ravel())
+        if np.asarray(values).dtype == object
+        else list(np.asarray(values).ravel())
+    )
     if datatype == "TYPE_STRING":
         for index, item in enumerate(flat):
             if isinstance(item, str):
@@ -232,16 +261,19 @@ def expected_answer(contract, outputs, prediction=None, error=None, empty=False)
         if getattr(error, "error_class", None) == "SCHEMA_ENFORCEMENT_FAILED":
             return Failure(400, SCHEMA_REFUSED)
         if empty:
-            return Failure(400, "Tensor `",
-                           f"is empty and the model cannot predict an empty request ({type(error).__name__})")
+            return Failure(
+                400, "Tensor `", f"is empty and the model cannot predict an empty request ({type(error).__name__})"
+            )
         return Failure(500, f"{PREDICTION_FAILED}{type(error).__name__}; its message may quote the request")
     types = {d.name: d for d in outputs}
     answer = {}
     for position, mapped in enumerate(contract.outputs.fields):
         declaration = types[mapped.tensor]
         values = np.asarray(_output_field(contract.outputs.structure, prediction, mapped.name, position))
-        if not _shape_fits(values.shape, declaration.dims) or first_misfit(
-                values, declaration.data_type, mapped.content) is not None:
+        if (
+            not _shape_fits(values.shape, declaration.dims)
+            or first_misfit(values, declaration.data_type, mapped.content) is not None
+        ):
             return Failure(500, f"{OUTPUT_DOES_NOT_FIT}Tensor `{mapped.tensor}`")
         answer[mapped.tensor] = _as_configured(values, declaration.data_type)
     return Answer(answer)
@@ -274,8 +306,9 @@ def _as_configured(values, datatype):
         return field_array("binary", values.shape, items)
     target = np.dtype(NUMPY_OF_TRITON[datatype])
     if values.dtype == object:
-        values = np.array([item.item() if isinstance(item, np.generic) else item for item in values.flat],
-                          dtype=object).reshape(values.shape)
+        values = np.array(
+            [item.item() if isinstance(item, np.generic) else item for item in values.flat], dtype=object
+        ).reshape(values.shape)
     with np.errstate(all="ignore"):
         return values.astype(target)
 
@@ -296,5 +329,14 @@ def own_prediction(case, model, value):
         return model(torch.from_numpy(matrix)).numpy()
 
 
-__all__ = ["Answer", "Failure", "Rejection", "check_config", "exact_arithmetic", "expected_answer",
-           "expected_rejection", "first_misfit", "own_prediction"]
+__all__ = [
+    "Answer",
+    "Failure",
+    "Rejection",
+    "check_config",
+    "exact_arithmetic",
+    "expected_answer",
+    "expected_rejection",
+    "first_misfit",
+    "own_prediction",
+]

@@ -39,10 +39,12 @@ def build_pipeline(case):
     if estimator == "string-labels":
         target = np.where(target == 1, "yes", "no")
     text = [field.kind == "text" for field in case.fields]  # boolean masks: integer labels are not positions
-    columns = ColumnTransformer([
-        ("numbers", StandardScaler(), [not is_text for is_text in text]),
-        ("text", OneHotEncoder(handle_unknown="ignore"), text),
-    ])
+    columns = ColumnTransformer(
+        [
+            ("numbers", StandardScaler(), [not is_text for is_text in text]),
+            ("text", OneHotEncoder(handle_unknown="ignore"), text),
+        ]
+    )
     final = {
         "ridge": Ridge(alpha=0.5),
         "tree-labels": DecisionTreeClassifier(max_depth=3, random_state=0),

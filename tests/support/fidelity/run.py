@@ -40,15 +40,21 @@ def main(argv=None):
     parser.add_argument("--rejections", type=int, default=None, help="rejected cases (default: cases / 10)")
     parser.add_argument("--seed", type=int, default=SEED, help="the Hypothesis seed (default: FIDELITY_SEED or fresh)")
     parser.add_argument("--work-dir", type=Path, default=None, help="default: .work/fidelity/<seed>")
-    parser.add_argument("--workers", type=int, default=2,
-                        help="served cases in flight at once (default 2: Triton loads one model while the next is "
-                             "logged and loaded)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="served cases in flight at once (default 2: Triton loads one model while the next is logged and loaded)",
+    )
     args = parser.parse_args(argv)
     rejections = args.rejections if args.rejections is not None else max(10, args.cases // 10)
     work_dir = (args.work_dir or Path(".work") / "fidelity" / str(args.seed)).resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
-    print(f"fidelity: FIDELITY_SEED={args.seed} (replay: make fidelity N={args.cases} FIDELITY_SEED={args.seed}); "
-          f"{args.cases} served + {rejections} rejected cases; work dir {work_dir}", flush=True)
+    print(
+        f"fidelity: FIDELITY_SEED={args.seed} (replay: make fidelity N={args.cases} FIDELITY_SEED={args.seed}); "
+        f"{args.cases} served + {rejections} rejected cases; work dir {work_dir}",
+        flush=True,
+    )
     started = datetime.datetime.now(datetime.timezone.utc)
     failures = []
     with Campaign.open(work_dir / "campaign", progress=lambda line: print(line, flush=True)) as campaign:
@@ -68,8 +74,13 @@ def _draw(campaign, strategy, count, seed, *, serve):
     cases = []
 
     @hypothesis_seed(seed)
-    @settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=count,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(case=strategy)
     def draw(case):
         rejection = campaign.expected_rejection(case)
@@ -101,14 +112,23 @@ def _run(campaign, strategy, count, seed, failures, *, serve, workers=1):
                 raise RuntimeError(f"tritonserver exited:\n{campaign.server.log_tail(40)}") from error
             outcome = f"FAILED: {type(error).__name__}: {str(error)[:300]}"
             with lock:
-                failures.append({"kind": what, "case": repr(case), "description": case.describe(),
-                                 "error": f"{type(error).__name__}: {error}",
-                                 "traceback": traceback.format_exc()[-3000:]})
+                failures.append(
+                    {
+                        "kind": what,
+                        "case": repr(case),
+                        "description": case.describe(),
+                        "error": f"{type(error).__name__}: {error}",
+                        "traceback": traceback.format_exc()[-3000:],
+                    }
+                )
         number = next(done)
         elapsed = time.monotonic() - started
         eta = elapsed / number * (len(cases) - number)
-        print(f"[{what} {number:>4}/{len(cases)}] {time.monotonic() - clock:5.1f}s (elapsed {elapsed / 60:5.1f} min, "
-              f"about {eta / 60:5.1f} min left) {case.describe()[:160]} {outcome}", flush=True)
+        print(
+            f"[{what} {number:>4}/{len(cases)}] {time.monotonic() - clock:5.1f}s (elapsed {elapsed / 60:5.1f} min, "
+            f"about {eta / 60:5.1f} min left) {case.describe()[:160]} {outcome}",
+            flush=True,
+        )
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers if serve else 1)
     try:
@@ -154,8 +174,16 @@ def markdown(report):
     if report["failures"]:
         lines += ["## Failures", ""]
         for failure in report["failures"]:
-            lines += [f"### {failure['description']}", "", f"    {failure['error'][:2000]}", "", "```python",
-                      failure["case"], "```", ""]
+            lines += [
+                f"### {failure['description']}",
+                "",
+                f"    {failure['error'][:2000]}",
+                "",
+                "```python",
+                failure["case"],
+                "```",
+                "",
+            ]
     return "\n".join(lines) + "\n"
 
 

@@ -2,9 +2,8 @@
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
-
 from fidelity_models import ops
+from sklearn.base import BaseEstimator
 
 FORMS = ("array", "frame", "series", "dict")
 
@@ -29,8 +28,9 @@ class RecipeEstimator(BaseEstimator):
         return self
 
     def predict(self, X):
-        results = [(key, self._finished(ops.apply(operation, _field(X, source))))
-                   for key, source, operation in self.outputs]
+        results = [
+            (key, self._finished(ops.apply(operation, _field(X, source)))) for key, source, operation in self.outputs
+        ]
         if self.form == "array":
             [(_, values)] = results
             return values

@@ -11,8 +11,20 @@ and ``binary`` (``bytes`` elements in an object array).
 
 import numpy as np
 
-NUMBER_KINDS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                "float16", "float32", "float64")
+NUMBER_KINDS = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+)
 OBJECT_KINDS = ("text", "binary")
 
 
@@ -104,5 +116,11 @@ def result_kind(operation, kind):
     """The kind ``operation`` produces from ``kind``."""
     if operation in ("echo", "flip"):
         return kind
-    return {"text": "text", "binary": "binary", "nonzero": "bool", "length": "int64", "wide": "float64",
-            "sum": "float64"}[operation]
+    return {
+        "text": "text",
+        "binary": "binary",
+        "nonzero": "bool",
+        "length": "int64",
+        "wide": "float64",
+        "sum": "float64",
+    }[operation]
