@@ -235,8 +235,15 @@ def replace_in(path, old, new):
     path.write_text(text.replace(old, new, 1))
 
 
+def damage_model_py(model_dir):
+    """A served model.py that fails while Triton loads it: Triton's load error and its log tail are quoted."""
+    with (model_dir / "1" / "model.py").open("a", encoding="utf-8") as model_py:
+        model_py.write('\nraise ImportError("model.py damaged on purpose by the test")\n')
+
+
 def set_max_batch_size(model_dir):
-    """A batching config the generated runtime refuses at initialize (it needs max_batch_size: 0)."""
+    """A batching config its contract does not record: check refuses it before starting Triton, as the runtime's
+    initialize would (a batched repository's contract records its max_batch_size)."""
     config = model_dir / "config.pbtxt"
     text = config.read_text()
     assert "max_batch_size: 0\n" in text  # the generated config states it explicitly
@@ -272,14 +279,21 @@ def add_one_to_every_output(model_dir):
             rf"rtol={FLOAT_TOLERANCES['float64'][0]} atol={FLOAT_TOLERANCES['float64'][1]}\), first at flat index 0: "
             r"got \S+, expected \S+$",
         ),
-        (set_max_batch_size, r"Triton did not load the model: .*max_batch_size.* \(log: .+\.log\)"),
+        (damage_model_py, r"Triton did not load the model: .*damaged on purpose.* \(log: .+\.log\)"),
+        (set_max_batch_size, r"config.pbtxt has max_batch_size 4, 'mlflow_contract' records 0; re-log the model$"),
         (
             change_first_input_datatype,
             r"Triton rejected the shipped request \(HTTP 400\): .*data-type is 'FP64', but model '\w+' expects 'FP32'",
         ),
         (drop_first_request_input, r"Triton rejected the shipped request \(HTTP 400\): .*expected 3 inputs but got 2"),
     ],
-    ids=["model-answers-changed-values", "model-fails-to-load", "config-datatype-changed", "request-column-missing"],
+    ids=[
+        "model-answers-changed-values",
+        "model-fails-to-load",
+        "config-batching-not-in-contract",
+        "config-datatype-changed",
+        "request-column-missing",
+    ],
 )
 def test_check_fails_with_triton_error_text_when_repository_is_broken(triton_directory, tmp_path, edit, reason):
     broken = broken_copy(triton_directory, tmp_path, edit)
@@ -290,8 +304,8 @@ def test_check_fails_with_triton_error_text_when_repository_is_broken(triton_dir
     assert status == 1
     verdict = next(line for line in lines if line.startswith(("PASS", "FAIL")))
     assert re.match(rf"FAIL {re.escape(str(broken))}: {reason}", verdict), lines
-    if edit is set_max_batch_size:  # the log tail is quoted with the reason
-        assert lines[0].startswith("--- last lines of the Triton log (") and "max_batch_size" in lines[0]
+    if edit is damage_model_py:  # the log tail is quoted with the reason
+        assert lines[0].startswith("--- last lines of the Triton log (") and "damaged on purpose" in lines[0]
     assert triton_processes_under(tmp_path) == []
 
 
