@@ -1,8 +1,8 @@
 """The code that runs inside Triton's Python backend.
 
 It is never imported from the installed package inside Triton: the logging side
-composes ``codecs.py``, ``loading.py`` and ``triton_model.py`` (with the shared
-contract) into the generated ``1/model.py``. Importing it here lets tests and the
+composes ``conversions.py``, ``codecs.py``, ``loading.py``, ``parameters.py`` and
+``triton_model.py`` (with the shared contract) into the generated ``1/model.py``. Importing it here lets tests and the
 logging side exercise the very same codecs.
 """
 
