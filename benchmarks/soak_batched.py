@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS
+from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS, ulps_per_element
 
 from .soak_requests import EXCLUDED_WHEN_BATCHED, HTTP_JSON, Layout
 
@@ -60,12 +60,7 @@ def read_exactly_from_json(frame: object) -> bool:
 def ulps_apart(expected: np.ndarray, got: np.ndarray) -> float:
     """The largest difference of two float arrays of one shape in units in the last place (NaN equals NaN;
     ``inf`` where one side is not finite and the other differs)."""
-    expected, got = np.asarray(expected), np.asarray(got)
-    same = (expected == got) | (np.isnan(expected) & np.isnan(got))
-    with np.errstate(all="ignore"):
-        spacing = np.spacing(np.maximum(np.abs(expected), np.abs(got))).astype(np.float64)
-        ulps = np.where(same, 0.0, np.abs(expected.astype(np.float64) - got.astype(np.float64)) / spacing)
-    ulps = np.where(np.isfinite(ulps), ulps, np.inf)
+    ulps = ulps_per_element(expected, got)
     return float(ulps.max()) if ulps.size else 0.0
 
 

@@ -160,6 +160,18 @@ def _take(tensors, indices):
     return {name: array[indices] for name, array in tensors.items()}
 
 
+def ulps_per_element(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """How many units in the last place each element of two float arrays of one shape are apart (``np.spacing`` of
+    the larger magnitude, in the arrays' own float type); NaN equals NaN, ``inf`` where one side is not finite and the
+    other differs. The batching proof and the batched soak measure ``ROW_INDEPENDENCE_ULPS`` with it."""
+    expected, got = np.asarray(expected), np.asarray(got)
+    same = (expected == got) | (np.isnan(expected) & np.isnan(got))
+    with np.errstate(all="ignore"):
+        spacing = np.spacing(np.maximum(np.abs(expected), np.abs(got))).astype(np.float64)
+        ulps = np.where(same, 0.0, np.abs(expected.astype(np.float64) - got.astype(np.float64)) / spacing)
+    return np.where(np.isfinite(ulps), ulps, np.inf)
+
+
 def _difference_in_ulps(name, what, expected, batch):
     """The largest float difference in ulps (0 for exact types); BatchingRefusedError beyond the tolerance."""
     if expected.dtype.kind != "f":
@@ -170,12 +182,7 @@ def _difference_in_ulps(name, what, expected, batch):
                 "(for example it normalises over the batch); log it with max_batch_size=0"
             )
         return 0.0
-    both_nan = np.isnan(expected) & np.isnan(batch)
-    same = (expected == batch) | both_nan
-    with np.errstate(all="ignore"):
-        spacing = np.spacing(np.maximum(np.abs(expected), np.abs(batch))).astype(np.float64)
-        ulps = np.where(same, 0.0, np.abs(expected.astype(np.float64) - batch.astype(np.float64)) / spacing)
-    ulps = np.where(np.isfinite(ulps), ulps, np.inf)
+    ulps = ulps_per_element(expected, batch)
     worst = float(ulps.max()) if ulps.size else 0.0
     if worst > ROW_INDEPENDENCE_ULPS:
         index = int(np.argmax(ulps))
