@@ -453,7 +453,8 @@ class TritonServer:
             code = self._proc.poll() if self._proc else -1
             if code is not None:
                 raise self._fail(f"tritonserver exited with status {code} during startup", self._reason_from_log())
-            states = self._model_states()
+            index = self._repository_index()  # None while the HTTP endpoint does not answer yet
+            states = self._states_from(index)
             for name in self.model_names:
                 state, reason = states.get(name, (None, None))
                 if state == "UNAVAILABLE":
@@ -464,9 +465,11 @@ class TritonServer:
                 and self._status("/v2/health/ready") == 200
             ):
                 return
-            missing = [name for name in self.model_names if name not in states]
-            if missing and self._status("/v2/health/live") == 200 and self._index_ok():
-                # Live, index answers, but the model is not in it: wrong name or directory.
+            # Only an index that answered can say a model is absent: Triton registers the startup
+            # models before its HTTP endpoint opens, so a model missing from an answering index is
+            # a wrong name or directory (an unanswered poll is no evidence either way).
+            missing = [name for name in self.model_names if name not in states] if index is not None else []
+            if missing:
                 raise self._fail(
                     f"model {missing[0]!r} is not in the repository "
                     f"{', '.join(str(r) for r in self.model_repositories)}",
@@ -518,15 +521,10 @@ class TritonServer:
         except (OSError, ValueError):
             return None
 
-    def _index_ok(self) -> bool:
-        return self._repository_index() is not None
-
-    def _model_states(self) -> dict[str | None, tuple[str | None, str | None]]:
-        """``{name: (state, reason)}`` from the repository index ({} while it does not answer)."""
-        return {
-            entry.get("name"): (entry.get("state"), entry.get("reason") or None)
-            for entry in self._repository_index() or []
-        }
+    @staticmethod
+    def _states_from(index: list[dict] | None) -> dict[str | None, tuple[str | None, str | None]]:
+        """``{name: (state, reason)}`` from a repository index ({} when it did not answer)."""
+        return {entry.get("name"): (entry.get("state"), entry.get("reason") or None) for entry in index or []}
 
     # --- SIGTERM -> SystemExit, so that `with` blocks unwind and stop the server ---
     def _install_sigterm_handler(self) -> None:
