@@ -18,7 +18,7 @@ import dataclasses
 
 import numpy as np
 
-from mlflow_triton.shared_contract import BATCHING_MAPPING_VERSION, Contract, MlflowTritonError
+from mlflow_triton.shared_contract import Contract, MlflowTritonError, writer_version
 
 from .errors import BatchingRefusedError, InvalidArgumentError, ValidationError
 
@@ -87,7 +87,7 @@ def batched_layout(layout, batching: Batching):
         flavor=contract.flavor,
         inputs=contract.inputs,
         outputs=contract.outputs,
-        version=BATCHING_MAPPING_VERSION,
+        version=writer_version(contract.inputs, contract.outputs, batching.max_batch_size),
         max_batch_size=batching.max_batch_size,
     )
     return dataclasses.replace(layout, contract=batched)

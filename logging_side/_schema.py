@@ -7,6 +7,14 @@ tensors are a dict (``tensors``). Column labels are strings or integers (a
 DataFrame's default labels ``0..n-1``): the contract keeps the original label.
 Everything the runtime cannot rebuild faithfully is rejected here, before any
 file is written, with a message naming the field.
+
+Input columns also map two column adapters (mapping version 4): a datetime
+column is an INT64 tensor of nanoseconds since the epoch (content ``datetime``),
+and an optional column (MLflow infers one from an example with NaN or ``None``)
+gets a companion BOOL tensor ``<tensor>__missing`` marking its missing rows. An
+optional integer or long column gets no mask: MLflow's schema enforcement
+refuses missing values in integer columns, so ``pyfunc.predict`` only ever takes
+complete ones. Output columns map neither (see ``docs/limits.md``).
 """
 
 import contextlib
@@ -21,10 +29,12 @@ from mlflow.types.schema import AnyType
 
 from mlflow_triton.shared_contract import (
     BYTES_TYPE,
+    DATETIME_CONTENT,
     NUMPY_TO_TRITON,
     Contract,
     FieldMapping,
     StructureMapping,
+    writer_version,
 )
 
 from ._names import TensorNamer
@@ -40,11 +50,15 @@ COLUMN_TYPES = {
     DataType.double: ("TYPE_FP64", None),
     DataType.string: (BYTES_TYPE, "text"),
     DataType.binary: (BYTES_TYPE, "binary"),
+    DataType.datetime: ("TYPE_INT64", DATETIME_CONTENT),  # input columns only
 }
-UNSUPPORTED_COLUMN_TYPES = {
-    DataType.datetime: "datetime columns need a serving adapter",
-}
+UNSUPPORTED_COLUMN_TYPES = {}
 SUPPORTED_COLUMN_TYPE_NAMES = ", ".join(t.name for t in COLUMN_TYPES)
+# Output columns: no datetime content, no missing-value masks (the runtime's outputs carry neither).
+OUTPUT_COLUMN_TYPE_NAMES = ", ".join(t.name for t in COLUMN_TYPES if t != DataType.datetime)
+# Optional columns of these types carry no mask: MLflow's enforcement refuses missing integers.
+UNMASKED_OPTIONAL_TYPES = (DataType.integer, DataType.long)
+MISSING_MASK_SUFFIX = "__missing"
 # Flavors whose pyfunc ``predict`` refuses a dict input (see ``signature_for_pyfunc``).
 FLAVORS_WITHOUT_DICT_INPUT = ("sklearn", "pytorch")
 
@@ -71,7 +85,7 @@ def layout_from_signature(signature, flavor, examples=None):
     """Map an MLflow ``ModelSignature`` onto Triton tensors.
 
     Raises UnsupportedSchemaError for a missing input or output schema, optional
-    or datetime columns, Array/Object/Map/Any types, scalar tensors, dimensions
+    or datetime output columns, Array/Object/Map/Any types, scalar tensors, dimensions
     Triton refuses (anything but -1 or >= 1), dtypes Triton has no datatype for,
     empty names and column labels other than strings and integers.
 
@@ -86,7 +100,8 @@ def layout_from_signature(signature, flavor, examples=None):
     examples = examples or {}
     inputs_mapping, inputs = _map_schema(signature.inputs, "input", namer, examples.get("input"))
     outputs_mapping, outputs = _map_schema(signature.outputs, "output", namer, examples.get("output"))
-    contract = Contract(flavor=flavor, inputs=inputs_mapping, outputs=outputs_mapping)
+    version = writer_version(inputs_mapping, outputs_mapping)
+    contract = Contract(flavor=flavor, inputs=inputs_mapping, outputs=outputs_mapping, version=version)
     return TensorLayout(contract=contract, inputs=inputs, outputs=outputs)
 
 
@@ -133,7 +148,11 @@ def _map_schema(schema, side, namer, example):
     else:
         structure = "columns"
         mapped = [_map_column(spec, side, i, namer) for i, spec in enumerate(schema.inputs)]
-    fields = tuple(field for field, _ in mapped)
+        # Masks are named after every column is: a column's own name never gets a suffix because of a mask.
+        masks = [_missing_mask(spec, field, namer) for spec, (field, _) in zip(schema.inputs, mapped)]
+        mapped = [(dataclasses.replace(field, missing=mask), d) for (field, d), mask in zip(mapped, masks)]
+        mapped += [(None, TensorDeclaration(name=mask, data_type="TYPE_BOOL", dims=(-1,))) for mask in masks if mask]
+    fields = tuple(field for field, _ in mapped if field is not None)
     declarations = tuple(declaration for _, declaration in mapped)
     return StructureMapping(structure=structure, fields=fields), declarations
 
@@ -153,10 +172,15 @@ def _map_column(spec, side, position, namer):
             f"{label}: {kind} columns (nested/object schemas) need a serving adapter; "
             f"supported: {SUPPORTED_COLUMN_TYPE_NAMES}"
         )
-    if not spec.required:
+    if side == "output" and not spec.required:
         raise UnsupportedSchemaError(
-            f"{label}: optional columns need a serving adapter; mark the column required "
-            f"(supported: required {SUPPORTED_COLUMN_TYPE_NAMES} columns)"
+            f"{label}: optional output columns are not mapped (only input columns carry a missing-value mask); "
+            f"mark the column required or return a tensor (supported: required {OUTPUT_COLUMN_TYPE_NAMES} columns)"
+        )
+    if side == "output" and spec.type == DataType.datetime:
+        raise UnsupportedSchemaError(
+            f"{label}: datetime output columns are not mapped (only input columns carry datetimes); return the "
+            f"times as int64 nanoseconds or text; supported: {OUTPUT_COLUMN_TYPE_NAMES}"
         )
     if spec.type not in COLUMN_TYPES:
         reason = UNSUPPORTED_COLUMN_TYPES.get(spec.type, f"{spec.type.name} columns are not supported")
@@ -167,6 +191,13 @@ def _map_column(spec, side, position, namer):
         FieldMapping(name=name, tensor=tensor, content=content),
         TensorDeclaration(name=tensor, data_type=data_type, dims=(-1,)),
     )
+
+
+def _missing_mask(spec, field, namer):
+    """The name of the BOOL tensor marking the missing rows of an optional input column, or None."""
+    if spec.required or spec.type in UNMASKED_OPTIONAL_TYPES:
+        return None
+    return namer.claim(f"{field.tensor}{MISSING_MASK_SUFFIX}", f"{field.tensor}{MISSING_MASK_SUFFIX}")
 
 
 def _map_tensor(spec, side, position, namer):

@@ -24,14 +24,23 @@ tuples of values are read element by element (as object arrays): numpy's own
 inference would round some mixes of integers and floats. So are records (pandas
 would turn ``None`` or a missing key into NaN) and nullable pandas columns that
 hold ``pd.NA``.
+
+Column adapters (mapping version 4, ``columns`` only): a field with ``content``
+``datetime`` is an INT64 tensor of nanoseconds since the epoch, rebuilt as a
+``datetime64[ns]`` column (the dtype MLflow's schema enforcement turns every
+datetime column into). A field with ``missing`` has a companion BOOL tensor of
+the same shape: ``to_tensors`` marks the rows whose value is missing and sends a
+placeholder there; ``from_tensors`` puts the column's missing value back (see
+``conversions.py``). The mask is a required input: a request without it fails.
 """
 
 import numpy as np
 import pandas as pd
 
 # <mlflow-triton package imports: removed when composing model.py>
-from ..shared_contract.contract import BYTES_TYPE, TRITON_TO_NUMPY
+from ..shared_contract.contract import BYTES_TYPE, DATETIME_CONTENT, TRITON_TO_NUMPY
 from .conversions import TensorMappingError, as_bytes, decode_text, object_array, to_bytes_items, to_numbers
+from .conversions import fill_missing, from_nanoseconds, missing_of, to_nanoseconds, with_missing
 
 # </mlflow-triton package imports>
 
@@ -64,7 +73,7 @@ class StructureCodec:
             if field.tensor not in tensor_types:
                 raise TensorMappingError(f"Tensor `{field.tensor}` is mapped but not configured")
             data_type, dims = tensor_types[field.tensor]
-            self.specs.append(_TensorSpec(field, position, data_type, dims))
+            self.specs.append(_TensorSpec(field, position, data_type, dims, tensor_types))
         if mapping.structure == "columns":
             wrong = [s.tensor for s in self.specs if len(s.dims) != 1]
             if wrong:
@@ -73,7 +82,7 @@ class StructureCodec:
     # -- Triton tensors -> MLflow value -------------------------------------------------
 
     def from_tensors(self, arrays):
-        values = [spec.decode(_lookup(arrays, spec)) for spec in self.specs]
+        values = [spec.decode(_lookup(arrays, spec), _mask(arrays, spec)) for spec in self.specs]
         structure = self.mapping.structure
         if structure == "tensor":
             return values[0]
@@ -92,26 +101,34 @@ class StructureCodec:
             raw = [_dict_entry(value, spec) for spec in self.specs]
         else:
             raw = _columns_of(value, self.specs)
-        arrays = [spec.encode(item) for spec, item in zip(self.specs, raw)]
+        tensors = {}
+        for spec, item in zip(self.specs, raw):
+            tensors.update(spec.encode_with_mask(item))
         if structure == "columns":
-            _check_equal_lengths(self.specs, arrays, "Column values")
-        return {spec.tensor: array for spec, array in zip(self.specs, arrays)}
+            _check_equal_lengths(self.specs, [tensors[spec.tensor] for spec in self.specs], "Column values")
+        return tensors
 
 
 class _TensorSpec:
     """One configured tensor and the field it carries."""
 
-    def __init__(self, field, position, data_type, dims):
+    def __init__(self, field, position, data_type, dims, tensor_types):
         if data_type not in TRITON_TO_NUMPY:
             supported = ", ".join(TRITON_TO_NUMPY)
             raise TensorMappingError(
                 f"Tensor `{field.tensor}`: datatype {data_type} is not supported; supported: {supported}"
             )
         is_bytes = data_type == BYTES_TYPE
-        if is_bytes and field.content is None:
+        self.is_datetime = field.content == DATETIME_CONTENT
+        if is_bytes and field.content not in ("text", "binary"):
             raise TensorMappingError(f"BYTES tensor `{field.tensor}` needs content text or binary")
-        if not is_bytes and field.content is not None:
+        if self.is_datetime and data_type != "TYPE_INT64":
+            raise TensorMappingError(f"Tensor `{field.tensor}` has content 'datetime' but datatype {data_type}")
+        if not is_bytes and not self.is_datetime and field.content is not None:
             raise TensorMappingError(f"Tensor `{field.tensor}` has content {field.content!r} but datatype {data_type}")
+        self.mask = field.missing
+        if self.mask is not None:
+            _check_mask(field, data_type, dims, tensor_types)
         self.field = field
         self.tensor = field.tensor
         self.data_type = data_type
@@ -129,7 +146,20 @@ class _TensorSpec:
                 f"Tensor {self.label}: shape {list(shape)} does not match configured dims {list(self.dims)}"
             )
 
-    def decode(self, array):
+    def decode(self, array, mask=None):
+        """The field's values from its tensor and, for a field with a mask, the mask's array."""
+        values = self._decode_values(array)
+        if mask is None:
+            return values
+        mask = np.asarray(mask)
+        if mask.dtype != np.bool_ or mask.shape != values.shape:
+            raise TensorMappingError(
+                f"Tensor `{self.mask}` (missing-value mask of {self.label}): dtype {mask.dtype} and shape "
+                f"{list(mask.shape)} must be bool and {list(values.shape)}"
+            )
+        return with_missing(values, mask)
+
+    def _decode_values(self, array):
         array = np.asarray(array)
         self.check_shape(array.shape)
         if not self.is_bytes:
@@ -138,7 +168,7 @@ class _TensorSpec:
                     f"Tensor {self.label}: dtype {array.dtype} does not match configured "
                     f"{self.data_type} ({self.dtype})"
                 )
-            return array
+            return from_nanoseconds(array) if self.is_datetime else array
         if array.dtype != object and array.dtype.kind not in ("S", "U"):
             raise TensorMappingError(f"Tensor {self.label}: dtype {array.dtype} is not BYTES")
         if self.field.content == "binary":
@@ -147,14 +177,62 @@ class _TensorSpec:
             items = decode_text(array.ravel(), self.label)
         return object_array(items, array.shape)
 
+    def encode_with_mask(self, value):
+        """``{tensor: array}``, plus ``{mask: bool array}`` for a field with a mask."""
+        array = _to_array(value)
+        if self.mask is None:
+            return {self.tensor: self.encode(array)}
+        missing = missing_of(array)
+        encoded = self.encode(fill_missing(array, missing, self.placeholder()))
+        return {self.tensor: encoded, self.mask: missing.reshape(encoded.shape)}
+
+    def placeholder(self):
+        """The value sent in a missing row (the mask says it is missing)."""
+        if self.is_bytes:
+            return b""
+        if self.is_datetime:
+            return np.datetime64(0, "ns")
+        return False if self.dtype == np.bool_ else 0
+
     def encode(self, value):
         array = _to_array(value)
         if self.is_bytes:
             array = object_array(to_bytes_items(array.ravel(), self.field.content, self.label), array.shape)
+        elif self.is_datetime:
+            array = to_nanoseconds(array, self.label)
         else:
             array = to_numbers(array, self.dtype, self.data_type, self.label)
         self.check_shape(array.shape)
         return array
+
+
+# Column types a missing-value mask may serve: MLflow's enforcement refuses missing integers.
+MASKABLE_DATA_TYPES = ("TYPE_BOOL", "TYPE_FP32", "TYPE_FP64", "TYPE_FP16", BYTES_TYPE)
+
+
+def _check_mask(field, data_type, dims, tensor_types):
+    if field.missing not in tensor_types:
+        raise TensorMappingError(f"Tensor `{field.missing}` (missing-value mask of `{field.tensor}`) is not configured")
+    if data_type not in MASKABLE_DATA_TYPES and field.content != DATETIME_CONTENT:
+        raise TensorMappingError(
+            f"Tensor `{field.tensor}`: a missing-value mask needs a bool, float, datetime or BYTES column, got "
+            f"{data_type} (MLflow's schema enforcement refuses missing values in integer columns)"
+        )
+    if tensor_types[field.missing] != ("TYPE_BOOL", tuple(dims)):
+        mask_type, mask_dims = tensor_types[field.missing]
+        raise TensorMappingError(
+            f"Tensor `{field.missing}` (missing-value mask of `{field.tensor}`) must be TYPE_BOOL with dims "
+            f"{list(dims)}, got {mask_type} {list(mask_dims)}"
+        )
+
+
+def _mask(arrays, spec):
+    if spec.mask is None:
+        return None
+    mask = arrays.get(spec.mask)
+    if mask is None:
+        raise TensorMappingError(f"Tensor `{spec.mask}` (missing-value mask of {spec.label}) is missing")
+    return mask
 
 
 def _lookup(arrays, spec):

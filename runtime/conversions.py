@@ -32,7 +32,25 @@ type (a number is never turned into its digits) fail, naming the element.
 ``decode_text`` / ``as_bytes`` read BYTES elements Triton delivers. BYTES
 tensors are numpy object arrays (never ``np.bytes_``, which strips trailing
 NUL bytes).
+
+``to_nanoseconds(array, label)`` turns datetimes into INT64 nanoseconds since the
+epoch: ``datetime64`` arrays of any unit, and object arrays of ``datetime64``,
+``pandas.Timestamp`` or ``datetime.datetime`` values; NaT is -2**63 (numpy's own
+NaT). A time outside datetime64[ns]'s range (1677-09-21 .. 2262-04-11) fails
+(MLflow's schema enforcement fails on it too), and so do timezone-aware values
+(MLflow's enforcement refuses them), text (never parsed) and numbers.
+``from_nanoseconds`` is the reverse: a ``datetime64[ns]`` array.
+
+Missing values (``missing_of``, ``fill_missing``, ``with_missing``): for a column
+with a missing-value mask, ``None``, ``pd.NA``, NaT and float NaN are missing;
+they travel as a placeholder (0, ``False``, ``b""``, the epoch) with the mask
+``True``, and come back as the column's missing value: NaN for floats, NaT for
+datetimes, ``None`` for text, binary and bool (a bool column with a missing row
+becomes an object column of ``True``/``False``/``None``, as pandas builds it from
+a list, and MLflow's enforcement passes it as it is).
 """
+
+import datetime
 
 import numpy as np
 import pandas as pd
@@ -172,6 +190,112 @@ def _describe(item):
     if item is None or item is pd.NA:
         return f"missing ({item!r})"
     return f"a {type(item).__name__}"
+
+
+# -- datetimes ------------------------------------------------------------------------------------
+
+NANOSECONDS = np.dtype("datetime64[ns]")
+
+
+def to_nanoseconds(array, label):
+    """INT64 nanoseconds since the epoch of the datetimes in ``array``, or TensorMappingError (rules above)."""
+    if array.dtype.kind == "M":
+        converted = array.astype(NANOSECONDS)
+        back = converted.astype(array.dtype)  # numpy wraps silently where a time leaves the ns range
+        changed = np.flatnonzero((back != array) & ~np.isnat(array))
+        if changed.size:
+            index = int(changed[0])
+            raise TensorMappingError(
+                f"Tensor {label}: element {index} ({array.ravel()[index]}) lies outside datetime64[ns]'s range "
+                "(1677-09-21 .. 2262-04-11)"
+            )
+        return converted.view(np.int64)
+    if array.dtype == object:
+        items = [_nanoseconds(item, label, index) for index, item in enumerate(array.ravel().tolist())]
+        return np.array(items, dtype=np.int64).reshape(array.shape)
+    if array.size == 0:
+        return array.astype(np.int64)
+    raise TensorMappingError(
+        f"Tensor {label}: cannot convert {array.dtype} values to datetimes; a datetime column takes datetime64 "
+        "values, pandas Timestamps or datetime.datetime"
+    )
+
+
+def _nanoseconds(item, label, index):
+    if item is pd.NaT or (isinstance(item, np.datetime64) and np.isnat(item)):
+        return int(np.iinfo(np.int64).min)
+    if isinstance(item, datetime.datetime) and item.tzinfo is not None:
+        raise TensorMappingError(
+            f"Tensor {label}: element {index} is timezone-aware ({item.tzinfo}); MLflow's schema enforcement refuses "
+            "timezone-aware datetimes: make the column naive before logging or sending (e.g. "
+            "frame[column].dt.tz_convert(None) for UTC wall time)"
+        )
+    if not isinstance(item, (datetime.datetime, np.datetime64)):
+        raise TensorMappingError(
+            f"Tensor {label}: element {index} is {_describe(item)}, not a datetime (a datetime column takes "
+            "datetime64 values, pandas Timestamps or datetime.datetime; text is never parsed: use pandas.to_datetime)"
+        )
+    try:
+        return int(pd.Timestamp(item).as_unit("ns").value)
+    except (OverflowError, ValueError) as error:  # pandas' OutOfBoundsDatetime is a ValueError
+        raise TensorMappingError(
+            f"Tensor {label}: element {index} lies outside datetime64[ns]'s range (1677-09-21 .. 2262-04-11): {error}"
+        ) from None
+
+
+def from_nanoseconds(array):
+    """The ``datetime64[ns]`` array of INT64 nanoseconds (a copy: Triton's buffers may be read-only)."""
+    return array.astype(np.int64, copy=True).view(NANOSECONDS)
+
+
+# -- missing values ---------------------------------------------------------------------------------
+
+
+def missing_of(array):
+    """A bool array: True where ``array`` holds a missing value (None, pd.NA, NaT, float NaN)."""
+    if array.dtype.kind == "f":
+        return np.isnan(array)
+    if array.dtype.kind == "M":
+        return np.isnat(array)
+    if array.dtype != object:
+        return np.zeros(array.shape, dtype=bool)
+    flags = [_is_missing(item) for item in array.ravel().tolist()]
+    return np.array(flags, dtype=bool).reshape(array.shape)
+
+
+def _is_missing(item):
+    if item is None or item is pd.NA or item is pd.NaT:
+        return True
+    if isinstance(item, (float, np.floating)):
+        return item != item
+    return isinstance(item, np.datetime64) and bool(np.isnat(item))
+
+
+def fill_missing(array, missing, placeholder):
+    """``array`` with ``placeholder`` where ``missing`` is True (a copy; ``array`` itself is kept)."""
+    if not missing.any():
+        return array
+    if array.dtype == object or array.dtype.kind in "fM":
+        filled = array.copy()
+        filled[missing] = np.array(placeholder).astype(array.dtype) if array.dtype.kind in "fM" else placeholder
+        return filled
+    return array
+
+
+def with_missing(values, missing):
+    """The decoded column ``values`` with the missing value where ``missing`` is True (rules above)."""
+    if not missing.any():
+        return values
+    if values.dtype.kind == "f":
+        result = values.copy()
+        result[missing] = np.nan
+        return result
+    if values.dtype.kind == "M":
+        result = values.copy()
+        result[missing] = np.datetime64("NaT")
+        return result
+    items = values.tolist()  # Python bools / str / bytes, as pandas holds them in an object column
+    return object_array([None if flag else item for item, flag in zip(items, missing.tolist())], values.shape)
 
 
 # -- BYTES -----------------------------------------------------------------------------------------

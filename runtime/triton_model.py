@@ -174,10 +174,10 @@ class TritonPythonModel:
     def _decode(self, request):
         """``(model input, label of an input tensor without elements or None)``."""
         arrays = {}
-        for spec in self.inputs.specs:
-            tensor = pb_utils.get_input_tensor_by_name(request, spec.tensor)
+        for name in self.inputs.mapping.tensor_names:  # the fields' tensors and their missing-value masks
+            tensor = pb_utils.get_input_tensor_by_name(request, name)
             if tensor is not None:
-                arrays[spec.tensor] = tensor.as_numpy()
+                arrays[name] = tensor.as_numpy()
         try:
             model_input = self.inputs.from_tensors(arrays)
         except TensorMappingError as error:

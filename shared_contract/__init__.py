@@ -7,7 +7,9 @@ Standard library only. ``contract.py`` is vendored verbatim into every generated
 from .contract import (
     BATCHING_MAPPING_VERSION,
     BYTES_TYPE,
+    COLUMN_ADAPTERS_MAPPING_VERSION,
     CONTRACT_PARAMETER,
+    DATETIME_CONTENT,
     MAPPING_VERSION,
     NUMPY_TO_TRITON,
     TRITON_TO_NUMPY,
@@ -18,12 +20,15 @@ from .contract import (
     StructureMapping,
     contract_from_model_config,
     wire_datatype,
+    writer_version,
 )
 
 __all__ = [
     "BATCHING_MAPPING_VERSION",
     "BYTES_TYPE",
+    "COLUMN_ADAPTERS_MAPPING_VERSION",
     "CONTRACT_PARAMETER",
+    "DATETIME_CONTENT",
     "MAPPING_VERSION",
     "NUMPY_TO_TRITON",
     "TRITON_TO_NUMPY",
@@ -34,4 +39,5 @@ __all__ = [
     "StructureMapping",
     "contract_from_model_config",
     "wire_datatype",
+    "writer_version",
 ]

@@ -23,7 +23,15 @@ the newest (version 1 writers never wrote an integer name); writers emit
 ``MAPPING_VERSION``. Version 3 adds ``max_batch_size`` (dynamic batching: the
 batch axis is implicit in the config's dims, and ``execute`` joins the rows of
 its requests); writers emit it only for a batched model, so unbatched contracts
-stay version 2, byte for byte.
+stay version 2, byte for byte. Version 4 adds two column adapters, for ``columns``
+inputs only: a field's ``missing`` names a companion BOOL tensor of the same
+length (``true`` marks a row whose value is missing: the value sent there is
+ignored and the column holds its missing value, NaN, NaT or None), and content
+``datetime`` marks an INT64 tensor of nanoseconds since the epoch that becomes a
+``datetime64[ns]`` column (INT64 -2**63 is NaT, as in numpy). Writers emit
+version 4 only for a contract that uses one of them (``max_batch_size`` is then
+always written, 0 for unbatched models); readers refuse ``missing`` and
+``datetime`` in older versions.
 """
 
 import dataclasses
@@ -31,11 +39,13 @@ import json
 
 MAPPING_VERSION = 2
 BATCHING_MAPPING_VERSION = 3
-SUPPORTED_MAPPING_VERSIONS = (1, 2, 3)
+COLUMN_ADAPTERS_MAPPING_VERSION = 4
+SUPPORTED_MAPPING_VERSIONS = (1, 2, 3, 4)
 CONTRACT_PARAMETER = "mlflow_contract"
 
 STRUCTURES = ("columns", "tensor", "tensors")
-CONTENTS = ("text", "binary")
+CONTENTS = ("text", "binary", "datetime")
+DATETIME_CONTENT = "datetime"
 
 # Triton config datatype -> numpy dtype name. The one table both directions
 # are derived from; TYPE_STRING is Triton's BYTES (numpy object arrays).
@@ -80,12 +90,15 @@ class FieldMapping:
     ``name`` is the original MLflow name exactly as the signature spells it: a
     string, an integer (a DataFrame column label such as ``0``), or ``None`` for
     an unnamed column or tensor. ``content`` is ``"text"`` (UTF-8 ``str``) or
-    ``"binary"`` (``bytes``) for BYTES tensors and ``None`` otherwise.
+    ``"binary"`` (``bytes``) for BYTES tensors, ``"datetime"`` for an INT64
+    tensor of nanoseconds since the epoch, and ``None`` otherwise. ``missing``
+    (version 4, columns only) names the BOOL tensor that marks missing rows.
     """
 
     name: str | int | None
     tensor: str
     content: str | None = None
+    missing: str | None = None
 
     def __post_init__(self):
         # type() rather than isinstance: a bool is not a column label here, and JSON would not keep it an int.
@@ -93,7 +106,9 @@ class FieldMapping:
             raise ContractError(f"Field name must be a string, an integer or null, got {self.name!r}")
         if not isinstance(self.tensor, str) or not self.tensor:
             raise ContractError(f"Field {self.name!r}: tensor name must be a non-empty string")
-        for what, value in (("name", self.name), ("tensor name", self.tensor)):
+        if self.missing is not None and (not isinstance(self.missing, str) or not self.missing):
+            raise ContractError(f"Field {self.name!r}: 'missing' must be a non-empty tensor name or absent")
+        for what, value in (("name", self.name), ("tensor name", self.tensor), ("missing", self.missing)):
             if isinstance(value, str) and not _is_unicode_text(value):
                 raise ContractError(
                     f"Field {self.name!r}: {what} {value!r} contains surrogate code points, which "
@@ -106,12 +121,19 @@ class FieldMapping:
             )
 
     def to_dict(self):
-        return {"name": self.name, "tensor": self.tensor, "content": self.content}
+        data = {"name": self.name, "tensor": self.tensor, "content": self.content}
+        if self.missing is not None:
+            data["missing"] = self.missing
+        return data
 
     @classmethod
     def from_dict(cls, data):
-        _require_keys(data, ("name", "tensor", "content"), "field")
-        return cls(name=data["name"], tensor=data["tensor"], content=data["content"])
+        _require_keys(data, ("name", "tensor", "content"), "field", optional=("missing",))
+        return cls(name=data["name"], tensor=data["tensor"], content=data["content"], missing=data.get("missing"))
+
+    @property
+    def uses_column_adapters(self):
+        return self.missing is not None or self.content == DATETIME_CONTENT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,12 +155,19 @@ class StructureMapping:
             unnamed = [f.tensor for f in self.fields if f.name is None]
             if unnamed:
                 raise ContractError(f"Structure 'tensors' needs a name for every field; unnamed: {', '.join(unnamed)}")
-        _reject_duplicates([f.tensor for f in self.fields], "tensor name")
+        adapted = [f.tensor for f in self.fields if f.uses_column_adapters]
+        if adapted and self.structure != "columns":
+            raise ContractError(
+                f"Structure {self.structure!r}: missing-value masks and datetime content are for 'columns' only; "
+                f"used by: {', '.join(adapted)}"
+            )
+        _reject_duplicates(list(self.tensor_names), "tensor name")
         _reject_duplicates([f.name for f in self.fields if f.name is not None], "field name")
 
     @property
     def tensor_names(self):
-        return tuple(f.tensor for f in self.fields)
+        """Every tensor of this side: the fields' tensors, then their missing-value masks."""
+        return tuple(f.tensor for f in self.fields) + tuple(f.missing for f in self.fields if f.missing is not None)
 
     def to_dict(self):
         return {"structure": self.structure, "fields": [f.to_dict() for f in self.fields]}
@@ -172,7 +201,15 @@ class Contract:
             )
         if type(self.max_batch_size) is not int or self.max_batch_size < 0:
             raise ContractError(f"Contract 'max_batch_size' must be an integer >= 0, got {self.max_batch_size!r}")
-        if (self.max_batch_size > 0) != (self.version >= BATCHING_MAPPING_VERSION):
+        adapted = [f.tensor for f in self.inputs.fields + self.outputs.fields if f.uses_column_adapters]
+        if adapted and self.version < COLUMN_ADAPTERS_MAPPING_VERSION:
+            raise ContractError(
+                f"Mapping version {self.version}: missing-value masks and datetime content need version "
+                f"{COLUMN_ADAPTERS_MAPPING_VERSION}; used by: {', '.join(adapted)}"
+            )
+        if self.version < COLUMN_ADAPTERS_MAPPING_VERSION and (self.max_batch_size > 0) != (
+            self.version >= BATCHING_MAPPING_VERSION
+        ):
             raise ContractError(
                 f"Mapping version {self.version} with max_batch_size {self.max_batch_size}: batched contracts "
                 f"(max_batch_size > 0) are version {BATCHING_MAPPING_VERSION}, unbatched ones older"
@@ -249,6 +286,13 @@ class Contract:
                 )
 
 
+def writer_version(inputs, outputs, max_batch_size=0):
+    """The mapping version a writer emits: the oldest that can say all of it (see the module docstring)."""
+    if any(f.uses_column_adapters for f in inputs.fields + outputs.fields):
+        return COLUMN_ADAPTERS_MAPPING_VERSION
+    return BATCHING_MAPPING_VERSION if max_batch_size > 0 else MAPPING_VERSION
+
+
 def contract_from_model_config(model_config):
     """Read and check the contract from Triton's JSON model config (a dict).
 
@@ -295,15 +339,16 @@ def _is_supported_version(version):
     return type(version) is int and version in SUPPORTED_MAPPING_VERSIONS
 
 
-def _require_keys(data, keys, what):
+def _require_keys(data, keys, what, optional=()):
     if not isinstance(data, dict):
         raise ContractError(f"A {what} entry must be a JSON object, got {type(data).__name__}")
     missing = [key for key in keys if key not in data]
     if missing:
         raise ContractError(f"A {what} entry lacks {', '.join(missing)}")
-    unknown = sorted(set(data) - set(keys))
+    allowed = tuple(keys) + tuple(optional)
+    unknown = sorted(set(data) - set(allowed))
     if unknown:
-        raise ContractError(f"A {what} entry has unknown key(s) {', '.join(unknown)}; allowed: {', '.join(keys)}")
+        raise ContractError(f"A {what} entry has unknown key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
 
 
 def _reject_duplicates(names, what):

@@ -37,6 +37,7 @@ BLOCK_END = "# </mlflow-triton package imports>"
 ALLOWED_IMPORTS = {
     "contextlib",
     "dataclasses",
+    "datetime",
     "json",
     "os",
     "pathlib",

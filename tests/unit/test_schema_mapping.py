@@ -50,6 +50,7 @@ def test_column_types_cover_data_type_member_when_enumerating_mlflow_types(membe
         ("double", "TYPE_FP64", None),
         ("string", "TYPE_STRING", "text"),
         ("binary", "TYPE_STRING", "binary"),
+        ("datetime", "TYPE_INT64", "datetime"),
     ],
 )
 def test_layout_maps_column_to_rank_one_tensor_when_column_type_is_supported(column_type, data_type, content):
@@ -227,14 +228,6 @@ def test_layout_records_flavor_when_mapped():
     ("inputs", "message"),
     [
         (
-            Schema([ColSpec("double", "x"), ColSpec("long", "maybe", required=False)]),
-            "Column `maybe` of the input schema: optional columns need a serving adapter",
-        ),
-        (
-            Schema([ColSpec("datetime", "when")]),
-            "Column `when` of the input schema: datetime columns need a serving adapter; supported: boolean,",
-        ),
-        (
             Schema([ColSpec(Array("long"), "history")]),
             "Column `history` of the input schema: Array columns (nested/object schemas) need a serving adapter",
         ),
@@ -249,10 +242,6 @@ def test_layout_records_flavor_when_mapped():
         (
             Schema([ColSpec(AnyType(), "anything")]),
             "Column `anything` of the input schema: AnyType columns",
-        ),
-        (
-            Schema([ColSpec("datetime")]),
-            "Column #0 of the input schema: datetime columns",
         ),
         (
             Schema([TensorSpec(np.dtype("float32"), (), "scalar")]),
@@ -285,9 +274,64 @@ def test_layout_raises_naming_field_when_input_is_unsupported(inputs, message):
         _layout(inputs=inputs)
 
 
-def test_layout_raises_naming_output_side_when_output_column_is_unsupported():
-    with pytest.raises(UnsupportedSchemaError, match=re.escape("Column `label` of the output schema: datetime")):
-        _layout(outputs=Schema([ColSpec("datetime", "label")]))
+@pytest.mark.parametrize(
+    ("outputs", "message"),
+    [
+        (Schema([ColSpec("datetime", "label")]), "Column `label` of the output schema: datetime output columns are"),
+        (
+            Schema([ColSpec("double", "score", required=False)]),
+            "Column `score` of the output schema: optional output columns are not mapped",
+        ),
+    ],
+)
+def test_layout_raises_naming_output_side_when_output_column_is_unsupported(outputs, message):
+    with pytest.raises(UnsupportedSchemaError, match=re.escape(message)):
+        _layout(outputs=outputs)
+
+
+# --- column adapters: missing-value masks and datetimes (mapping version 4) --------------------
+
+
+@pytest.mark.parametrize(
+    ("column_type", "data_type", "content"),
+    [
+        ("boolean", "TYPE_BOOL", None),
+        ("float", "TYPE_FP32", None),
+        ("double", "TYPE_FP64", None),
+        ("string", "TYPE_STRING", "text"),
+        ("binary", "TYPE_STRING", "binary"),
+        ("datetime", "TYPE_INT64", "datetime"),
+    ],
+)
+def test_layout_adds_a_bool_missing_mask_when_an_input_column_is_optional(column_type, data_type, content):
+    layout = _layout(inputs=Schema([ColSpec("double", "x"), ColSpec(column_type, "maybe", required=False)]))
+
+    assert layout.contract.version == 4
+    assert layout.contract.inputs.fields[1] == FieldMapping("maybe", "maybe", content, missing="maybe__missing")
+    assert layout.inputs == (
+        TensorDeclaration("x", "TYPE_FP64", (-1,)),
+        TensorDeclaration("maybe", data_type, (-1,)),
+        TensorDeclaration("maybe__missing", "TYPE_BOOL", (-1,)),
+    )
+
+
+@pytest.mark.parametrize("column_type", ["integer", "long"])
+def test_layout_maps_an_optional_integer_column_without_a_mask_when_mlflow_refuses_missing_integers(column_type):
+    layout = _layout(inputs=Schema([ColSpec(column_type, "count", required=False)]))
+
+    assert layout.contract.inputs.fields == (FieldMapping("count", "count", None),)
+    assert layout.contract.version == 2
+
+
+def test_layout_suffixes_the_mask_name_when_a_column_already_has_it():
+    layout = _layout(inputs=Schema([ColSpec("string", "a", required=False), ColSpec("double", "a__missing")]))
+
+    assert layout.contract.inputs.fields[0].missing == "a__missing_2"
+    assert [d.name for d in layout.inputs] == ["a", "a__missing", "a__missing_2"]
+
+
+def test_layout_writes_mapping_version_2_when_no_column_needs_an_adapter():
+    assert _layout().contract.version == 2
 
 
 def test_layout_raises_naming_output_side_when_output_tensor_is_scalar():
