@@ -46,7 +46,9 @@ def vendored_source(label, path):
     text = path.read_text(encoding="utf-8")
     match = _PACKAGE_IMPORTS.search(text)
     if match:
-        lines = [line for line in match.group("body").splitlines() if line.strip()]
+        # A parenthesized import (as ruff wraps a long one) is read as one line.
+        body = re.sub(r"\(([^)]*)\)", lambda names: " ".join(names.group(1).split()).rstrip(","), match.group("body"))
+        lines = [line for line in body.splitlines() if line.strip()]
         stray = [line for line in lines if not _RELATIVE_IMPORT.match(line)]
         if stray:
             raise RuntimeError(f"{label}: only relative imports may stand in the package-imports block: {stray}")

@@ -39,8 +39,19 @@ import pandas as pd
 
 # <mlflow-triton package imports: removed when composing model.py>
 from ..shared_contract.contract import BYTES_TYPE, DATETIME_CONTENT, TRITON_TO_NUMPY
-from .conversions import TensorMappingError, as_bytes, decode_text, object_array, to_bytes_items, to_numbers
-from .conversions import fill_missing, from_nanoseconds, missing_of, to_nanoseconds, with_missing
+from .conversions import (
+    TensorMappingError,
+    as_bytes,
+    decode_text,
+    fill_missing,
+    from_nanoseconds,
+    missing_of,
+    object_array,
+    to_bytes_items,
+    to_nanoseconds,
+    to_numbers,
+    with_missing,
+)
 
 # </mlflow-triton package imports>
 

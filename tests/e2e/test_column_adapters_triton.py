@@ -20,8 +20,13 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 
 from mlflow_triton import _requests, sklearn
-from mlflow_triton.local import InferenceError, TritonInstallation, TritonServer, ensure_serving_env
-from mlflow_triton.local import send_shipped_request
+from mlflow_triton.local import (
+    InferenceError,
+    TritonInstallation,
+    TritonServer,
+    ensure_serving_env,
+    send_shipped_request,
+)
 from mlflow_triton.local.send import RequestFiles, send_request
 from tests.support.oracle import ExpectedAnswers, expected_example_tensors
 

@@ -75,7 +75,8 @@ def without_package_imports(text):
     start = next(i for i, line in enumerate(lines) if line.startswith(BLOCK_START))
     end = next(i for i, line in enumerate(lines) if line.startswith(BLOCK_END))
     removed = [line for line in lines[start + 1 : end] if line.strip()]
-    assert removed and all(line.startswith("from .") for line in removed)
+    # relative imports, one a line or parenthesized over several (names indented, then ")")
+    assert removed and all(line.startswith(("from .", "    ", ")")) for line in removed)
     return "".join(lines[:start] + lines[end + 1 :])
 
 
