@@ -200,16 +200,13 @@ NANOSECONDS = np.dtype("datetime64[ns]")
 def to_nanoseconds(array, label):
     """INT64 nanoseconds since the epoch of the datetimes in ``array``, or TensorMappingError (rules above)."""
     if array.dtype.kind == "M":
-        converted = array.astype(NANOSECONDS)
-        back = converted.astype(array.dtype)  # numpy wraps silently where a time leaves the ns range
-        changed = np.flatnonzero((back != array) & ~np.isnat(array))
-        if changed.size:
-            index = int(changed[0])
+        converted = _datetimes_as_nanoseconds(array)
+        if isinstance(converted, int):
             raise TensorMappingError(
-                f"Tensor {label}: element {index} ({array.ravel()[index]}) lies outside datetime64[ns]'s range "
-                "(1677-09-21 .. 2262-04-11)"
+                f"Tensor {label}: element {converted} ({array.ravel()[converted]}) lies outside datetime64[ns]'s "
+                "range (1677-09-21 .. 2262-04-11)"
             )
-        return converted.view(np.int64)
+        return converted
     if array.dtype == object:
         items = [_nanoseconds(item, label, index) for index, item in enumerate(array.ravel().tolist())]
         return np.array(items, dtype=np.int64).reshape(array.shape)
@@ -219,6 +216,34 @@ def to_nanoseconds(array, label):
         f"Tensor {label}: cannot convert {array.dtype} values to datetimes; a datetime column takes datetime64 "
         "values, pandas Timestamps or datetime.datetime"
     )
+
+
+# Nanoseconds per unit of the units a time converts to ns by multiplication (months and years do not).
+_UNIT_NANOSECONDS = {"W": 604800 * 10**9, "D": 86400 * 10**9, "h": 3600 * 10**9, "m": 60 * 10**9, "s": 10**9}
+_UNIT_NANOSECONDS.update({"ms": 10**6, "us": 10**3, "ns": 1})
+_MAX_NANOSECONDS = 2**63 - 1  # -2**63 is NaT
+
+
+def _datetimes_as_nanoseconds(array):
+    """INT64 nanoseconds of a datetime64 array, or the flat index of the first time outside the ns range.
+
+    numpy wraps silently where a time leaves the range, and its conversion back from ns overflows near
+    the lower end, so linear units are multiplied in checked integer arithmetic; months, years and units
+    finer than ns go through numpy and must convert back unchanged (a time near the ends may be refused).
+    """
+    unit, count = np.datetime_data(array.dtype)
+    valid = ~np.isnat(array)
+    if unit in _UNIT_NANOSECONDS:
+        factor = _UNIT_NANOSECONDS[unit] * count
+        values = array.view(np.int64)
+        limit = _MAX_NANOSECONDS // factor
+        outside = np.flatnonzero(valid.ravel() & ((values.ravel() > limit) | (values.ravel() < -limit)))
+        if outside.size:
+            return int(outside[0])
+        return np.where(valid, values * np.int64(factor), np.iinfo(np.int64).min)
+    converted = array.astype(NANOSECONDS)
+    changed = np.flatnonzero(valid.ravel() & (converted.astype(array.dtype) != array).ravel())
+    return int(changed[0]) if changed.size else converted.view(np.int64)
 
 
 def _nanoseconds(item, label, index):

@@ -297,3 +297,62 @@ def named_tensor_dicts(draw, dtypes=ROUND_TRIP_TENSOR_DTYPES):
 
 
 schema_values = st.one_of(column_frames(), single_tensors(), named_tensor_dicts())
+
+
+# --- optional and datetime input columns (mapping version 4) -------------------------------------
+# MLflow column type -> (element strategy, pandas dtype when no value is missing). A missing value is
+# drawn as None; pandas turns it into NaN (floats, text), NaT (datetimes) or keeps None (object).
+# Datetimes are drawn as nanoseconds in a unit pandas keeps exactly; MLflow's enforcement makes them ns.
+DATETIME_UNITS = {"ns": 1, "us": 10**3, "s": 10**9}
+ADAPTED_COLUMN_VALUES = {
+    DataType.boolean: (st.booleans(), "bool"),
+    DataType.float: (st.floats(width=32, allow_nan=False), "float32"),
+    DataType.double: (st.floats(allow_nan=False), "float64"),
+    DataType.string: (utf8_texts, None),
+    DataType.binary: (binaries, "object"),
+    DataType.datetime: (st.integers(-(2**63) + 1, 2**63 - 1), None),
+    DataType.long: (st.integers(-(2**63), 2**63 - 1), "int64"),
+}
+
+
+def _towards_zero(value, step):
+    """``value / step`` rounded towards the epoch, so the time stays within datetime64[ns]'s range."""
+    return value // step if value >= 0 else -(-value // step)
+
+
+def _adapted_column(values, column_type, unit):
+    """A pandas column of ``values`` (None for a missing one), as a caller's frame would hold it."""
+    if column_type == DataType.datetime:
+        step = DATETIME_UNITS[unit]
+        times = [
+            np.datetime64("NaT", unit) if v is None else np.datetime64(_towards_zero(v, step), unit) for v in values
+        ]
+        return pd.Series(np.array(times, dtype=f"datetime64[{unit}]"))
+    _, dtype = ADAPTED_COLUMN_VALUES[column_type]
+    if None in values and column_type in (DataType.boolean, DataType.binary):
+        return pd.Series(values, dtype=object)
+    if None in values and column_type in (DataType.float, DataType.double):
+        return pd.Series([np.nan if v is None else v for v in values], dtype=dtype)
+    return pd.Series(values, dtype=dtype)
+
+
+@st.composite
+def adapted_column_frames(draw, max_columns=4):
+    """``(Schema, DataFrame)`` with optional columns (holding missing values) and datetime columns.
+
+    Optional integer columns hold no missing value: MLflow's enforcement refuses them anyway.
+    """
+    types = draw(st.lists(st.sampled_from(list(ADAPTED_COLUMN_VALUES)), min_size=1, max_size=max_columns))
+    keys = draw(st.lists(column_names, min_size=len(types), max_size=len(types), unique_by=str))
+    rows = draw(st.integers(0, MAX_ROWS))
+    specs, columns = [], {}
+    for key, column_type in zip(keys, types):
+        elements, _ = ADAPTED_COLUMN_VALUES[column_type]
+        required = draw(st.booleans())
+        if required or column_type == DataType.long:
+            values = draw(st.lists(elements, min_size=rows, max_size=rows))
+        else:
+            values = draw(st.lists(st.one_of(st.none(), elements), min_size=rows, max_size=rows))
+        columns[key] = _adapted_column(values, column_type, draw(st.sampled_from(list(DATETIME_UNITS))))
+        specs.append(ColSpec(column_type, key, required=required))
+    return Schema(specs), pd.DataFrame(columns)

@@ -268,3 +268,17 @@ def test_layout_keeps_the_frame_mlflow_enforces_when_the_signature_is_explicit_a
     decoded = codec.from_tensors(codec.to_tensors(frame))
 
     pd.testing.assert_frame_equal(_enforce_schema(decoded, schema), _enforce_schema(frame, schema), check_exact=True)
+
+
+@pytest.mark.parametrize(
+    ("values", "nanoseconds"),
+    [
+        (np.array([-9_223_372_036], dtype="datetime64[s]"), -9_223_372_036_000_000_000),
+        (np.array([9_223_372_036_854_775], dtype="datetime64[us]"), 9_223_372_036_854_775_000),
+        (np.array(["2020-02"], dtype="datetime64[M]"), 1_580_515_200_000_000_000),
+        (np.array(["NaT", 1], dtype="datetime64[D]"), -(2**63)),
+    ],
+    ids=["lowest-second", "highest-microsecond", "month", "nat"],
+)
+def test_to_nanoseconds_converts_exactly_when_a_time_lies_at_the_ends_of_the_range(values, nanoseconds):
+    assert to_nanoseconds(values, "`when`")[0] == nanoseconds
