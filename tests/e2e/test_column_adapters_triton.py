@@ -8,16 +8,10 @@ masks), a binary request carrying NaN in the FP64 column itself, and a request w
 """
 
 import json
-import operator
 
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.compose import ColumnTransformer
-from sklearn.impute import SimpleImputer
-from sklearn.linear_model import LinearRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 
 from mlflow_triton import _requests, sklearn
 from mlflow_triton.local import (
@@ -28,43 +22,12 @@ from mlflow_triton.local import (
     send_shipped_request,
 )
 from mlflow_triton.local.send import RequestFiles, send_request
+from tests.support.column_models import NANOSECONDS_2020, example_frame, pipeline
 from tests.support.oracle import ExpectedAnswers, expected_example_tensors
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
 NAME = "columns"
-NANOSECONDS_2020 = 1_577_836_800_000_000_000
-
-
-def training_frame():
-    times = pd.to_datetime(["2020-01-01", "2020-06-01", "2021-01-01", "2021-06-01"]).as_unit("ns")
-    return pd.DataFrame({"size": [1.0, 2.0, 3.0, 4.0], "city": ["a", "b", "a", "c"], "when": times})
-
-
-def example_frame():
-    # Whole seconds: MLflow's own reading of the saved example (the oracle's input) parses one format per column.
-    when = pd.to_datetime(["2020-03-01T12:00:00", None, "2021-02-01T00:00:07"])
-    return pd.DataFrame({"size": [1.5, np.nan, 2.5], "city": ["a", None, "b"], "when": when})
-
-
-def pipeline():
-    """Imputes the double and the text column; the datetime column is read as int64 nanoseconds."""
-    columns = ColumnTransformer(
-        [
-            ("size", SimpleImputer(), ["size"]),
-            (
-                "city",
-                make_pipeline(
-                    SimpleImputer(strategy="constant", fill_value="?"), OneHotEncoder(handle_unknown="ignore")
-                ),
-                ["city"],
-            ),
-            ("when", FunctionTransformer(operator.methodcaller("astype", "int64")), ["when"]),
-        ]
-    )
-    frame = training_frame()
-    target = frame["size"] * 2 + frame["when"].astype("int64") / NANOSECONDS_2020
-    return make_pipeline(columns, LinearRegression()).fit(frame, target)
 
 
 @pytest.fixture(scope="module")

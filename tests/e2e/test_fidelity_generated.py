@@ -204,6 +204,30 @@ def test_real_triton_answers_like_pyfunc_when_a_generated_case_is_served(campaig
         (("serialization", "cloudpickle"),),
     )
 )
+@example(
+    case=Case(  # a timezone-aware datetime column: MLflow's enforcement refuses it, so does logging (#22.6)
+        "sklearn-recipe",
+        "columns",
+        (Field("when", "datetime-utc"), Field("n", "int64")),
+        (Output("out", 1, "echo"),),
+        "frame",
+        False,
+        (Input(((2,), (2,)), ((0, 86400), (1, 2))),),
+        (("serialization", "cloudpickle"),),
+    )
+)
+@example(
+    case=Case(  # NaN in an input column maps (#22.6); the echoed output column with NaN is refused
+        "sklearn-recipe",
+        "columns",
+        (Field("x", "float64"), Field("n", "int64")),
+        (Output("out", 0, "echo"),),
+        "frame",
+        False,
+        (Input(((2,), (2,)), ((float("nan"), 1.0), (1, 2))),),
+        (("serialization", "cloudpickle"),),
+    )
+)
 def test_log_model_refuses_naming_the_field_when_a_generated_case_cannot_be_served(campaign, case):
     rejection = campaign.expected_rejection(case)
     assert rejection is not None, case.describe()

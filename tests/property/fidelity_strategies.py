@@ -346,11 +346,11 @@ def rejected_cases(draw):
                 "label-0-later",
                 "empty-name",
                 "float-label",
-                "nan-example",
+                "nan-example-echoed",
                 "fixed-width-input",
                 "scalar-output",
                 "example-misfit",
-                "datetime-column",
+                "timezone-aware-column",
                 "empty-output-key",
             )
         )
@@ -409,34 +409,34 @@ def rejected_cases(draw):
         labels[draw(st.integers(0, count - 1))] = ""
     elif mutation == "float-label":
         labels[draw(st.integers(0, count - 1))] = draw(st.sampled_from((1.5, -0.25, 2.0)))
-    elif mutation == "nan-example":
+    elif mutation == "nan-example-echoed":  # the input column maps (optional); the echoed output column does not
         kinds[0] = draw(st.sampled_from(("float32", "float64")))
-    elif mutation == "datetime-column":
-        kinds[draw(st.integers(0, count - 1))] = "datetime"
+    elif mutation == "timezone-aware-column":
+        kinds[draw(st.integers(0, count - 1))] = "datetime-utc"
     else:  # "empty-output-key"
         form = draw(st.sampled_from(("frame", "dict")))
         keys = [""]
     fields = tuple(Field(label, kind) for label, kind in zip(labels, kinds))
     example = draw(
         _input(
-            tuple(Field(f.name, "int64" if f.kind == "datetime" else f.kind) for f in fields),
+            tuple(Field(f.name, "int64" if f.kind == "datetime-utc" else f.kind) for f in fields),
             example=True,
             finite=set(range(count)),
         )
     )
-    if mutation == "datetime-column":  # seconds since 1970 that pandas can hold (the int64 minimum is NaT)
+    if mutation == "timezone-aware-column":  # seconds since 1970 that pandas can hold (the int64 minimum is NaT)
         example = Input(
             example.shapes,
             tuple(
-                tuple(range(0, 86400 * len(values), 86400)) if kind == "datetime" else values
+                tuple(range(0, 86400 * len(values), 86400)) if kind == "datetime-utc" else values
                 for kind, values in zip(kinds, example.values)
             ),
         )
-    if mutation == "nan-example":
+    if mutation == "nan-example-echoed":
         column = list(example.values[0])
         column[draw(st.integers(0, len(column) - 1))] = float("nan")
         example = Input(example.shapes, (tuple(column),) + example.values[1:])
-    source = next(i for i, kind in enumerate(kinds) if kind != "datetime")
+    source = next(i for i, kind in enumerate(kinds) if kind != "datetime-utc")
     return Case(
         "sklearn-recipe",
         "columns",

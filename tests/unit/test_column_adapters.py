@@ -15,12 +15,14 @@ from mlflow.models import ModelSignature, infer_signature
 from mlflow.models.utils import _enforce_schema
 from mlflow.types import ColSpec, Schema
 
+from mlflow_triton import sklearn
 from mlflow_triton._config import build_config, declarations, parse_config, render_config
 from mlflow_triton._packaging import codecs_for
 from mlflow_triton._schema import layout_from_signature
 from mlflow_triton.runtime.codecs import StructureCodec, TensorMappingError
 from mlflow_triton.runtime.conversions import to_nanoseconds
 from mlflow_triton.shared_contract import Contract, ContractError, FieldMapping, StructureMapping
+from tests.support import column_models
 
 OUTPUT = np.array([1.0, 2.0, 3.0])
 
@@ -282,3 +284,31 @@ def test_layout_keeps_the_frame_mlflow_enforces_when_the_signature_is_explicit_a
 )
 def test_to_nanoseconds_converts_exactly_when_a_time_lies_at_the_ends_of_the_range(values, nanoseconds):
     assert to_nanoseconds(values, "`when`")[0] == nanoseconds
+
+
+# --- logging: the shipped request --------------------------------------------------------------
+
+
+def test_save_model_ships_masks_and_nanoseconds_in_request_json_when_the_example_has_nan_none_and_nat(tmp_path):
+    sklearn.save_model(
+        column_models.pipeline(),
+        tmp_path / "package",
+        input_example=column_models.example_frame(),
+        triton_model_name="columns",
+        serialization_format="cloudpickle",
+    )
+    repository = tmp_path / "package" / "model_repository" / "columns"
+
+    request = json.loads((repository / "request.json").read_text(encoding="utf-8"))
+    validation = json.loads((repository / "validation.json").read_text(encoding="utf-8"))
+
+    assert {entry["name"]: (entry["datatype"], entry["data"]) for entry in request["inputs"]} == {
+        "size": ("FP64", [1.5, 0.0, 2.5]),
+        "size__missing": ("BOOL", [False, True, False]),
+        "city": ("BYTES", ["a", "", "b"]),
+        "city__missing": ("BOOL", [False, True, False]),
+        "when": ("INT64", [1_583_064_000_000_000_000, 0, 1_612_137_607_000_000_000]),
+        "when__missing": ("BOOL", [False, True, False]),
+    }
+    assert validation["mapping_version"] == 4
+    assert not (repository / "request.bin").exists()

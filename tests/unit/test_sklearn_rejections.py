@@ -17,7 +17,7 @@ from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, Schema, TensorSpec
 
 from mlflow_triton import sklearn
-from mlflow_triton.errors import BatchingRefusedError, InvalidArgumentError, UnsupportedSchemaError, ValidationError
+from mlflow_triton.errors import BatchingRefusedError, InvalidArgumentError, ValidationError
 
 SAFE_NAME_RULE = (
     "allowed: ASCII letters, digits, '_', '-' and '.', not starting with '.' or '-' (no path separators, no '..')"
@@ -212,12 +212,23 @@ def test_log_model_rejects_before_writing_when_explicit_signature_contradicts_th
     assert_untouched()
 
 
-def test_log_model_rejects_before_writing_when_the_example_has_a_datetime_column(log, assert_untouched, example_frame):
+def test_log_model_rejects_before_writing_when_the_example_has_a_timezone_aware_datetime_column(
+    log, assert_untouched, example_frame
+):
     with pytest.raises(
-        UnsupportedSchemaError,
-        match=re.escape("Column `when` of the input schema: datetime columns need a serving adapter; supported: "),
+        ValidationError,
+        match=re.escape("Tensor `when`: element 0 is timezone-aware (UTC); MLflow's schema enforcement refuses"),
     ):
-        log(input_example=example_frame.assign(when=pd.Timestamp("2024-01-01")))
+        log(input_example=example_frame.assign(when=pd.Timestamp("2024-01-01", tz="UTC")))
+
+    assert_untouched()
+
+
+def test_log_model_rejects_before_writing_when_an_optional_integer_column_misses_a_value(
+    log, assert_untouched, example_frame
+):
+    with pytest.raises(ValidationError, match=re.escape("Tensor `count`: element 1 is missing (<NA>)")):
+        log(input_example=example_frame.assign(count=pd.array([1, None] + [2] * (len(example_frame) - 2), "Int64")))
 
     assert_untouched()
 

@@ -143,7 +143,7 @@ def field_array(kind, shape, values):
         return array.reshape(shape)
     if kind in ("fixed-text", "fixed-binary"):
         return np.array(values, dtype=str if kind == "fixed-text" else bytes).reshape(shape)
-    if kind == "datetime":
+    if kind == "datetime-utc":  # timezone-aware: MLflow's schema enforcement refuses it, so logging must too
         return np.array(values, dtype="int64").astype("datetime64[s]").reshape(shape)
     return np.array(values, dtype=kind).reshape(shape)
 
@@ -176,6 +176,8 @@ def _column(kind, array):
         return pd.Series(array, dtype="str")  # what pd.DataFrame({"c": ["x", ...]}) gives under pandas 3
     if kind == "binary":
         return pd.Series(array, dtype=object)
+    if kind == "datetime-utc":
+        return pd.Series(array).dt.tz_localize("UTC")
     return pd.Series(array, dtype=array.dtype)
 
 
