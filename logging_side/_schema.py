@@ -52,7 +52,7 @@ COLUMN_TYPES = {
     DataType.binary: (BYTES_TYPE, "binary"),
     DataType.datetime: ("TYPE_INT64", DATETIME_CONTENT),  # input columns only
 }
-UNSUPPORTED_COLUMN_TYPES = {}
+UNSUPPORTED_COLUMN_TYPES: "dict[DataType, str]" = {}  # every MLflow column type maps now
 SUPPORTED_COLUMN_TYPE_NAMES = ", ".join(t.name for t in COLUMN_TYPES)
 # Output columns: no datetime content, no missing-value masks (the runtime's outputs carry neither).
 OUTPUT_COLUMN_TYPE_NAMES = ", ".join(t.name for t in COLUMN_TYPES if t != DataType.datetime)
