@@ -60,6 +60,7 @@ def export_onnx(
         name = check_model_name(f"{source.name}{SUFFIX}")
         _writer.check_target(out_dir / name)
         _check_batchable(source.layout)
+        _check_plain_columns(source.layout)
         convert = CONVERTERS.get(source.flavor)
         if convert is None:
             raise UnsupportedModelError(
@@ -162,6 +163,18 @@ def _local_model_path(model_uri):
     if parsed.scheme == "" or len(parsed.scheme) == 1:  # a plain path (or a Windows drive letter)
         return pathlib.Path(model_uri).expanduser().resolve()
     return None
+
+
+def _check_plain_columns(layout):
+    """Optional and datetime columns travel with masks and nanoseconds that only the generated runtime reads."""
+    for field in layout.contract.inputs.fields:
+        if field.uses_column_adapters:
+            what = "a datetime column" if field.content == "datetime" else "an optional column (a missing-value mask)"
+            raise UnsupportedModelError(
+                f"Column `{field.name}` is {what}: an ONNX graph cannot read its tensors as the logged model's "
+                "runtime does; serve the model's generated repository, or re-log it with required, non-datetime "
+                "columns to export it"
+            )
 
 
 def _check_batchable(layout):

@@ -29,7 +29,7 @@ from mlflow_triton.export import (
     _source,
     export_onnx,
 )
-from tests.support import fake_pb_utils
+from tests.support import column_models, fake_pb_utils
 from tests.support.export_models import (
     config_graph_mismatches,
     digest,
@@ -299,6 +299,19 @@ def test_export_onnx_refuses_naming_the_step_when_an_estimator_has_no_converter(
         match=r"Step `regress` \(sklearn\.kernel_ridge\.KernelRidge\) has no "
         r"converter in skl2onnx .*What to do: replace the step",
     ):
+        export_onnx(str(tmp_path / "logged"), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_onnx_refuses_naming_the_column_when_a_column_is_optional_or_datetime(tmp_path):
+    mt_sklearn.save_model(
+        column_models.pipeline(),
+        tmp_path / "logged",
+        input_example=column_models.example_frame(),
+        serialization_format="cloudpickle",
+    )
+
+    with pytest.raises(UnsupportedModelError, match=re.escape("Column `size` is an optional column")):
         export_onnx(str(tmp_path / "logged"), tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
