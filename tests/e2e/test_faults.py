@@ -327,7 +327,7 @@ BROKEN_MODELS = {
     "unsupported-mapping-version": (
         "skops",
         unsupported_mapping_version,
-        r"ContractError: Mapping version 99 is not supported; supported: 1, 2, 3",
+        r"ContractError: Mapping version 99 is not supported; supported: 1, 2, 3, 4",
     ),
 }
 
