@@ -99,3 +99,25 @@ def test_real_triton_answers_400_when_a_request_lacks_a_missing_value_mask(serve
 
     with pytest.raises(InferenceError, match="size__missing"):
         send_request(server.url, NAME, RequestFiles("json", path, [("Content-Type", "application/json")]))
+
+
+def test_real_triton_reads_int64_min_as_nat_when_a_json_request_sends_it_unmasked(served, tmp_path):
+    server, repository, package = served
+    frame = pd.DataFrame({"size": [1.0], "city": ["a"], "when": pd.Series([pd.NaT], dtype="datetime64[ns]")})
+    body = {
+        "inputs": [
+            {"name": "size", "datatype": "FP64", "shape": [1], "data": [1.0]},
+            {"name": "size__missing", "datatype": "BOOL", "shape": [1], "data": [False]},
+            {"name": "city", "datatype": "BYTES", "shape": [1], "data": ["a"]},
+            {"name": "city__missing", "datatype": "BOOL", "shape": [1], "data": [False]},
+            {"name": "when", "datatype": "INT64", "shape": [1], "data": [-(2**63)]},
+            {"name": "when__missing", "datatype": "BOOL", "shape": [1], "data": [False]},
+        ]
+    }
+    path = tmp_path / "nat.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+
+    response = send_request(server.url, NAME, RequestFiles("json", path, [("Content-Type", "application/json")]))
+
+    expected = ExpectedAnswers(package, repository).for_input(frame)
+    assert response.outputs["output_0"].tobytes() == expected["output_0"].tobytes()
