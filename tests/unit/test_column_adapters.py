@@ -8,6 +8,7 @@ import datetime
 import json
 import re
 
+import mlflow.models
 import numpy as np
 import pandas as pd
 import pytest
@@ -312,3 +313,32 @@ def test_save_model_ships_masks_and_nanoseconds_in_request_json_when_the_example
     }
     assert validation["mapping_version"] == 4
     assert not (repository / "request.bin").exists()
+
+
+def test_input_request_marks_json_nulls_in_the_masks_when_check_reads_a_user_file(tmp_path):
+    from mlflow_triton.local.user_input import input_request, load_user_input
+
+    package = tmp_path / "package"
+    sklearn.save_model(
+        column_models.pipeline(),
+        package,
+        input_example=column_models.example_frame(),
+        triton_model_name="columns",
+        serialization_format="cloudpickle",
+    )
+    user_file = tmp_path / "input.json"
+    rows = [[None, None, "2020-01-01T00:00:00.5"], [1.0, "a", None]]
+    user_file.write_text(json.dumps({"dataframe_split": {"columns": ["size", "city", "when"], "data": rows}}))
+    schema = mlflow.models.Model.load(str(package / "MLmodel")).get_input_schema()
+
+    request = input_request(load_user_input(user_file, schema), package / "model_repository" / "columns", tmp_path)
+
+    body = json.loads(request.body_path.read_text(encoding="utf-8"))
+    assert {entry["name"]: entry["data"] for entry in body["inputs"]} == {
+        "size": [0.0, 1.0],
+        "size__missing": [True, False],
+        "city": ["", "a"],
+        "city__missing": [True, False],
+        "when": [1_577_836_800_500_000_000, 0],
+        "when__missing": [False, True],
+    }
