@@ -297,14 +297,13 @@ def _is_missing(item):
 
 
 def fill_missing(array, missing, placeholder):
-    """``array`` with ``placeholder`` where ``missing`` is True (a copy; ``array`` itself is kept)."""
+    """``array`` with ``placeholder`` where ``missing`` is True (a copy; ``array`` itself is kept).
+    Only object, float and datetime64 arrays can hold a missing value (``missing_of``)."""
     if not missing.any():
         return array
-    if array.dtype == object or array.dtype.kind in "fM":
-        filled = array.copy()
-        filled[missing] = np.array(placeholder).astype(array.dtype) if array.dtype.kind in "fM" else placeholder
-        return filled
-    return array
+    filled = array.copy()
+    filled[missing] = placeholder if array.dtype == object else np.array(placeholder).astype(array.dtype)
+    return filled
 
 
 def with_missing(values, missing):
