@@ -77,4 +77,5 @@ def test_triton_python_model_hands_predict_what_mlflow_enforces_when_columns_are
 
     [model_input] = predictor.seen
     assert_enforced_alike(model_input, frame, schema)
-    assert fake_pb_utils.outputs_of(response)["output_0"].tolist() == list(range(len(frame)))
+    [output] = layout.contract.outputs.tensor_names  # output_0, or output_0_2 beside an input column so named
+    assert fake_pb_utils.outputs_of(response)[output].tolist() == list(range(len(frame)))
