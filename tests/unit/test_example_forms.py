@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from mlflow.models import infer_signature
 
 import mlflow_triton.transformers as mt_transformers
 from mlflow_triton import _examples, sklearn
@@ -81,6 +82,19 @@ def test_sklearn_save_model_serves_like_pyfunc_when_the_example_is_a_dict_of_sca
     arrays, answer, expected = _answer_and_expected(package, read_request)
     assert {name: array.tolist() for name, array in arrays.items()} == {"a": [1.5], "b": [-2.0]}
     assert answer.keys() == expected.keys()
+    for name, array in expected.items():
+        np.testing.assert_array_equal(answer[name], array)
+
+
+def test_sklearn_save_model_ships_one_row_when_a_dict_of_scalars_meets_an_explicit_signature(tmp_path, read_request):
+    package = tmp_path / "package"
+    model = example_forms.scalar_record_regressor()
+    signature = infer_signature(example_forms.SCALAR_RECORD, model.predict(pd.DataFrame([example_forms.SCALAR_RECORD])))
+
+    sklearn.save_model(model, package, input_example=example_forms.SCALAR_RECORD, signature=signature)
+
+    arrays, answer, expected = _answer_and_expected(package, read_request)
+    assert {name: array.tolist() for name, array in arrays.items()} == {"a": [1.5], "b": [-2.0]}
     for name, array in expected.items():
         np.testing.assert_array_equal(answer[name], array)
 
