@@ -50,9 +50,9 @@ def check_example(example: Any) -> None:
     the bytes (``mlflow models serve`` answers the text's prediction) and no check could compare with the example."""
     if isinstance(example, (bytes, bytearray)):
         where = "is bytes"
-    elif isinstance(example, dict) and any(isinstance(v, (bytes, bytearray)) for v in example.values()):
+    elif isinstance(example, dict) and _holds_bytes(example):
         where = "is a dict holding bytes"
-    elif isinstance(example, (list, tuple)) and any(isinstance(v, (bytes, bytearray)) for v in example):
+    elif isinstance(example, (list, tuple)) and _holds_bytes(example):
         where = "is a list holding bytes"
     else:
         return
@@ -62,6 +62,20 @@ def check_example(example: Any) -> None:
         "the bytes; pass a DataFrame instead, e.g. pd.DataFrame([b'...']) for one unnamed column or "
         "pd.DataFrame({'name': [b'...']}), whose binary columns MLflow restores as bytes"
     )
+
+
+def _holds_bytes(value: Any) -> bool:
+    """Whether a dict, list or tuple holds bytes, at any depth (records, nested lists; not inside arrays)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, (bytes, bytearray)):
+            return True
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+    return False
 
 
 def for_prediction(example: Any) -> Any:

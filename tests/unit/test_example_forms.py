@@ -66,8 +66,13 @@ def test_for_request_gives_the_dense_array_when_the_example_is_sparse(kind):
 
 @pytest.mark.parametrize(
     ("example", "where"),
-    [(b"abc", "is bytes"), ({"a": b"abc", "b": 1}, "is a dict holding bytes"), ([b"abc"], "is a list holding bytes")],
-    ids=["bytes", "dict", "list"],
+    [
+        (b"abc", "is bytes"),
+        ({"a": b"abc", "b": 1}, "is a dict holding bytes"),
+        ([b"abc"], "is a list holding bytes"),
+        ([{"a": 1}, {"a": b"abc"}], "is a list holding bytes"),
+    ],
+    ids=["bytes", "dict", "list", "records"],
 )
 def test_check_example_refuses_bytes_when_mlflow_would_save_them_as_base64_text(example, where):
     with pytest.raises(InvalidArgumentError, match=rf"^input_example {where}: .*{re.escape(BYTES_REMEDY)}"):
