@@ -3,7 +3,8 @@ example answers its shipped request like ``pyfunc.predict`` on the saved example
 
 One server per serving environment, all of its models loaded at once: the scikit-learn models (a dict of scalars,
 a single text, a sparse matrix) share one, the table-question-answering pipeline needs Transformers. Environments
-are reused when a cached one already satisfies the requirements (in a full run: the examples' environments).
+are reused when a cached one already satisfies the requirements: in a full run the sklearn and Transformers
+examples' environments, built by tests/e2e/test_runner.py, which pytest collects before this file (hence its name).
 """
 
 import pytest
