@@ -30,6 +30,7 @@ from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.shared_contract import MAPPING_VERSION
 
 from . import _batching, _config, _model_py, _model_requirements, _requests, _saved_check, _serving_requirements, _undo
+from ._examples import check_example, for_prediction, for_request
 from ._names import check_model_name, default_model_name
 from ._schema import layout_from_signature, signature_for_pyfunc
 from .errors import CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
@@ -239,6 +240,7 @@ def _plan(
     declared_init_kwargs = options.pop("architecture_init_kwargs", None)
     data, example_params = _split_example(input_example)
     _check_arguments(framework, data, device, validate_saved_model, signature, declared_init_kwargs)
+    check_example(data)
     triton_model_name = check_model_name(triton_model_name)
     framework.check_native_options(options)
     framework.check_model(model)
@@ -433,7 +435,9 @@ def _predict_and_map(framework, model, input_example, example_params, signature,
         )
     if signature is None:
         # A copy: a model may change its input (a transformer adding a column in place), never the caller's example.
-        prediction = _as_plain(_predict(adapter, copy.deepcopy(input_example), "example", example_params))
+        # Normalised as MLflow's schema enforcement would (a dict of scalars or a scalar as a one-row frame).
+        model_input = for_prediction(copy.deepcopy(input_example))
+        prediction = _as_plain(_predict(adapter, model_input, "example", example_params))
         signature = infer_signature(input_example, prediction, params=example_params)
         model_meta.signature = signature
         examples = {"input": input_example, "output": prediction}
@@ -472,11 +476,9 @@ def codecs_for(layout):
 def _example_tensors(layout, input_example):
     """The example as the Triton tensors a client sends, checked by decoding them back."""
     input_codec, _ = codecs_for(layout)
-    inputs = layout.contract.inputs
-    if isinstance(input_example, (str, bytes)) and inputs.structure == "columns" and len(inputs.fields) == 1:
-        # A single text (``input_example="some text"``, as MLflow's docs log a pipeline): MLflow infers one string
-        # column from it, and a request carries it as that column's only row.
-        input_example = [input_example]
+    # One row for a dict of scalars or a single text (``input_example="some text"``, as MLflow's docs log a
+    # pipeline), a sparse matrix's dense array: what MLflow's serving example holds (``_examples``).
+    input_example = for_request(input_example, layout.contract.inputs.structure)
     try:
         tensors = input_codec.to_tensors(input_example)
         input_codec.from_tensors(tensors)
