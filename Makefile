@@ -26,8 +26,10 @@ VENV_MLFLOW_FLOOR ?= .venv-mlflow314
 TORCH ?= torch==2.13.0
 PIP_FLAGS ?= --disable-pip-version-check -q
 # Unit and property tests are CPU-bound and independent: pytest-xdist spreads them over the cores (`make XDIST=` runs
-# them in one process). The e2e tests share servers within a module and run in one process.
+# them in one process). The e2e tests share a server within a module: two workers take a file each at a time
+# (`make XDIST_E2E=` runs them in one process). Servers bind free ports; serving environments build atomically.
 XDIST ?= -n 2
+XDIST_E2E ?= -n 2 --dist loadfile
 # make fidelity: served cases (rejections: N / 10), and how many are in flight at once
 N ?= 1000
 FIDELITY_WORKERS ?= 2
@@ -45,7 +47,7 @@ test: venv venv-numpy2 venv-py310 venv-mlflow-floor
 	$(MAKE) lint
 	$(MAKE) docs
 	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
-	$(VENV)/bin/python -m pytest -p no:cacheprovider tests/e2e
+	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST_E2E) tests/e2e
 	$(VENV_NUMPY2)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
 	$(MAKE) test-mlflow-floor
 

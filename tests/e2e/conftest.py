@@ -1,15 +1,51 @@
-"""Session output for the fidelity campaign: its seed before the tests, its figures after them."""
+"""Session output for the fidelity campaign: its seed before the tests, its figures after them.
+
+``make test`` runs the e2e tests over two pytest-xdist workers, a test file per worker at a time
+(``--dist loadfile``: a module's shared server stays in one process). The campaign then runs in a
+worker: the controller fixes the seed for every process through ``FIDELITY_SEED`` before the workers
+start, names it once the worker has collected the campaign, and prints the figures the worker hands
+back when it finishes. Without xdist the same hooks print from the one process.
+"""
+
+import os
+
+import pytest
 
 from tests.support.fidelity.seed import SEED, SUMMARIES
 
 FIDELITY_MODULE = "test_fidelity_generated.py"
+SUMMARIES_KEY = "fidelity_summaries"
+
+# Runs in the controller (or the only process) before any worker exists: workers inherit it, so the
+# seed printed here is the one the campaign uses (tests/support/fidelity/seed.py reads it).
+os.environ.setdefault("FIDELITY_SEED", str(SEED))
+
+
+def _say_seed(config, nodeids):
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and any(nodeid.split("::")[0].endswith(FIDELITY_MODULE) for nodeid in nodeids):
+        reporter.write_line(f"fidelity: FIDELITY_SEED={SEED} (set FIDELITY_SEED={SEED} to replay this run's cases)")
 
 
 def pytest_collection_finish(session):
-    if any(item.nodeid.split("::")[0].endswith(FIDELITY_MODULE) for item in session.items):
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"fidelity: FIDELITY_SEED={SEED} (set FIDELITY_SEED={SEED} to replay this run's cases)")
+    if not hasattr(session.config, "workerinput"):  # a worker's terminal output is not shown
+        _say_seed(session.config, [item.nodeid for item in session.items])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    if getattr(node, "gateway", None) is not None and node.gateway.id == "gw0":  # every worker collects all
+        _say_seed(node.config, ids)
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):  # a worker: hand the campaign's figures to the controller
+        session.config.workeroutput[SUMMARIES_KEY] = list(SUMMARIES)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    SUMMARIES.extend(getattr(node, "workeroutput", {}).get(SUMMARIES_KEY, []))
 
 
 def pytest_terminal_summary(terminalreporter):
