@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mlflow_triton.local._children import die_with_parent, kill_group, wait_or_kill_group
+from mlflow_triton.local._children import die_with_parent, kill_group, stop_signals_deferred, wait_or_kill_group
 from mlflow_triton.local.progress import as_progress
 
 from .pack_errors import PackError, PackToolMissingError
@@ -50,7 +50,6 @@ EXCLUDED = (
     "lib/python*/site-packages/*/tests/*",
 )
 PACKER_HINT = "pip install 'mlflow-triton[deploy]'"
-_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
 def require_packer() -> None:
@@ -102,20 +101,18 @@ def pack_environment(
         (scratch / "spec.json").write_text(json.dumps(spec))
         log_path = scratch / "venv-pack.log"
         with open(log_path, "wb") as log:
-            # Ctrl-C or SIGTERM during the fork would be raised inside an at-fork hook, where Python reports and
-            # drops it: hold them until the child is known, so that the stop below always has it to stop.
-            proc, held = None, signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+            proc = None
             try:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "mlflow_triton.deploy._venv_pack_child", str(scratch / "spec.json")],
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env={**os.environ, "TMPDIR": str(scratch)},
-                    start_new_session=True,
-                    preexec_fn=lambda: _child_setup(held),
-                )
-                signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal that came meanwhile is raised here
+                with stop_signals_deferred():  # a Ctrl-C during the fork is raised once `proc` is known
+                    proc = subprocess.Popen(
+                        [sys.executable, "-m", "mlflow_triton.deploy._venv_pack_child", str(scratch / "spec.json")],
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env={**os.environ, "TMPDIR": str(scratch)},
+                        start_new_session=True,
+                        preexec_fn=die_with_parent,
+                    )
                 written = 0
                 while proc.poll() is None:
                     time.sleep(0.5)
@@ -125,7 +122,6 @@ def pack_environment(
                         elapsed=time.monotonic() - started,
                     )
             finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, held)
                 if proc is not None:
                     _stop(proc)
         if proc.returncode != 0:
@@ -138,13 +134,6 @@ def pack_environment(
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return time.monotonic() - started
-
-
-def _child_setup(mask) -> None:
-    """In the packer's process, before it runs: the signal mask of before the fork; SIGTERM when this one dies."""
-    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    if die_with_parent is not None:
-        die_with_parent()
 
 
 def _stop(proc: subprocess.Popen) -> None:

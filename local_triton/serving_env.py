@@ -40,7 +40,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from ._children import die_with_parent, kill_group, wait_or_kill_group
+from ._children import die_with_parent, kill_group, stop_signals_deferred, wait_or_kill_group
 from ._stale import STALE_BUILD_SECONDS, remove_stale_builds
 from .errors import ServingEnvError
 from .installation import default_cache_dir
@@ -421,15 +421,17 @@ def _run_logged(cmd, log, say, started, what) -> int:
     turned into an exception), the whole group is stopped before the exception propagates.
     """
     log.flush()
-    proc = subprocess.Popen(
-        cmd,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=die_with_parent,
-    )
+    proc = None
     try:
+        with stop_signals_deferred():  # a Ctrl-C during the fork is raised once `proc` is known
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
         with open(log.name, errors="replace") as reader:
             reader.seek(0, os.SEEK_END)
             current = what
@@ -439,7 +441,8 @@ def _run_logged(cmd, log, say, started, what) -> int:
                 say.step(current, elapsed=time.monotonic() - started)
         return proc.returncode
     finally:
-        _stop_process_group(proc)
+        if proc is not None:
+            _stop_process_group(proc)
 
 
 def _latest_step(new_output: str, current: str) -> str:

@@ -68,3 +68,47 @@ def test_server_start_reports_only_this_runs_log_and_does_not_retry_when_an_old_
         server.start()
     assert "old run" not in raised.value.log_tail
     assert log_path.read_text().count("this run: fake tritonserver failed") == 1
+
+
+CTRL_C_DURING_THE_FORK = """
+import os, signal, sys, time
+from mlflow_triton.local.serving_env import _run_logged
+
+
+class Quiet:
+    def step(self, *args, **kwargs):
+        pass
+
+
+fired = []
+
+
+def ctrl_c_once():  # the parent's at-fork hook: a Ctrl-C that lands while Popen forks
+    if not fired:
+        fired.append(True)
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+os.register_at_fork(before=ctrl_c_once)
+with open(sys.argv[1], "w") as log:
+    try:
+        sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
+        status = _run_logged(sleeper, log, Quiet(), time.monotonic(), "pip")
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    else:
+        print(f"went on: {status}", flush=True)
+"""
+
+
+def test_pip_runner_raises_the_interrupt_and_stops_pip_when_ctrl_c_lands_while_it_forks(tmp_path):
+    # Without the signals held across the fork, Python drops the Ctrl-C inside its at-fork hook and
+    # the build goes on as if nothing happened.
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C_DURING_THE_FORK, str(tmp_path / "pip.log")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.stdout.strip() == "interrupted", done.stderr
