@@ -189,17 +189,7 @@ def test_triton_python_model_answers_with_the_request_when_the_predictor_echoes_
     inputs = StructureCodec(layout.contract.inputs, types)
     outputs = StructureCodec(layout.contract.outputs, tensor_types_from_model_config(config, "output"))
     predictor = EchoPredictor()
-    model = triton_python_model_class()()
-    with mock.patch.object(mlflow.pyfunc, "load_model", return_value=predictor):
-        model.initialize(
-            {
-                "model_config": json.dumps(config),
-                "model_repository": "/nonexistent/model",
-                "model_version": "1",
-                "model_instance_kind": "CPU",
-                "model_instance_device_id": "0",
-            }
-        )
+    model = runtime_model_serving(config, predictor)
 
     [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(value))])
 
@@ -215,3 +205,19 @@ def triton_python_model_class():
     from mlflow_triton.runtime.triton_model import TritonPythonModel
 
     return TritonPythonModel
+
+
+def runtime_model_serving(config, predictor):
+    """The runtime's TritonPythonModel, initialized (fake pb_utils) for ``config`` and serving ``predictor``."""
+    model = triton_python_model_class()()
+    with mock.patch.object(mlflow.pyfunc, "load_model", return_value=predictor):
+        model.initialize(
+            {
+                "model_config": json.dumps(config),
+                "model_repository": "/nonexistent/model",
+                "model_version": "1",
+                "model_instance_kind": "CPU",
+                "model_instance_device_id": "0",
+            }
+        )
+    return model

@@ -6,10 +6,6 @@ by the runtime's codec -- alone and inside ``TritonPythonModel`` with a fake bac
 MLflow's own ``_enforce_schema`` with what it makes of the caller's frame.
 """
 
-import json
-from unittest import mock
-
-import mlflow.pyfunc
 import numpy as np
 import pandas as pd
 from hypothesis import given
@@ -20,7 +16,7 @@ from mlflow.types import Schema, TensorSpec
 from mlflow_triton._schema import layout_from_signature
 from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
 from tests.property.strategies import adapted_column_frames
-from tests.property.test_codec_properties import codec_for, model_config, triton_python_model_class
+from tests.property.test_codec_properties import codec_for, model_config, runtime_model_serving
 from tests.support import fake_pb_utils
 
 ROW_COUNT_OUTPUT = Schema([TensorSpec(np.dtype("int64"), (-1,))])
@@ -61,17 +57,7 @@ def test_triton_python_model_hands_predict_what_mlflow_enforces_when_columns_are
     layout = layout_from_signature(signature, "sklearn")
     inputs = StructureCodec(layout.contract.inputs, tensor_types_from_model_config(config, "input"))
     predictor = RowCounter()
-    model = triton_python_model_class()()
-    with mock.patch.object(mlflow.pyfunc, "load_model", return_value=predictor):
-        model.initialize(
-            {
-                "model_config": json.dumps(config),
-                "model_repository": "/nonexistent/model",
-                "model_version": "1",
-                "model_instance_kind": "CPU",
-                "model_instance_device_id": "0",
-            }
-        )
+    model = runtime_model_serving(config, predictor)
 
     [response] = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(frame))])
 
