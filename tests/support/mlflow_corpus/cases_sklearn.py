@@ -6,7 +6,7 @@ Custom classes are defined inside the builders, as MLflow's tests define them in
 stores them by value.
 
 MLflow 3.17 saves with ``serialization_format="skops"`` by default and refuses a model whose skops file holds
-types it does not trust (``KDTree``, ``Tree``, ...). A case whose test leaves the format to MLflow does what
+types it does not trust (``KDTree``, ``Tree``, ...). A case saved with skops (by default or by name) does what
 MLflow's message tells a user: it passes ``skops_trusted_types`` (the types ``skops.io.get_untrusted_types``
 reports), or, for a class defined in the test itself (which skops cannot load), ``serialization_format=
 "cloudpickle"`` (:func:`as_mlflow_user`). ``knn-save-load`` is left exactly as the test logs it (``raw``).
@@ -21,8 +21,8 @@ from .case import INPUT_EXAMPLES, SKLEARN_AUTOLOG, SKLEARN_EXPORT, Built, case_t
 
 
 def as_mlflow_user(built: Built) -> Built:
-    """A case without ``serialization_format``: the skops types MLflow's refusal asks for, or cloudpickle."""
-    if "serialization_format" in built.log_kwargs:
+    """A case saved with skops (MLflow's default): the types MLflow's refusal asks to trust, or cloudpickle."""
+    if built.log_kwargs.get("serialization_format", "skops") != "skops" or "skops_trusted_types" in built.log_kwargs:
         return built
     import skops.io
 

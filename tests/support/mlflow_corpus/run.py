@@ -63,7 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--page", type=Path, help="also write the Markdown page here (make corpus: docs/mlflow-corpus.md)"
     )
+    parser.add_argument("--rewrite", type=Path, metavar="REPORT", help="only write --page again from a report.json")
     args = parser.parse_args(argv)
+    if args.rewrite is not None:
+        document = json.loads(args.rewrite.read_text(encoding="utf-8"))
+        outcomes = [Outcome.from_dict(entry) for entry in document["cases"]]
+        write_reports(outcomes, document["meta"], args.rewrite.parent, args.page)
+        return 0
     cases = all_cases()
     if args.list:
         for case in cases:
