@@ -237,3 +237,9 @@ def test_as_mlflow_user_keeps_the_case_when_it_names_another_format():
     built = cases_sklearn.knn_pickle_format()
 
     assert cases_sklearn.as_mlflow_user(built) is built
+
+
+def test_markdown_shows_the_wrappers_warning_when_a_case_logged_with_one():
+    outcome = _outcome(model_uri="models:/m-1", check_passed=True, warnings=["class A is defined in module 'x'\nmore"])
+
+    assert "| logged, with a warning: class A is defined in module 'x' | PASS |" in markdown([outcome], {})

@@ -126,21 +126,39 @@ def module_scope_subclass_code_paths() -> Built:
 
 
 @case(
-    "module-scope-subclass-no-code-paths",
+    "module-scope-subclass",
     "test_pyfunc_model_serving_with_module_scope_subclassed_model_and_default_conda_env",
-    note="custom_net.TinyMLP without code_paths",
+    note="custom_net.TinyMLP, a module-scope class of a package of its own, code_paths=[its folder]",
 )
-def module_scope_subclass_no_code_paths() -> Built:
-    from tests.support.tiny_models import fresh_tiny_mlp, mlp_example
+def module_scope_subclass() -> Built:
+    from tests.support.tiny_models import CUSTOM_NET_DIR, fresh_tiny_mlp, mlp_example
 
-    return Built(fresh_tiny_mlp(), {"input_example": mlp_example(3)})
+    return Built(fresh_tiny_mlp(), {"input_example": mlp_example(5), "code_paths": [str(CUSTOM_NET_DIR)]})
 
 
-@case("bert-subclass", "test_pyfunc_serve_and_score_transformers", note="MyBertModel(BertModel), 1 layer, 16 dims")
+@case("bert-subclass", "test_pyfunc_serve_and_score_transformers", note="MyBertModel(BertModel) defined in the test")
 def bert_subclass() -> Built:
-    from tests.support.tiny_models import tiny_bert_subclass, token_ids_example
+    from transformers import BertConfig, BertModel
 
-    return Built(tiny_bert_subclass(), {"input_example": token_ids_example()})
+    from tests.support.tiny_models import token_ids_example
+
+    class MyBertModel(BertModel):
+        def forward(self, *args, **kwargs):
+            return super().forward(*args, **kwargs).last_hidden_state
+
+    config = BertConfig(vocab_size=16, hidden_size=2, num_hidden_layers=2, num_attention_heads=2, intermediate_size=2)
+    return Built(_seeded(lambda: MyBertModel(config)), {"input_example": token_ids_example() % 16})
+
+
+@case(
+    "bert-subclass-code-paths",
+    "test_pyfunc_serve_and_score_transformers",
+    note="MyBertModel from a package of its own (custom_net.bert), code_paths=[its folder]",
+)
+def bert_subclass_code_paths() -> Built:
+    from tests.support.tiny_models import CUSTOM_NET_DIR, tiny_bert_subclass, token_ids_example
+
+    return Built(tiny_bert_subclass(), {"input_example": token_ids_example(), "code_paths": [str(CUSTOM_NET_DIR)]})
 
 
 @case("sequential-metadata", "test_model_log_with_metadata", note=EXAMPLE_NOTE)

@@ -30,6 +30,7 @@ class Outcome:
     check_passed: bool | None = None
     check_reason: str = ""
     mlflow_serve: dict[str, Any] | None = None
+    warnings: list[str] = dataclasses.field(default_factory=list)
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
@@ -124,6 +125,8 @@ def _what_happened(outcome: Outcome) -> str:
         return f"not built: {first_line(outcome.build_error)}"
     if verdict == "refused":
         return f"refused: {first_line(outcome.refusal)}"
+    if outcome.warnings:
+        return "logged, with a warning: " + "; ".join(first_line(warning, 160) for warning in outcome.warnings)
     return "logged"
 
 
@@ -174,8 +177,9 @@ def markdown(outcomes: Sequence[Outcome], meta: Mapping[str, Any]) -> str:
         "- the wrapper requires an `input_example` (the request it ships and proves): where MLflow's test logs "
         "without one, the case gives a few rows of the test's own data, and says so;",
         "- scikit-learn: MLflow 3.17 saves with `skops` by default and refuses types skops does not trust; a case "
-        "saved with skops (by default or by name) does what MLflow's message says (`skops_trusted_types`, or `cloudpickle` "
-        "for a class the test defines), except `sklearn-knn-save-load`, logged exactly as its test logs it;",
+        "saved with skops (by default or by name) does what MLflow's message says (`skops_trusted_types`, or "
+        "`cloudpickle` for a class the test defines), except `sklearn-knn-save-load`, logged exactly as its test "
+        "logs it;",
         "- PyTorch: MLflow 3.17's default format is `pt2`, the wrapper's is `pickle`; the `-pt2` cases ask for "
         "`pt2`, and the plain MLflow retry of a refused case uses MLflow's default;",
         "- Transformers: tasks that Transformers 5 removed (text2text-generation, summarization, translation, "

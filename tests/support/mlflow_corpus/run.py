@@ -24,6 +24,7 @@ import platform
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from .outcomes import Outcome, apply_check_report, counts, first_line, headline,
 #: One fast case per flavor: the sample CI runs (tests/e2e/test_mlflow_corpus_sample.py).
 SAMPLE = ("sklearn-logreg-log", "pytorch-sequential-log", "transformers-classifier-list")
 CHECK_TIMEOUT_S = 3600
+PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 
 def all_cases() -> tuple[Case, ...]:
@@ -79,7 +81,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         cases = tuple(select(cases, SAMPLE))
     elif args.cases:
         cases = tuple(select(cases, [part.strip() for part in args.cases.split(",") if part.strip()]))
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     stamp = datetime.datetime.now(datetime.timezone.utc)
     work_dir = (args.work_dir or Path(".work") / "corpus" / stamp.strftime("%Y%m%dT%H%M%SZ")).resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -97,10 +98,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_cases(cases: Sequence[Case], work_dir: Path) -> tuple[list[Outcome], dict[str, Any]]:
     """Log every case (wrapper, else plain MLflow + scoring server), then check the logged ones per flavor."""
+    from tests.support.environment import preserved_environment
     from tests.support.tiny_models import sqlite_tracking  # sets HF_HUB_OFFLINE before transformers is imported
 
     outcomes = [Outcome(case.id, case.flavor, case.mlflow_test, case.note) for case in cases]
-    with sqlite_tracking(work_dir):
+    with sqlite_tracking(work_dir), preserved_environment((PROGRESS_BAR,)):
+        os.environ[PROGRESS_BAR] = "false"
         import mlflow
 
         tracking_uri = mlflow.get_tracking_uri()
@@ -120,6 +123,7 @@ def run_cases(cases: Sequence[Case], work_dir: Path) -> tuple[list[Outcome], dic
 
 def log_case(case: Case, outcome: Outcome, serve_dir: Path) -> None:
     """Build and log ``case`` with the wrapper; on a refusal, try plain MLflow and its scoring server."""
+    from mlflow_triton.errors import CustomCodeWarning
     from mlflow_triton.shared_contract import MlflowTritonError
 
     clock = time.monotonic()
@@ -132,8 +136,11 @@ def log_case(case: Case, outcome: Outcome, serve_dir: Path) -> None:
     clock = time.monotonic()
     try:
         wrapper = importlib.import_module(f"mlflow_triton.{case.flavor}")
-        info = wrapper.log_model(built.model, name="model", **dict(built.log_kwargs))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CustomCodeWarning)
+            info = wrapper.log_model(built.model, name="model", **dict(built.log_kwargs))
         outcome.model_uri = info.model_uri
+        outcome.warnings = [str(w.message) for w in caught if issubclass(w.category, CustomCodeWarning)]
     except Exception as error:  # a refusal, recorded with its message
         outcome.refusal = str(error) if isinstance(error, MlflowTritonError) else f"{type(error).__name__}: {error}"
     outcome.seconds["log"] = round(time.monotonic() - clock, 1)
