@@ -182,6 +182,8 @@ def markdown(outcomes: Sequence[Outcome], meta: Mapping[str, Any]) -> str:
         "logs it;",
         "- PyTorch: MLflow 3.17's default format is `pt2`, the wrapper's is `pickle`; the `-pt2` cases ask for "
         "`pt2`, and the plain MLflow retry of a refused case uses MLflow's default;",
+        "- Transformers, plain MLflow retry: MLflow 3.17 pins `torchvision` for every PyTorch pipeline and fails "
+        "where it is not installed (as here); the retry then pins the installed packages, as the wrapper does;",
         "- Transformers: tasks that Transformers 5 removed (text2text-generation, summarization, translation, "
         "question-answering) cannot be built: they are listed as *not built*.",
         "",

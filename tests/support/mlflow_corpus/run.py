@@ -16,8 +16,10 @@ the Markdown page there too. Exit status 1 when a logged case FAILed or was not 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -28,6 +30,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from .case import Case
 from .outcomes import Outcome, apply_check_report, counts, first_line, headline, markdown, mlflow_serve_summary
@@ -157,9 +160,10 @@ def mlflow_serve(case: Case, serve_dir: Path) -> dict[str, Any]:
 
     built = case.build()
     try:
-        info = importlib.import_module(f"mlflow.{case.flavor}").log_model(
-            built.model, name="model", **dict(built.log_kwargs)
-        )
+        with _without_absent_torchvision(case.flavor):
+            info = importlib.import_module(f"mlflow.{case.flavor}").log_model(
+                built.model, name="model", **dict(built.log_kwargs)
+            )
     except Exception as error:  # MLflow refuses it too
         return mlflow_serve_summary(f"{type(error).__name__}: {error}", None)
     try:
@@ -176,6 +180,27 @@ def mlflow_serve(case: Case, serve_dir: Path) -> dict[str, Any]:
     except Exception as error:  # no pyfunc flavor, or the model does not load: MLflow cannot serve it either
         return mlflow_serve_summary(None, None, f"{type(error).__name__}: {error}")
     return mlflow_serve_summary(None, response.status_code, response.text)
+
+
+def _without_absent_torchvision(flavor: str) -> contextlib.AbstractContextManager[object]:
+    """MLflow 3.17's Transformers flavor pins torchvision for every PyTorch pipeline and fails where it is absent.
+
+    That is this machine, not the model: the retry then pins what is installed, as the wrapper does
+    (``mlflow_triton.transformers._default_requirements``), so the row says what MLflow does with the model.
+    """
+    if flavor != "transformers" or importlib.util.find_spec("torchvision") is not None:
+        return contextlib.nullcontext()
+    import mlflow.transformers
+
+    from mlflow_triton.transformers import _default_requirements
+
+    original = mlflow.transformers.get_default_pip_requirements
+
+    def installed_requirements(model: Any) -> list[str]:
+        with mock.patch.object(mlflow.transformers, "get_default_pip_requirements", original):
+            return _default_requirements(model)
+
+    return mock.patch.object(mlflow.transformers, "get_default_pip_requirements", installed_requirements)
 
 
 def check(outcomes: Sequence[Outcome], tracking_uri: str, work_dir: Path) -> list[dict[str, Any]]:
