@@ -4,8 +4,9 @@
 #               run the whole test suite (numpy 1.26 venv), then unit + property tests again under numpy 2, the
 #               sklearn example served from Python 3.10 and 3.12 environments (each with its stub), and the oldest
 #               supported MLflow (3.14, pandas 2): unit + property tests and one real-server check
-# and one long campaign:
+# and long campaigns on the real Triton:
 #   make fidelity [N=1000] [FIDELITY_SEED=...]   N generated cases on one real Triton, report in .work/fidelity/
+#   make corpus   MLflow's flavor-test cases logged and checked on the real Triton, docs/mlflow-corpus.md rewritten
 # and, outside CI, mutation testing of the comparator, the codecs and the contract (docs/test-oracles.md):
 #   make mutation [MUTATION_MODULES="compare conversions codecs contract"]
 PYTHON ?= python3
@@ -37,7 +38,7 @@ FIDELITY_WORKERS ?= 2
 # make mutation: cosmic-ray sessions (tests/mutation/<module>.toml), run one after the other, each resumable
 MUTATION_MODULES ?= compare conversions codecs contract
 
-.PHONY: demo docs test test-fast test-mlflow-floor lint bench soak fidelity mutation venv venv-numpy2 venv-py310 \
+.PHONY: demo docs test test-fast test-mlflow-floor lint bench soak fidelity corpus mutation venv venv-numpy2 venv-py310 \
 	venv-mlflow-floor soak-batched clean
 
 demo: venv
@@ -87,6 +88,11 @@ soak-batched: venv
 
 fidelity: venv
 	$(VENV)/bin/python -m tests.support.fidelity.run --cases $(N) --workers $(FIDELITY_WORKERS)
+
+# MLflow's flavor tests as the yardstick: each case logged with the wrapper and proven with `mlflow-triton check`,
+# refusals tried with MLflow's scoring server; rewrites docs/mlflow-corpus.md (report in .work/corpus/<UTC time>/).
+corpus: venv
+	$(VENV)/bin/python -m tests.support.mlflow_corpus.run --page docs/mlflow-corpus.md
 
 mutation: venv
 	test -x $(VENV)/bin/cosmic-ray || $(VENV)/bin/python -m pip install $(PIP_FLAGS) "cosmic-ray>=8.7,<9"

@@ -13,7 +13,8 @@ warn (and record the warning in ``validation.json``):
 * a reference into ``__main__`` when the serializer stores it by reference
   (``pickle``, skops); cloudpickle, MLflow's default for PyTorch and sklearn's
   ``serialization_format="cloudpickle"``, stores such classes and functions by
-  value, so they load elsewhere.
+  value, so they load elsewhere -- and so it stores those defined inside a
+  function (``<locals>`` in their qualified name), whatever their module.
 
 Anything it cannot decide (a module missing from ``sys.modules``, one without
 a file) is left alone: ``validate_saved_model=True`` is the complete check.
@@ -31,6 +32,7 @@ from collections.abc import Iterable
 from typing import Any
 
 MAIN_MODULE = "__main__"
+_LOCALS = "<locals>"  # in the qualified name of a class or function defined inside a function
 _INSTALLATION_FOLDERS = ("site-packages", "dist-packages")
 
 
@@ -59,10 +61,10 @@ def unimportable_code_warnings(
     installed = _InstalledNames()
     unimportable: dict[str, list[CodeReference]] = {}
     for reference in references:
-        if reference.module == MAIN_MODULE:
-            if not main_stored_by_value:
-                unimportable.setdefault(reference.module, []).append(reference)
-        elif reference.module and not _importable_elsewhere(reference.module, covered, installed):
+        if main_stored_by_value and (reference.module == MAIN_MODULE or _LOCALS in reference.qualname):
+            continue  # cloudpickle stores what cannot be imported by its name by value
+        main = reference.module == MAIN_MODULE
+        if main or (reference.module and not _importable_elsewhere(reference.module, covered, installed)):
             unimportable.setdefault(reference.module, []).append(reference)
     return [_message(module, found, serializer, remedy) for module, found in sorted(unimportable.items())]
 

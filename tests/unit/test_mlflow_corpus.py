@@ -1,0 +1,245 @@
+"""The MLflow corpus runner's own logic (tests/support/mlflow_corpus): cases, verdicts, counts, the page.
+
+No MLflow logging and no Triton here: the e2e sample (tests/e2e/test_mlflow_corpus_sample.py) runs real cases.
+"""
+
+import pytest
+
+from tests.support.mlflow_corpus import run
+from tests.support.mlflow_corpus.case import FLAVORS, Built, Case, case_table
+from tests.support.mlflow_corpus.outcomes import (
+    Outcome,
+    apply_check_report,
+    counts,
+    first_line,
+    headline,
+    markdown,
+    mlflow_serve_summary,
+    user_loses,
+)
+
+MLFLOW_TEST_FILES = {
+    "tests/sklearn/test_sklearn_model_export.py",
+    "tests/sklearn/test_sklearn_autolog.py",
+    "tests/models/test_model_input_examples.py",
+    "tests/pytorch/test_pytorch_model_export.py",
+    "tests/transformers/test_transformers_model_export.py",
+}
+
+
+def _outcome(case_id="sklearn-a", flavor="sklearn", **fields):
+    return Outcome(case_id, flavor, "tests/sklearn/test_sklearn_model_export.py::test_model_save_load", **fields)
+
+
+def test_corpus_has_at_least_60_cases_over_the_three_flavors_when_listed():
+    cases = run.all_cases()
+
+    assert len(cases) >= 60
+    assert {case.flavor for case in cases} == set(FLAVORS)
+
+
+def test_corpus_case_ids_are_unique_and_name_their_flavor_when_listed():
+    ids = [case.id for case in run.all_cases()]
+
+    assert len(ids) == len(set(ids))
+    assert all(case.id.startswith(f"{case.flavor}-") for case in run.all_cases())
+
+
+def test_corpus_cases_name_a_test_of_the_mlflow_files_the_issue_names_when_listed():
+    files = {case.mlflow_test.split("::")[0] for case in run.all_cases()}
+
+    assert files == MLFLOW_TEST_FILES
+    assert all(case.mlflow_test.split("::")[1].startswith("test_") for case in run.all_cases())
+
+
+def test_corpus_sample_has_one_case_per_flavor_when_selected():
+    sample = run.select(run.all_cases(), run.SAMPLE)
+
+    assert sorted(case.flavor for case in sample) == sorted(FLAVORS)
+
+
+def test_corpus_select_exits_with_known_ids_when_an_id_is_unknown():
+    with pytest.raises(SystemExit, match=r"unknown case id\(s\) \['sklearn-nope'\]; known: .*sklearn-logreg-log"):
+        run.select(run.all_cases(), ["sklearn-nope"])
+
+
+def test_case_rejects_flavor_when_not_one_of_the_three():
+    with pytest.raises(ValueError, match=r"flavor 'keras' is not one of \('sklearn', 'pytorch', 'transformers'\)"):
+        Case("keras-a", "keras", "tests/keras/test_keras.py::test_a", lambda: Built(None, {}))
+
+
+def test_case_rejects_mlflow_test_when_not_file_colon_colon_test():
+    with pytest.raises(ValueError, match=r"mlflow_test 'test_a' must read <file>::<test>"):
+        Case("sklearn-a", "sklearn", "test_a", lambda: Built(None, {}))
+
+
+def test_case_table_adapts_builds_unless_raw_when_registered():
+    case = case_table("sklearn", "tests/sklearn/f.py", lambda built: Built(built.model, {**built.log_kwargs, "x": 1}))
+
+    @case("adapted", "test_a")
+    def adapted():
+        return Built("m", {})
+
+    @case("raw", "test_b", raw=True)
+    def raw():
+        return Built("m", {})
+
+    built = {registered.id: registered.build().log_kwargs for registered in case.cases}
+    assert built == {"sklearn-adapted": {"x": 1}, "sklearn-raw": {}}
+    assert case.cases[0].mlflow_test == "tests/sklearn/f.py::test_a"
+
+
+@pytest.mark.parametrize(
+    ("fields", "verdict"),
+    [
+        ({"build_error": "KeyError: 'summarization'"}, "not built"),
+        ({"refusal": "Column `x`: datetime"}, "refused"),
+        ({"model_uri": "models:/m-1"}, "not checked"),
+        ({"model_uri": "models:/m-1", "check_passed": True}, "PASS"),
+        ({"model_uri": "models:/m-1", "check_passed": False}, "FAIL"),
+    ],
+)
+def test_outcome_verdict_follows_the_furthest_step_when_classified(fields, verdict):
+    assert _outcome(**fields).verdict == verdict
+
+
+def test_apply_check_report_records_pass_and_fail_by_model_uri_when_check_reported():
+    outcomes = [_outcome("sklearn-a", model_uri="models:/m-1"), _outcome("sklearn-b", model_uri="models:/m-2")]
+    report = [
+        {"model": "models:/m-2", "model_uri": "models:/m-2", "passed": False, "reason": "outputs differ: y"},
+        {"model": "models:/m-1", "model_uri": "models:/m-1", "passed": True, "reason": "answered like pyfunc"},
+    ]
+
+    apply_check_report(outcomes, report)
+
+    assert [(o.verdict, o.check_reason) for o in outcomes] == [
+        ("PASS", "answered like pyfunc"),
+        ("FAIL", "outputs differ: y"),
+    ]
+
+
+def test_apply_check_report_leaves_case_not_checked_when_check_has_no_entry():
+    outcomes = [_outcome(model_uri="models:/m-1")]
+
+    apply_check_report(outcomes, [])
+
+    assert outcomes[0].verdict == "not checked"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (("MlflowException: untrusted types\nmore", None), {"logged": False, "status": None}),
+        ((None, 200, '{"predictions": [1]}'), {"logged": True, "status": 200}),
+        ((None, 400, '{"error_code": "BAD_REQUEST"}'), {"logged": True, "status": 400}),
+        ((None, None, "MlflowException: no pyfunc flavor"), {"logged": True, "status": None}),
+    ],
+)
+def test_mlflow_serve_summary_says_what_mlflow_did_when_the_wrapper_refused(arguments, expected):
+    summary = mlflow_serve_summary(*arguments)
+
+    assert {key: summary[key] for key in expected} == expected
+    assert "\n" not in summary["text"]
+
+
+def test_user_loses_only_refused_cases_mlflow_answers_with_200_when_counted():
+    served = mlflow_serve_summary(None, 200, "{}")
+    failed = mlflow_serve_summary(None, 400, "{}")
+
+    assert user_loses(_outcome(refusal="no", mlflow_serve=served))
+    assert not user_loses(_outcome(refusal="no", mlflow_serve=failed))
+    assert not user_loses(_outcome(model_uri="models:/m-1", check_passed=True, mlflow_serve=served))
+
+
+def test_counts_add_up_each_verdict_when_outcomes_mix():
+    outcomes = [
+        _outcome(build_error="KeyError"),
+        _outcome(refusal="no", mlflow_serve=mlflow_serve_summary(None, 200, "{}")),
+        _outcome(refusal="no", mlflow_serve=mlflow_serve_summary("MlflowException: no", None)),
+        _outcome(model_uri="models:/m-1", check_passed=True),
+        _outcome(model_uri="models:/m-2", check_passed=False),
+        _outcome(model_uri="models:/m-3"),
+    ]
+
+    assert counts(outcomes) == {
+        "cases": 6,
+        "built": 5,
+        "logged": 3,
+        "refused": 2,
+        "PASS": 1,
+        "FAIL": 1,
+        "not checked": 1,
+        "refused, MLflow serves": 1,
+    }
+
+
+def test_headline_reads_counts_in_one_sentence_when_all_were_checked():
+    numbers = counts([_outcome(model_uri="models:/m-1", check_passed=True), _outcome(build_error="KeyError")])
+
+    assert headline(numbers) == "2 cases: 1 built, 1 logged (1 PASS, 0 FAIL), 0 refused (0 of which MLflow serves)"
+
+
+def test_first_line_cuts_long_text_with_an_ellipsis_when_over_the_limit():
+    assert first_line("\n  abcdef\nsecond", limit=4) == "abc…"
+    assert first_line(None) == ""
+
+
+def test_markdown_has_a_row_per_case_with_escaped_pipes_when_generated():
+    outcomes = [
+        _outcome("sklearn-a", model_uri="models:/m-1", check_passed=False, check_reason="outputs differ: a|b"),
+        _outcome(
+            "pytorch-b",
+            "pytorch",
+            refusal="Column `x`\nsecond line",
+            mlflow_serve=mlflow_serve_summary(None, 200, '{"predictions": [1]}'),
+        ),
+    ]
+    meta = {"date": "2026-12-01 18:00 UTC", "versions": {"mlflow": "3.17.2"}, "triton_version": "2.51.0"}
+
+    page = markdown(outcomes, meta)
+
+    assert (
+        "| `sklearn-a` | `test_model_save_load` in `tests/sklearn/test_sklearn_model_export.py` | logged | **FAIL**: "
+        "outputs differ: a\\|b |  |" in page
+    )
+    assert "| `pytorch-b` |" in page and "refused: Column `x` |" in page and "answers HTTP 200" in page
+    assert "Run 2026-12-01 18:00 UTC" in page and "mlflow 3.17.2" in page and "Triton 2.51.0" in page
+    assert page.index("## sklearn") < page.index("## pytorch")
+    assert "::" not in page  # MLflow's tests are not tests of this repository (tests/unit/test_docs_test_references.py)
+
+
+def test_outcome_round_trips_through_its_dict_when_reported():
+    outcome = _outcome(model_uri="models:/m-1", check_passed=True, seconds={"log": 1.5})
+
+    assert Outcome.from_dict(outcome.to_dict()) == outcome
+    assert outcome.to_dict()["verdict"] == "PASS"
+
+
+def test_as_mlflow_user_trusts_the_types_skops_reports_when_a_knn_is_saved_with_skops():
+    from tests.support.mlflow_corpus import cases_sklearn
+
+    built = cases_sklearn.as_mlflow_user(cases_sklearn.knn_skops_format())
+
+    assert "sklearn.neighbors._kd_tree.KDTree" in built.log_kwargs["skops_trusted_types"]
+
+
+def test_as_mlflow_user_chooses_cloudpickle_when_the_test_defines_the_class():
+    from tests.support.mlflow_corpus import cases_sklearn
+
+    built = cases_sklearn.as_mlflow_user(cases_sklearn.tabular_column_output())
+
+    assert built.log_kwargs["serialization_format"] == "cloudpickle"
+
+
+def test_as_mlflow_user_keeps_the_case_when_it_names_another_format():
+    from tests.support.mlflow_corpus import cases_sklearn
+
+    built = cases_sklearn.knn_pickle_format()
+
+    assert cases_sklearn.as_mlflow_user(built) is built
+
+
+def test_markdown_shows_the_wrappers_warning_when_a_case_logged_with_one():
+    outcome = _outcome(model_uri="models:/m-1", check_passed=True, warnings=["class A is defined in module 'x'\nmore"])
+
+    assert "| logged, with a warning: class A is defined in module 'x' | PASS |" in markdown([outcome], {})
