@@ -387,6 +387,12 @@ def _check_arguments(framework, input_example, device, validate_saved_model, sig
         )
     if not isinstance(validate_saved_model, bool):
         raise InvalidArgumentError(f"validate_saved_model must be True or False, got {validate_saved_model!r}")
+    if signature is False:
+        raise InvalidArgumentError(
+            "signature=False: MLflow then records no signature, and mlflow-triton builds config.pbtxt from it; "
+            "pass signature=None with an input_example (inferred from the example and its prediction) or a "
+            "ModelSignature"
+        )
     if signature is not None and not isinstance(signature, ModelSignature):
         raise InvalidArgumentError(
             f"signature must be an mlflow.models.ModelSignature or None, got {type(signature).__name__}"

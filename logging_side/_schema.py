@@ -134,7 +134,11 @@ def _is_single_named_tensor(schema):
 
 def _map_schema(schema, side, namer, example):
     if not isinstance(schema, Schema) or not schema.inputs:
-        raise UnsupportedSchemaError(f"The signature has no {side} schema; mlflow-triton needs both inputs and outputs")
+        raise UnsupportedSchemaError(
+            f"The signature has no {side} schema; mlflow-triton needs both inputs and outputs to declare the Triton "
+            "tensors: pass infer_signature(example, model's prediction of it), or signature=None with an "
+            "input_example (the signature is then inferred from the example and its prediction)"
+        )
     if example is not None and _is_any_schema(schema):
         reason = _explain_uninferable(example, side)
         if reason is not None:

@@ -350,7 +350,10 @@ def test_layout_raises_naming_output_side_when_output_tensor_is_scalar():
 def test_layout_raises_when_signature_lacks_schema(inputs, outputs, params, side):
     signature = ModelSignature(inputs=inputs, outputs=outputs, params=params)
 
-    with pytest.raises(UnsupportedSchemaError, match=f"The signature has no {side} schema"):
+    with pytest.raises(
+        UnsupportedSchemaError,
+        match=f"The signature has no {side} schema; .* pass infer_signature\\(example, model's prediction of it\\)",
+    ):
         layout_from_signature(signature, "sklearn")
 
 

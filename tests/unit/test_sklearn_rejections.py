@@ -237,6 +237,11 @@ def test_log_model_rejects_before_writing_when_an_optional_integer_column_misses
     ("arguments", "message"),
     [
         ({"signature": {"inputs": []}}, "signature must be an mlflow.models.ModelSignature or None, got dict"),
+        (
+            {"signature": False},
+            "signature=False: MLflow then records no signature, and mlflow-triton builds config.pbtxt from it; "
+            "pass signature=None with an input_example",
+        ),
         ({"validate_saved_model": "yes"}, "validate_saved_model must be True or False, got 'yes'"),
         ({"name": ""}, "name must be a non-empty string, got ''"),
         ({"tags": ["team"]}, "tags must be a dict or None, got list"),
@@ -247,7 +252,16 @@ def test_log_model_rejects_before_writing_when_an_optional_integer_column_misses
             "architecture_init_kwargs is not supported for sklearn models; supported for: pytorch, transformers",
         ),
     ],
-    ids=["signature", "validate_saved_model", "name", "tags", "params", "metadata", "architecture_init_kwargs"],
+    ids=[
+        "signature",
+        "signature-disabled",
+        "validate_saved_model",
+        "name",
+        "tags",
+        "params",
+        "metadata",
+        "architecture_init_kwargs",
+    ],
 )
 def test_log_model_rejects_before_writing_when_an_argument_has_the_wrong_type(
     log, assert_untouched, arguments, message
