@@ -91,7 +91,7 @@ def sequential_frame_serve_and_score() -> Built:
 
 @case(
     "main-scope-subclass-pickle-module",
-    "test_pyfunc_model_serving_with_main_scope_subclassed_model_and_custom_pickle_module",
+    "test_pyfunc_model_serving_with_main_scoped_subclassed_model_and_custom_pickle_module",
     note="pickle_module=mlflow.pytorch.pickle_module",
 )
 def main_scope_subclass_pickle_module() -> Built:
@@ -100,15 +100,19 @@ def main_scope_subclass_pickle_module() -> Built:
     return Built(_subclassed(), {"input_example": _iris_float32()[:3], "pickle_module": mlflow.pytorch.pickle_module})
 
 
-@case("main-scope-subclass", "test_pyfunc_model_serving_with_main_scope_subclassed_model_and_default_conda_env")
+@case(
+    "main-scope-subclass",
+    "test_pyfunc_model_serving_with_main_scoped_subclassed_model_and_custom_pickle_module",
+    note="pickle_module not passed (MLflow's default: the mlflow.pytorch.pickle_module the test passes)",
+)
 def main_scope_subclass() -> Built:
     return Built(_subclassed(), {"input_example": _iris_float32()[:3]})
 
 
 @case(
     "main-scope-subclass-pt2",
-    "test_pyfunc_model_serving_with_main_scope_subclassed_model_and_default_conda_env",
-    note="serialization_format='pt2'",
+    "test_pyfunc_model_serving_with_main_scoped_subclassed_model_and_custom_pickle_module",
+    note="serialization_format='pt2' instead of the test's pickle_module",
 )
 def main_scope_subclass_pt2() -> Built:
     return Built(_subclassed(), {"input_example": _iris_float32()[:3], "serialization_format": "pt2"})
@@ -127,7 +131,7 @@ def module_scope_subclass_code_paths() -> Built:
 
 @case(
     "module-scope-subclass",
-    "test_pyfunc_model_serving_with_module_scope_subclassed_model_and_default_conda_env",
+    "test_pyfunc_model_serving_with_module_scoped_subclassed_model_and_default_conda_env",
     note="custom_net.TinyMLP, a module-scope class of a package of its own, code_paths=[its folder]",
 )
 def module_scope_subclass() -> Built:

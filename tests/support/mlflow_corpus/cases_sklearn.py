@@ -159,13 +159,21 @@ def knn_signature_inference() -> Built:
     return Built(KNeighborsClassifier().fit(features, target), {"input_example": features.iloc[[0]]})
 
 
-@case("logreg-predict-proba", "test_model_log_with_pyfunc_predict_fn", note="pyfunc_predict_fn='predict_proba'")
+@case(
+    "logreg-predict-proba",
+    "test_log_model_with_custom_pyfunc_predict_fn[predict_proba]",
+    note="LogisticRegression (the test: GaussianNB), pyfunc_predict_fn='predict_proba'",
+)
 def logreg_predict_proba() -> Built:
     model, features = _logreg()
     return Built(model, {"input_example": features[:3], "pyfunc_predict_fn": "predict_proba"})
 
 
-@case("logreg-predict-log-proba", "test_model_log_with_pyfunc_predict_fn", note="pyfunc_predict_fn='predict_log_proba'")
+@case(
+    "logreg-predict-log-proba",
+    "test_log_model_with_custom_pyfunc_predict_fn[predict_log_proba]",
+    note="LogisticRegression (the test: GaussianNB), pyfunc_predict_fn='predict_log_proba'",
+)
 def logreg_predict_log_proba() -> Built:
     model, features = _logreg()
     return Built(model, {"input_example": features[:3], "pyfunc_predict_fn": "predict_log_proba"})
@@ -176,7 +184,7 @@ autolog = case_table("sklearn", SKLEARN_AUTOLOG, as_mlflow_user)
 AUTOLOG_NOTE = "the fitted estimator, logged with the wrapper instead of autolog"
 
 
-@autolog("autolog-estimator-svc", "test_estimator", note=AUTOLOG_NOTE)
+@autolog("autolog-estimator-svc", "test_autolog_emits_warning_message_when_metric_fails", note=AUTOLOG_NOTE)
 def autolog_estimator_svc() -> Built:
     from sklearn.svm import SVC
 
@@ -184,7 +192,7 @@ def autolog_estimator_svc() -> Built:
     return Built(SVC().fit(features, target), {"input_example": features.head(3)})
 
 
-@autolog("autolog-binary-classifier", "test_classifier_binary_classification", note=AUTOLOG_NOTE)
+@autolog("autolog-binary-classifier", "test_classifier_binary", note=AUTOLOG_NOTE)
 def autolog_binary_classifier() -> Built:
     from sklearn.svm import SVC
 
@@ -193,9 +201,7 @@ def autolog_binary_classifier() -> Built:
     return Built(SVC(random_state=0).fit(features[keep], target[keep]), {"input_example": features.head(3)})
 
 
-@autolog(
-    "autolog-multiclass-proba", "test_classifier_multi_class_classification", note="pyfunc_predict_fn='predict_proba'"
-)
+@autolog("autolog-multiclass-proba", "test_classifier_multi_class", note="pyfunc_predict_fn='predict_proba'")
 def autolog_multiclass_proba() -> Built:
     from sklearn.linear_model import LogisticRegression
 
@@ -241,7 +247,7 @@ def autolog_signature_and_example() -> Built:
     return Built(LinearRegression().fit(features, target), {"input_example": features.head(5)})
 
 
-@autolog("autolog-kmeans", "test_autolog_logs_signature_only_when_estimator_defines_predict", note="KMeans (predict)")
+@autolog("autolog-kmeans", "test_estimator[fit]", note="KMeans (predict)")
 def autolog_kmeans() -> Built:
     from sklearn.cluster import KMeans
 
@@ -249,7 +255,11 @@ def autolog_kmeans() -> Built:
     return Built(KMeans(n_clusters=3, n_init=2, random_state=0).fit(features), {"input_example": features.head(3)})
 
 
-@autolog("autolog-random-forest-skops", "test_fit_takes_Xy_as_keyword_arguments", note="RandomForest saved with skops")
+@autolog(
+    "autolog-random-forest-skops",
+    "test_fit_takes_Xy_as_keyword_arguments[both_kwarg]",
+    note="RandomForest (the test: KMeans) fitted with X=, y=, saved with skops",
+)
 def autolog_random_forest_skops() -> Built:
     from sklearn.ensemble import RandomForestClassifier
 
@@ -373,7 +383,7 @@ def scalar_string() -> Built:
     return Built(_identity_model(), {"input_example": "some string"})
 
 
-@examples("scalar-bytes", "test_infer_signature_on_scalar_input_examples[input_example1]")
+@examples("scalar-bytes", r"test_infer_signature_on_scalar_input_examples[\x01\x02\x03]")
 def scalar_bytes() -> Built:
     return Built(_identity_model(), {"input_example": bytes([1, 2, 3])})
 
