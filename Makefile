@@ -48,7 +48,7 @@ test: venv venv-numpy2 venv-py310 venv-mlflow-floor
 	$(MAKE) lint
 	$(MAKE) docs
 	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
-	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST_E2E) tests/e2e
+	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST_E2E) --durations=15 tests/e2e
 	$(VENV_NUMPY2)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
 	$(MAKE) test-mlflow-floor
 
