@@ -174,7 +174,8 @@ def _map_column(spec, side, position, namer):
         kind = type(spec.type).__name__
         raise UnsupportedSchemaError(
             f"{label}: {kind} columns (nested/object schemas) need a serving adapter; "
-            f"supported: {SUPPORTED_COLUMN_TYPE_NAMES}"
+            f"supported: {SUPPORTED_COLUMN_TYPE_NAMES}; send nested values as JSON text in a string column "
+            "(table-question-answering takes its table so: json.dumps(table))"
         )
     if side == "output" and not spec.required:
         raise UnsupportedSchemaError(

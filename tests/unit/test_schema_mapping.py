@@ -236,6 +236,11 @@ def test_layout_records_flavor_when_mapped():
             "Column `record` of the input schema: Object columns",
         ),
         (
+            Schema([ColSpec(Object([Property("name", Array("string"))]), "table")]),
+            "send nested values as JSON text in a string column (table-question-answering takes its table so: "
+            "json.dumps(table))",
+        ),
+        (
             Schema([ColSpec(Map("double"), "lookup")]),
             "Column `lookup` of the input schema: Map columns",
         ),
