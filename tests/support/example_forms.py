@@ -21,6 +21,8 @@ import tempfile
 import numpy as np
 import pandas as pd
 
+from tests.support import tiny_models
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
@@ -75,7 +77,6 @@ def sparse_regressor():
 @functools.cache
 def shared_table_question_answering_pipeline():
     """A table-question-answering pipeline: TAPAS with 1 layer, 16-dim hidden size. Do not change it."""
-    import torch
     from transformers import TapasConfig, TapasForQuestionAnswering, TapasTokenizer, pipeline
 
     directory = tempfile.mkdtemp(prefix="mlflow-triton-tapas-")
@@ -91,10 +92,5 @@ def shared_table_question_answering_pipeline():
         intermediate_size=32,
         max_position_embeddings=64,
     )
-    state = torch.random.get_rng_state()
-    try:
-        torch.manual_seed(0)
-        model = TapasForQuestionAnswering(config).eval()
-    finally:
-        torch.random.set_rng_state(state)
+    model = tiny_models.seeded(lambda: TapasForQuestionAnswering(config))
     return pipeline("table-question-answering", model=model, tokenizer=tokenizer)

@@ -151,7 +151,7 @@ def tiny_bert_subclass():
         intermediate_size=32,
         max_position_embeddings=32,
     )
-    return _seeded(lambda: bert.MyBertModel(config))
+    return seeded(lambda: bert.MyBertModel(config))
 
 
 def token_ids_example():
@@ -170,13 +170,20 @@ def mlp_example(rows=2):
 @functools.cache
 def shared_tokenizer():
     """A ``PreTrainedTokenizerFast`` over a small whitespace WordLevel vocabulary."""
+    return word_level_tokenizer(_WORDS, _SPECIAL_TOKENS)
+
+
+def word_level_tokenizer(words, special_tokens):
+    """A ``PreTrainedTokenizerFast`` over ``special_tokens`` then ``words`` (WordLevel, whitespace, no hub):
+    [PAD] [UNK] [CLS] [SEP] as pad/unk/cls(bos)/sep(eos), and [MASK] as the mask token when it is listed."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {token: index for index, token in enumerate([*_SPECIAL_TOKENS, *_WORDS])}
+    vocab = {token: index for index, token in enumerate([*special_tokens, *words])}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
     backend.decoder = decoders.WordPiece()  # joins words with spaces
+    mask = {"mask_token": "[MASK]"} if "[MASK]" in special_tokens else {}
     return PreTrainedTokenizerFast(
         tokenizer_object=backend,
         unk_token="[UNK]",
@@ -185,10 +192,12 @@ def shared_tokenizer():
         sep_token="[SEP]",
         bos_token="[CLS]",
         eos_token="[SEP]",
+        **mask,
     )
 
 
-def _seeded(build):
+def seeded(build):
+    """``build().eval()`` with torch's generator seeded 0, its state restored afterwards (tiny models repeat)."""
     import torch
 
     generator_state = torch.random.get_rng_state()
@@ -215,7 +224,7 @@ def shared_text_generation_pipeline():
         eos_token_id=tokenizer.sep_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
-    model = _seeded(lambda: GPT2LMHeadModel(config))
+    model = seeded(lambda: GPT2LMHeadModel(config))
     return pipeline("text-generation", model=model, tokenizer=tokenizer)
 
 
@@ -236,7 +245,7 @@ def shared_text_classification_pipeline():
         id2label=dict(enumerate(LABELS)),
         label2id={label: i for i, label in enumerate(LABELS)},
     )
-    model = _seeded(lambda: BertForSequenceClassification(config))
+    model = seeded(lambda: BertForSequenceClassification(config))
     return pipeline("text-classification", model=model, tokenizer=tokenizer)
 
 

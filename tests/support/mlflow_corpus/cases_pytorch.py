@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..tiny_models import seeded
 from .case import PYTORCH_EXPORT, Built, case_table
 
 case = case_table("pytorch", PYTORCH_EXPORT)
@@ -22,21 +23,10 @@ def _iris_float32():
     return datasets.load_iris().data.astype(np.float32)
 
 
-def _seeded(build):
-    import torch
-
-    state = torch.random.get_rng_state()
-    try:
-        torch.manual_seed(0)
-        return build().eval()
-    finally:
-        torch.random.set_rng_state(state)
-
-
 def _sequential():
     import torch
 
-    return _seeded(lambda: torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1)))
+    return seeded(lambda: torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1)))
 
 
 def _subclassed():
@@ -50,7 +40,7 @@ def _subclassed():
         def forward(self, x):
             return self.linear(x)
 
-    return _seeded(SubclassedModel)
+    return seeded(SubclassedModel)
 
 
 @case("sequential-log", "test_log_model", note=EXAMPLE_NOTE)
@@ -151,7 +141,7 @@ def bert_subclass() -> Built:
             return super().forward(*args, **kwargs).last_hidden_state
 
     config = BertConfig(vocab_size=16, hidden_size=2, num_hidden_layers=2, num_attention_heads=2, intermediate_size=2)
-    return Built(_seeded(lambda: MyBertModel(config)), {"input_example": token_ids_example() % 16})
+    return Built(seeded(lambda: MyBertModel(config)), {"input_example": token_ids_example() % 16})
 
 
 @case(

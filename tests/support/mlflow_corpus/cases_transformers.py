@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 
+from ..tiny_models import seeded, word_level_tokenizer
 from .case import TRANSFORMERS_EXPORT, Built, case_table
 
 case = case_table("transformers", TRANSFORMERS_EXPORT)
@@ -21,34 +22,7 @@ _WORDS = (
 
 @functools.cache
 def _tokenizer():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {token: index for index, token in enumerate([*_SPECIAL, *_WORDS])}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    backend.decoder = decoders.WordPiece()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-        bos_token="[CLS]",
-        eos_token="[SEP]",
-    )
-
-
-def _seeded(build):
-    import torch
-
-    state = torch.random.get_rng_state()
-    try:
-        torch.manual_seed(0)
-        return build().eval()
-    finally:
-        torch.random.set_rng_state(state)
+    return word_level_tokenizer(_WORDS, _SPECIAL)
 
 
 def _bert_config(**extra):
@@ -70,7 +44,7 @@ def _bert_config(**extra):
 def _pipeline(task, model_class, **config):
     from transformers import pipeline
 
-    model = _seeded(lambda: model_class(_bert_config(**config)))
+    model = seeded(lambda: model_class(_bert_config(**config)))
     return pipeline(task, model=model, tokenizer=_tokenizer())
 
 
@@ -100,7 +74,7 @@ def _generator():
         eos_token_id=tokenizer.sep_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
-    return pipeline("text-generation", model=_seeded(lambda: GPT2LMHeadModel(config)), tokenizer=tokenizer)
+    return pipeline("text-generation", model=seeded(lambda: GPT2LMHeadModel(config)), tokenizer=tokenizer)
 
 
 def _t5(task):
@@ -119,7 +93,7 @@ def _t5(task):
         eos_token_id=tokenizer.sep_token_id,
         decoder_start_token_id=tokenizer.pad_token_id,
     )
-    return pipeline(task, model=_seeded(lambda: T5ForConditionalGeneration(config)), tokenizer=tokenizer)
+    return pipeline(task, model=seeded(lambda: T5ForConditionalGeneration(config)), tokenizer=tokenizer)
 
 
 GENERATION = {"max_new_tokens": 4, "do_sample": False}
@@ -212,7 +186,7 @@ def ner() -> Built:
     from transformers import BertForTokenClassification, pipeline
 
     labels = {0: "O", 1: "B-PER", 2: "I-PER"}
-    model = _seeded(
+    model = seeded(
         lambda: BertForTokenClassification(_bert_config(id2label=labels, label2id={v: k for k, v in labels.items()}))
     )
     pipe = pipeline("token-classification", model=model, tokenizer=_tokenizer(), aggregation_strategy="simple")
@@ -275,7 +249,7 @@ def table_question_answering() -> Built:
     config = TapasConfig(
         vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
     )
-    model = _seeded(lambda: TapasForQuestionAnswering(config))
+    model = seeded(lambda: TapasForQuestionAnswering(config))
     pipe = pipeline("table-question-answering", model=model, tokenizer=tokenizer)
     table = {"name": ["sky", "sea"], "color": ["blue", "red"]}
     return Built(pipe, {"input_example": {"query": "what is blue", "table": table}})
