@@ -114,6 +114,8 @@ def test_model_py_announces_it_is_generated_when_composed(model_py):
 
     assert "do not edit" in first_line
     assert f"runtime {RUNTIME_VERSION}" in first_line
+    # the same model.py reads every mapping version (it was "mapping version 2" for batched and column models too)
+    assert "reads mapping versions 1, 2, 3, 4" in first_line
 
 
 def test_vendored_source_refuses_when_the_package_imports_block_holds_other_code(tmp_path):
