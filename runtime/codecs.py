@@ -190,9 +190,9 @@ class _TensorSpec:
 
     def encode_with_mask(self, value):
         """``{tensor: array}``, plus ``{mask: bool array}`` for a field with a mask."""
+        if self.mask is None:  # every output and most inputs: encode as it is
+            return {self.tensor: self.encode(value)}
         array = _to_array(value)
-        if self.mask is None:
-            return {self.tensor: self.encode(array)}
         missing = missing_of(array)
         encoded = self.encode(fill_missing(array, missing, self.placeholder()))
         return {self.tensor: encoded, self.mask: missing.reshape(encoded.shape)}

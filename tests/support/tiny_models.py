@@ -211,12 +211,16 @@ def seeded(build):
 @functools.cache
 def shared_text_generation_pipeline():
     """A text-generation pipeline: GPT-2 with 1 layer, 2 heads, 16-dim embeddings. Do not change it."""
+    return text_generation_pipeline(shared_tokenizer(), n_positions=32)
+
+
+def text_generation_pipeline(tokenizer, n_positions):
+    """A seeded GPT-2 text-generation pipeline over ``tokenizer``: 1 layer, 2 heads, 16-dim embeddings."""
     from transformers import GPT2Config, GPT2LMHeadModel, pipeline
 
-    tokenizer = shared_tokenizer()
     config = GPT2Config(
         vocab_size=len(tokenizer),
-        n_positions=32,
+        n_positions=n_positions,
         n_layer=1,
         n_head=2,
         n_embd=16,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from ..tiny_models import seeded, word_level_tokenizer
+from ..tiny_models import seeded, text_generation_pipeline, word_level_tokenizer
 from .case import TRANSFORMERS_EXPORT, Built, case_table
 
 case = case_table("transformers", TRANSFORMERS_EXPORT)
@@ -61,20 +61,7 @@ def _classifier():
 
 
 def _generator():
-    from transformers import GPT2Config, GPT2LMHeadModel, pipeline
-
-    tokenizer = _tokenizer()
-    config = GPT2Config(
-        vocab_size=len(tokenizer),
-        n_positions=64,
-        n_layer=1,
-        n_head=2,
-        n_embd=16,
-        bos_token_id=tokenizer.cls_token_id,
-        eos_token_id=tokenizer.sep_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    return pipeline("text-generation", model=seeded(lambda: GPT2LMHeadModel(config)), tokenizer=tokenizer)
+    return text_generation_pipeline(_tokenizer(), n_positions=64)
 
 
 def _t5(task):
