@@ -6,8 +6,9 @@ translates the hostile kinds and leaves out the 0-row kind, which crashes the bu
 Python backend for a batched model). The zero-tolerance checks stay; three change:
 
 * an answer is compared with ``pyfunc.predict`` of that request alone, floats within
-  ``ROW_INDEPENDENCE_ULPS`` units in the last place (the tolerance batching is proven with at
-  logging: joined requests may be summed in another order), everything else exactly;
+  ``ROW_INDEPENDENCE_ULPS`` units in the last place of their row's largest magnitude (the rule and
+  the function batching is proven with at logging: joined requests may be summed in another order),
+  everything else exactly; the report counts the answers by how many ulps they were off;
 * Triton's ``inference_count`` counts rows for a batched model, so the requests classed as having
   reached the model are compared with its request statistics (success + fail) instead;
 * Triton's statistics must show fewer executions than requests: requests were joined.
@@ -22,6 +23,7 @@ is held to the ulps.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +48,17 @@ def check_batched_settings(settings: object) -> None:
         raise ValueError(f"--max-batch-size must be 0 (unbatched) or at least {LARGEST_VALID_ROWS}, not {size}")
 
 
+# How the report groups the answers held to the ulps: by their largest float difference, in ulps.
+ULPS_SEEN_BINS = ("0", "1", "2", f"3-{ROW_INDEPENDENCE_ULPS}", f"over {ROW_INDEPENDENCE_ULPS}")
+
+
+def ulps_bin(ulps: float) -> str:
+    """The ``ULPS_SEEN_BINS`` label of an answer whose largest float difference is ``ulps``."""
+    if ulps > ROW_INDEPENDENCE_ULPS:
+        return ULPS_SEEN_BINS[-1]
+    return ULPS_SEEN_BINS[min(int(np.ceil(ulps)), 3)]
+
+
 def make_oracle(settings: object, package: Path, model_dir: Path) -> BatchedOracle:
     return BatchedOracle(package, model_dir, settings.max_batch_size)
 
@@ -58,8 +71,9 @@ def read_exactly_from_json(frame: object) -> bool:
 
 
 def ulps_apart(expected: np.ndarray, got: np.ndarray) -> float:
-    """The largest difference of two float arrays of one shape in units in the last place (NaN equals NaN;
-    ``inf`` where one side is not finite and the other differs)."""
+    """The largest difference of two float arrays of one shape in units in the last place of each row's largest
+    magnitude, as the batching proof measures it (NaN equals NaN; ``inf`` where one side is not finite and the
+    other differs)."""
     ulps = ulps_per_element(expected, got)
     return float(ulps.max()) if ulps.size else 0.0
 
@@ -78,6 +92,7 @@ class BatchedOracle:
         self.compared = 0
         self.max_ulps = 0.0
         self.answers_off_by_ulps = 0  # answers equal within the tolerance but not bit for bit
+        self.ulps_seen: Counter[str] = Counter()  # answers held to the ulps, by how far off (ULPS_SEEN_BINS)
         self.json_inexact = {"answers": 0, "max_ulps": 0.0}  # http-json numbers Triton may read inexactly
 
     def differences(self, frame: object, outputs: dict | None) -> tuple[bool, float]:
@@ -105,6 +120,7 @@ class BatchedOracle:
             return equal and all(result["equal"] for result in compare(expected, outputs).values()), largest
         self.max_ulps = max(self.max_ulps, worst_ulps)
         self.answers_off_by_ulps += 0 < worst_ulps <= ROW_INDEPENDENCE_ULPS
+        self.ulps_seen[ulps_bin(worst_ulps)] += 1
         return equal and worst_ulps <= ROW_INDEPENDENCE_ULPS, largest
 
     def figures(self, layout: Layout) -> dict:
@@ -115,6 +131,7 @@ class BatchedOracle:
             "answers_compared": self.compared,
             "max_ulps": self.max_ulps,
             "answers_off_by_ulps": self.answers_off_by_ulps,
+            "ulps_seen": {label: self.ulps_seen[label] for label in ULPS_SEEN_BINS if self.ulps_seen[label]},
             "json_inexact": dict(self.json_inexact),
             "excluded_kinds": dict(EXCLUDED_WHEN_BATCHED),
         }
@@ -145,6 +162,7 @@ def batched_section(report: object) -> list[str]:
         return []
     statistics = report.triton_statistics
     requests, executions = statistics.get("request_count") or 0, statistics.get("execution_count") or 0
+    seen = ", ".join(f"{count:,} × {label} ulps" for label, count in figures.get("ulps_seen", {}).items()) or "none"
     lines = [
         f"Batched repository: `max_batch_size: {figures['max_batch_size']}`, `dynamic_batching "
         f"{{ max_queue_delay_microseconds: {report.settings.get('max_queue_delay_microseconds')} }}`; every column "
@@ -153,10 +171,12 @@ def batched_section(report: object) -> list[str]:
         f"a batched model) in {executions:,} executions: "
         f"**{requests / max(executions, 1):.2f} requests per execution** (warm-up and settling included). "
         f"Every answer was compared with `pyfunc.predict` of that request alone, floats within "
-        f"{figures['tolerance_ulps']} ulps (`ROW_INDEPENDENCE_ULPS`), the rest exactly: "
+        f"{figures['tolerance_ulps']} ulps of their row's largest magnitude (`ROW_INDEPENDENCE_ULPS`), the rest "
+        "exactly: "
         f"{figures['answers_compared']:,} answers (warm-up, run and settling), the largest float difference "
         f"{figures['max_ulps']:.3g} ulps, "
-        f"{figures['answers_off_by_ulps']:,} answers not bit for bit equal (within the tolerance). "
+        f"{figures['answers_off_by_ulps']:,} answers not bit for bit equal (within the tolerance); answers by their "
+        f"largest float difference: {seen}. "
         f"{figures['json_inexact']['answers']:,} of the answers were to `http-json` requests holding a number of more "
         "than 15 significant digits, which Triton 2.51's JSON reader does not always read exactly: those were "
         "compared with `check`'s tolerances, as in the unbatched soak (largest difference "

@@ -8,8 +8,8 @@ answered as ``[rows, 1]``), and the runtime joins the rows of the requests one `
 That is only right for a model that predicts each row on its own. ``prove_row_independence``
 predicts the example (and shuffled, repeated and split copies of it) as batches and row by row:
 integers, strings and booleans must agree exactly, floats within ``ROW_INDEPENDENCE_ULPS`` units
-in the last place of the output's float type (BLAS may sum in another order for another batch
-size). Otherwise batching is refused, naming the output and the largest difference.
+in the last place of their row's largest magnitude, in the output's float type (BLAS may sum in
+another order for another batch size). Otherwise batching is refused, naming the output and the largest difference.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from mlflow_triton.shared_contract import Contract, MlflowTritonError, writer_ve
 from .errors import BatchingRefusedError, InvalidArgumentError, ValidationError
 
 # Floats predicted in a batch may differ from the same row predicted alone by at most this many units in the last
-# place (``np.spacing`` of the larger magnitude, in the output's own float type). The docs quote this constant.
+# place of the row's largest magnitude (``ulps_per_element``), in the output's own float type. The docs quote it.
 ROW_INDEPENDENCE_ULPS = 4
 # At most this many example rows are predicted one by one for the proof.
 MAX_PROOF_ROWS = 64
@@ -140,7 +140,7 @@ def prove_row_independence(predict_tensors, tensors: dict) -> dict:
         "float_tolerance_ulps": ROW_INDEPENDENCE_ULPS,
         "largest_difference_ulps": largest,
         "how": "each batch predicted once and compared row by row with the rows predicted alone: integers, "
-        f"strings and booleans exactly, floats within {ROW_INDEPENDENCE_ULPS} ulps",
+        f"strings and booleans exactly, floats within {ROW_INDEPENDENCE_ULPS} ulps of their row's largest magnitude",
     }
 
 
@@ -161,13 +161,23 @@ def _take(tensors, indices):
 
 
 def ulps_per_element(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
-    """How many units in the last place each element of two float arrays of one shape are apart (``np.spacing`` of
-    the larger magnitude, in the arrays' own float type); NaN equals NaN, ``inf`` where one side is not finite and the
-    other differs. The batching proof and the batched soak measure ``ROW_INDEPENDENCE_ULPS`` with it."""
+    """How many units in the last place each element of two float arrays of one shape are apart, measured at the
+    scale of its row: ``np.spacing`` of the largest finite magnitude of that row (first axis) on either side, in the
+    arrays' own float type. NaN equals NaN; ``inf`` where one side is not finite and the other differs.
+
+    The row's scale, not the element's own: a value derived from others of its row (``1 - p`` of a binary
+    ``predict_proba``, a softmax share) carries their rounding, so one ulp of ``p = 0.886`` is eight ulps of
+    ``1 - p = 0.114``. The batching proof and the batched soak measure ``ROW_INDEPENDENCE_ULPS`` with this function
+    (one rule for both)."""
     expected, got = np.asarray(expected), np.asarray(got)
     same = (expected == got) | (np.isnan(expected) & np.isnan(got))
     with np.errstate(all="ignore"):
-        spacing = np.spacing(np.maximum(np.abs(expected), np.abs(got))).astype(np.float64)
+        magnitude = np.maximum(np.abs(expected), np.abs(got))
+        magnitude = np.where(np.isfinite(magnitude), magnitude, 0).astype(magnitude.dtype)
+        if magnitude.ndim > 1 and magnitude.size:
+            rows = magnitude.reshape(len(magnitude), -1).max(axis=1)
+            magnitude = np.broadcast_to(rows.reshape((-1,) + (1,) * (magnitude.ndim - 1)), magnitude.shape)
+        spacing = np.spacing(magnitude).astype(np.float64)
         ulps = np.where(same, 0.0, np.abs(expected.astype(np.float64) - got.astype(np.float64)) / spacing)
     return np.where(np.isfinite(ulps), ulps, np.inf)
 

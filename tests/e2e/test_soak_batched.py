@@ -3,13 +3,16 @@
 The example Pipeline logged with ``max_batch_size=64``; 300 requests from 4 concurrent clients over
 HTTP (JSON and binary) and gRPC, 40 % hostile, in the batched shapes (every column ``[rows, 1]``),
 never a 0-row request (it crashes Triton 2.51's Python backend for a batched model). The same
-zero-tolerance checks as the unbatched soak, answers within ``ROW_INDEPENDENCE_ULPS`` of
-``pyfunc.predict`` of each request alone, and Triton's statistics showing requests joined.
+zero-tolerance checks as the unbatched soak, answers within ``ROW_INDEPENDENCE_ULPS`` (ulps of each
+row's largest magnitude, the rule the proof at logging states) of ``pyfunc.predict`` of each request
+alone, the answers counted by how many ulps they were off, and Triton's statistics showing requests
+joined.
 """
 
 import pytest
 
 from benchmarks.soak import SoakSettings, render, run_soak
+from benchmarks.soak_batched import ULPS_SEEN_BINS
 from benchmarks.soak_requests import ANSWERED, BATCHED_ONLY, EXCLUDED_WHEN_BATCHED, TRANSPORTS
 
 pytestmark = pytest.mark.triton
@@ -47,6 +50,9 @@ def test_batched_soak_answers_like_pyfunc_of_each_request_alone_when_requests_ar
     assert soak.batching["answers_compared"] == (
         soak.run.answers_compared + soak.warmup.answers_compared + soak.settle.answers_compared
     )
+    held_to_ulps = soak.batching["answers_compared"] - soak.batching["json_inexact"]["answers"]
+    assert sum(soak.batching["ulps_seen"].values()) == held_to_ulps
+    assert set(soak.batching["ulps_seen"]) <= set(ULPS_SEEN_BINS[:-1])
 
 
 def test_batched_soak_never_answers_a_runtime_detected_client_error_with_5xx_when_requests_are_hostile(soak):

@@ -104,3 +104,30 @@ def test_docs_state_the_float_tolerance_the_proof_uses():
     text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "batching.md").read_text(encoding="utf-8")
 
     assert f"`ROW_INDEPENDENCE_ULPS` = {ROW_INDEPENDENCE_ULPS} units in\nthe last place" in text
+
+
+def binary_probabilities(ulps_off_in_a_batch):
+    """``predict_tensors`` answering ``[1 - p, p]`` per row, as a binary ``predict_proba`` does; in a batch of more
+    than one row ``p`` is off by ``ulps_off_in_a_batch`` ulps of itself (BLAS summing in another order)."""
+
+    def predict_tensors(tensors):
+        p = 1.0 / (1.0 + np.exp(-tensors["x"]))
+        if len(p) > 1:
+            p = p + ulps_off_in_a_batch * np.spacing(p)
+        return {"proba": np.stack([1.0 - p, p], axis=1)}
+
+    return predict_tensors
+
+
+def test_prove_row_independence_measures_ulps_at_the_rows_scale_when_an_output_is_derived_from_another():
+    # p = 0.886 off by one ulp of itself is 1 - p = 0.114 off by eight ulps of 0.114, one ulp of the row's scale
+    example = {"x": np.array([2.05, -1.3, 0.4, 2.6])}
+
+    proof = prove_row_independence(binary_probabilities(1), example)
+
+    assert proof["largest_difference_ulps"]["proba"] <= 1.0
+
+
+def test_prove_row_independence_refuses_when_a_derived_output_is_off_by_more_ulps_of_its_rows_scale():
+    with pytest.raises(BatchingRefusedError, match="output `proba` differs for the example as one batch"):
+        prove_row_independence(binary_probabilities(ROW_INDEPENDENCE_ULPS + 4), {"x": np.array([2.05, -1.3, 0.4])})

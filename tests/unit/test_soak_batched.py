@@ -6,6 +6,7 @@ batched model). Its own checks fail when Triton joined nothing or an excluded ki
 """
 
 import json
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ from benchmarks.soak_batched import (
     check_batched_settings,
     read_exactly_from_json,
     ulps_apart,
+    ulps_bin,
 )
 from benchmarks.soak_requests import (
     BATCHED_ONLY,
@@ -100,6 +102,28 @@ def test_ulps_apart_counts_units_in_the_last_place_when_two_float_arrays_differ(
     assert ulps_apart(one, other) == 2.0
 
 
+def test_ulps_apart_measures_at_the_rows_largest_magnitude_when_a_value_is_derived_from_another():
+    # the batched soak's CI run of 2026-12-01: p off by one ulp of itself, 1 - p then eight ulps of 1 - p
+    p = 0.88579964
+    alone, joined = np.array([[1.0 - p, p]]), np.array([[1.0 - np.nextafter(p, 1.0), np.nextafter(p, 1.0)]])
+
+    assert abs(alone[0, 0] - joined[0, 0]) / np.spacing(alone[0, 0]) == 8.0
+    assert ulps_apart(alone, joined) == 1.0
+
+
+def test_ulps_apart_keeps_rows_apart_when_one_rows_scale_is_larger():
+    small, large = np.array([[1e-3], [1e3]]), np.array([[1e-3 + 8 * np.spacing(1e-3)], [1e3]])
+
+    assert ulps_apart(small, large) == 8.0
+
+
+@pytest.mark.parametrize(
+    ("ulps", "label"), [(0.0, "0"), (0.5, "1"), (1.0, "1"), (2.0, "2"), (3.0, "3-4"), (4.0, "3-4"), (4.5, "over 4")]
+)
+def test_ulps_bin_labels_an_answer_by_its_largest_float_difference(ulps, label):
+    assert ulps_bin(ulps) == label
+
+
 class _Expected:
     """Stands in for the independent encoder: the same expected tensors for every input."""
 
@@ -113,7 +137,7 @@ class _Expected:
 def test_batched_oracle_holds_binary_answers_to_the_ulps_and_inexact_json_to_checks_tolerance():
     oracle = BatchedOracle.__new__(BatchedOracle)
     oracle.model_dir, oracle.compared, oracle.max_ulps, oracle.answers_off_by_ulps = None, 0, 0.0, 0
-    oracle.json_inexact = {"answers": 0, "max_ulps": 0.0}
+    oracle.json_inexact, oracle.ulps_seen = {"answers": 0, "max_ulps": 0.0}, Counter()
     expected = np.array([[0.25, 0.75]])
     oracle.expected_answers = _Expected({"output_0": expected})
     off = {"output_0": expected + np.array([[0.0, 8 * np.spacing(0.75)]])}
@@ -124,6 +148,7 @@ def test_batched_oracle_holds_binary_answers_to_the_ulps_and_inexact_json_to_che
     frame.attrs["transport"] = HTTP_JSON
     assert oracle.differences(frame, off)[0] is True
     assert oracle.json_inexact["answers"] == 1 and oracle.max_ulps == 8.0
+    assert oracle.ulps_seen == {"over 4": 1}
 
 
 def test_check_batched_settings_refuses_a_max_batch_size_below_the_largest_valid_request():
@@ -142,6 +167,7 @@ def batched_report(statistics, sent_kinds=("valid",)):
         "answers_compared": 5,
         "max_ulps": 1.0,
         "answers_off_by_ulps": 2,
+        "ulps_seen": {"0": 3, "1": 2},
         "json_inexact": {"answers": 0, "max_ulps": 0.0},
         "excluded_kinds": dict(EXCLUDED_WHEN_BATCHED),
     }
@@ -168,4 +194,5 @@ def test_batched_section_writes_why_the_0_row_kind_is_not_sent_when_the_soak_is_
     text = "\n".join(batched_section(batched_report({"request_count": 5, "execution_count": 2})))
 
     assert "2.50 requests per execution" in text
+    assert "answers by their largest float difference: 3 × 0 ulps, 2 × 1 ulps." in text
     assert "- `empty-batch`: a 0-row request ([0, 1]) to a batched repository crashes" in text
