@@ -23,8 +23,8 @@ model sees the request and refuses keys starting with ``triton_``; what reaches
 the model is the client's.
 
 Triton changes some values on the way, where this module cannot see it (measured
-on Triton 2.51, docs/request-parameters.md): its HTTP front end reads a JSON
-number with more than 15 significant digits as a neighbouring double, and both
+on Triton 2.51, docs/request-parameters.md): its HTTP front end reads many JSON
+numbers of 16 or 17 significant digits as a neighbouring double, and both
 front ends cut a string at its first U+0000. The lossless channel is the string
 parameter ``mlflow_params``: the JSON text of the whole params object, as
 MLflow's scoring server takes ``params``. Triton passes a string unchanged when it
