@@ -27,6 +27,7 @@ from mlflow.models import Model, ModelSignature, infer_signature
 
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.runtime.codecs import StructureCodec
+from mlflow_triton.runtime.parameters import PARAMS_CHANNEL
 from mlflow_triton.shared_contract import MAPPING_VERSION
 
 from . import _batching, _config, _model_py, _model_requirements, _requests, _saved_check, _serving_requirements, _undo
@@ -447,6 +448,11 @@ def _predict_and_map(framework, model, input_example, example_params, signature,
         signature = infer_signature(input_example, prediction, params=example_params)
         model_meta.signature = signature
         examples = {"input": input_example, "output": prediction}
+    if signature.params is not None and PARAMS_CHANNEL in {spec.name for spec in signature.params.params}:
+        raise InvalidArgumentError(
+            f"The params schema declares a parameter `{PARAMS_CHANNEL}`: that request parameter carries all of a "
+            "request's params as JSON text (docs/request-parameters.md), so a request could not set it; rename it"
+        )
     layout = layout_from_signature(signature, framework.flavor, examples)
     return adapter, model_meta.signature, layout
 

@@ -16,10 +16,12 @@ Values are never altered to fit JSON.
 """
 
 import json
+import math
 
 import numpy as np
 from tritonclient.http import InferenceServerClient, InferInput, InferRequestedOutput
 
+from mlflow_triton.runtime.parameters import PARAMS_CHANNEL
 from mlflow_triton.shared_contract import wire_datatype
 
 JSON_REQUEST = "request.json"
@@ -111,19 +113,41 @@ def _scaled(value, power):
 def wire_parameters(params):
     """An example's params as Triton request parameters (None for none): scalars as they are, lists and objects
     as JSON text and datetimes as ISO text (Triton's request parameters carry only bool, int, double and string;
-    the runtime decodes them again, see runtime/parameters.py)."""
+    the runtime decodes them again, see runtime/parameters.py). When Triton would change one of them on the way
+    (a double its HTTP front end reads as a neighbour, a string holding U+0000, an integer beyond int64), all of
+    them travel as the JSON text of the params object in the ``mlflow_params`` parameter, which Triton passes
+    unchanged."""
     if not params:
         return None
     wire = {}
     for name, value in params.items():
+        value = _plain(value)
         if isinstance(value, (list, tuple, dict)):
-            value = json.dumps(value, default=str)
-        elif hasattr(value, "isoformat"):
-            value = value.isoformat()
-        elif isinstance(value, np.generic):
-            value = value.item()
+            value = json.dumps(value, default=_plain)
         wire[name] = value
-    return wire
+    if all(triton_passes(value) for value in wire.values()):
+        return wire
+    return {PARAMS_CHANNEL: json.dumps({name: _plain(value) for name, value in params.items()}, default=_plain)}
+
+
+def triton_passes(value):
+    """Whether Triton hands a scalar request parameter to the model unchanged over HTTP/JSON and gRPC."""
+    if isinstance(value, float):
+        return not math.isfinite(value) or triton_json_double(repr(value)) == value  # NaN, Infinity pass as they are
+    if isinstance(value, str):
+        return "\x00" not in value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -(2**63) <= value < 2**63
+    return True
+
+
+def _plain(value):
+    """A param value as JSON takes it: datetimes as ISO text, numpy scalars and arrays as Python values."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    return value
 
 
 def json_request(tensors, datatypes, output_names, parameters=None):

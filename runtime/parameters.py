@@ -22,6 +22,19 @@ here. Triton consumes its own keys (``sequence_id``, ``sequence_start``,
 model sees the request and refuses keys starting with ``triton_``; what reaches
 the model is the client's.
 
+Triton changes some values on the way, where this module cannot see it (measured
+on Triton 2.51, docs/request-parameters.md): its HTTP front end reads many JSON
+numbers of 16 or 17 significant digits as a neighbouring double, and both
+front ends cut a string at its first U+0000. The lossless channel is the string
+parameter ``mlflow_params``: the JSON text of the whole params object, as
+MLflow's scoring server takes ``params``. Triton passes a string unchanged when it
+holds no U+0000, and JSON text writes U+0000 as ``\\u0000``; Python's ``json``
+reads it here exactly as MLflow's scoring server reads its body (doubles
+exactly, the last of duplicate keys). What the module can see, it refuses:
+a key sent twice (Triton passes the first value twice, MLflow would keep the
+last), an integer beyond int64 for a ``long`` (Triton's HTTP front end passes it
+as a double), JSON text that ends early (a U+0000 cut it).
+
 Messages name the parameter and the accepted ones; they never quote a value.
 """
 
@@ -33,6 +46,14 @@ from ..shared_contract.contract import MlflowTritonError
 # </mlflow-triton package imports>
 
 LIST_SHAPE = (-1,)
+# The string request parameter carrying the JSON text of all of a request's params (read like MLflow's ``params``).
+PARAMS_CHANNEL = "mlflow_params"
+INT64_RANGE = (-(2**63), 2**63 - 1)
+CUT_AT_NUL = (
+    "Triton cuts a string parameter at its first U+0000 character, so a U+0000 in the text ends it there; "
+    "write it as the escape \\u0000 in the JSON text (json.dumps does), or send all parameters as JSON text in "
+    f"the `{PARAMS_CHANNEL}` parameter"
+)
 
 
 class ParameterError(MlflowTritonError, ValueError):
@@ -54,6 +75,8 @@ def request_params(raw, schema):
     or any parameter sent to a model without a params schema.
     """
     given = _parsed(raw)
+    if PARAMS_CHANNEL in given:
+        given = _from_channel(given)
     if not given:
         return None
     names = ", ".join(f"`{name}`" for name in sorted(given))
@@ -77,12 +100,65 @@ def _parsed(raw):
     if raw is None or raw == "":
         return {}
     try:
-        given = json.loads(raw)
+        given = json.loads(raw, object_pairs_hook=_once_each)
+    except ParameterError:
+        raise
     except (TypeError, ValueError):
         raise ParameterError("The request's parameters are not a JSON object") from None
     if not isinstance(given, dict):
         raise ParameterError("The request's parameters are not a JSON object")
     return given
+
+
+def _once_each(pairs):
+    """A JSON object's members as a dict; ``ParameterError`` for a key given twice.
+
+    Triton's HTTP front end passes every member of a request's ``parameters``, a repeated key
+    with its first value each time, where MLflow's scoring server (Python's ``json``) keeps the last.
+    """
+    names = [name for name, _ in pairs]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ParameterError(
+            f"Request parameter(s) {', '.join(f'`{name}`' for name in repeated)} given more than once; Triton "
+            "passes the first value where MLflow's scoring server keeps the last: send each parameter once"
+        )
+    return dict(pairs)
+
+
+def _from_channel(given):
+    """The params object of the ``mlflow_params`` JSON text, read as MLflow's scoring server reads ``params``."""
+    others = sorted(set(given) - {PARAMS_CHANNEL})
+    if others:
+        raise ParameterError(
+            f"Request parameter(s) {', '.join(f'`{name}`' for name in others)} sent beside `{PARAMS_CHANNEL}`: "
+            f"send all parameters in `{PARAMS_CHANNEL}` (the JSON text of the params object), or none there"
+        )
+    text = given[PARAMS_CHANNEL]
+    if not isinstance(text, str):
+        raise ParameterError(
+            f"Request parameter `{PARAMS_CHANNEL}` must be a string (the JSON text of the params object), "
+            f"got {_kind(text)}"
+        )
+    try:
+        params = json.loads(text)  # Python's json, as MLflow's scoring server: a repeated key keeps its last value
+    except ValueError as error:
+        raise ParameterError(
+            f"Request parameter `{PARAMS_CHANNEL}` must be the JSON text of the params object; "
+            f"{_unreadable(text, error)}"
+        ) from None
+    if not isinstance(params, dict):
+        raise ParameterError(
+            f"Request parameter `{PARAMS_CHANNEL}` must be the JSON text of the params object, got {_kind(params)}"
+        )
+    return params
+
+
+def _unreadable(text, error):
+    """Why JSON ``text`` does not parse, without quoting it; a text that ends early names Triton's U+0000 cut."""
+    if error.msg.startswith("Unterminated string") or error.pos >= len(text.rstrip()):
+        return f"the text is not valid JSON: it ends before its JSON value does ({CUT_AT_NUL})"
+    return "the text is not valid JSON"
 
 
 def _checked(value, spec):
@@ -93,16 +169,16 @@ def _checked(value, spec):
     if structured and isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except ValueError as error:
             raise ParameterError(
                 f"Request parameter `{spec.name}` must be {_expected(spec)}, sent as JSON text (Triton's request "
-                "parameters carry only scalars); the text is not valid JSON"
+                f"parameters carry only scalars); {_unreadable(value, error)}"
             ) from None
     try:
         return ParamSpec.validate_param_spec(value, spec)
     except Exception:  # MLflow's message quotes the value; the client gets the expected type instead
         raise ParameterError(
-            f"Request parameter `{spec.name}` must be {_expected(spec)}, got {_kind(value)}; "
+            f"Request parameter `{spec.name}` must be {_expected(spec)}, got {_kind(value, spec)}; "
             f"accepted: {_accepted_spec(spec)}"
         ) from None
 
@@ -114,10 +190,22 @@ def _expected(spec):
     return f"an object ({spec.dtype})" if dtype == "object" else f"a {dtype}"
 
 
-def _kind(value):
+def _kind(value, spec=None):
     if isinstance(value, (list, tuple)):
         return f"a list of {len(value)} value(s)"
-    return f"a {type(value).__name__}"
+    if spec is not None and _beyond_int64(value) and getattr(spec.dtype, "name", None) == "long":
+        low, high = INT64_RANGE
+        return (
+            f"a number beyond the int64 range {low}..{high} (Triton's HTTP front end passes an integer beyond it "
+            "as a double)"
+        )
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _beyond_int64(value):
+    """A double at or past +-2**63: what Triton makes of an integer beyond int64 (an int64 it passes as one)."""
+    return isinstance(value, float) and value.is_integer() and abs(value) >= 2**63
 
 
 def _accepted_spec(spec):

@@ -4,7 +4,8 @@ An sklearn Pipeline whose input example holds NaN (a double column), ``None`` (a
 ``datetime64`` column with NaT -- columns MLflow infers as optional or datetime, which mlflow-triton
 used to refuse -- is logged with ``mlflow_triton.sklearn``, served, and judged with the tests' own
 oracle (``tests/support/oracle.py``): the shipped request (JSON: placeholders and ``<column>__missing``
-masks), a binary request carrying NaN in the FP64 column itself, and a request without a mask (400).
+masks), a binary request carrying NaN in the FP64 column itself, a request without a mask (400), and masks
+written 0/1 instead of true/false (Triton's own 500, as docs/repository.md says; #31.5).
 """
 
 import json
@@ -121,3 +122,28 @@ def test_real_triton_reads_int64_min_as_nat_when_a_json_request_sends_it_unmaske
 
     expected = ExpectedAnswers(package, repository).for_input(frame)
     assert response.outputs["output_0"].tobytes() == expected["output_0"].tobytes()
+
+
+def test_real_triton_answers_its_own_500_when_a_json_mask_is_sent_as_0_and_1_as_the_docs_say(served, tmp_path):
+    """docs/repository.md: write a mask as JSON true/false; Triton 2.51 refuses 0/1 before the model sees it."""
+    server, _, _ = served
+    body = {
+        "inputs": [
+            {"name": "size", "datatype": "FP64", "shape": [1], "data": [1.0]},
+            {"name": "size__missing", "datatype": "BOOL", "shape": [1], "data": [0]},
+            {"name": "city", "datatype": "BYTES", "shape": [1], "data": ["a"]},
+            {"name": "city__missing", "datatype": "BOOL", "shape": [1], "data": [0]},
+            {"name": "when", "datatype": "INT64", "shape": [1], "data": [NANOSECONDS_2020]},
+            {"name": "when__missing", "datatype": "BOOL", "shape": [1], "data": [1]},
+        ]
+    }
+    path = tmp_path / "numeric-masks.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+
+    with pytest.raises(InferenceError) as error:
+        send_request(server.url, NAME, RequestFiles("json", path, [("Content-Type", "application/json")]))
+
+    assert (error.value.status, error.value.triton_error) == (
+        500,
+        "Unable to parse 'data': attempt to access JSON non-boolean as boolean",
+    )

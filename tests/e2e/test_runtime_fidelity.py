@@ -9,7 +9,10 @@ Pins the audit's findings on the real server (issues #17.1-17.3, #17.5, #13.1, #
 * request errors the runtime detects answer 400 / INVALID_ARGUMENT, a model that raises answers
   500 / INTERNAL, and no response quotes the request or grows with it;
 * a request's parameters reach ``predict(..., params=...)``; an unknown one, or one sent to a model
-  without a params schema, answers 400; Triton's own keys never reach the model (#22.1).
+  without a params schema, answers 400; Triton's own keys never reach the model (#22.1);
+* what Triton changes on the way (a 17-digit double over HTTP/JSON, a string holding U+0000) reaches
+  ``predict`` exactly through the documented safe paths (gRPC for doubles, ``mlflow_params`` for both); a
+  repeated key and an integer beyond int64 answer 400 saying so (#31.2, #31.5).
 
 Two servers, one per serving environment: every scikit-learn model shares the sklearn example's
 requirements and every PyTorch model the PyTorch example's (both already built by the example
@@ -40,6 +43,7 @@ from tritonclient.utils import InferenceServerException
 
 from mlflow_triton import pytorch, sklearn
 from mlflow_triton._config import read_config, write_config
+from mlflow_triton._requests import triton_json_double
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from tests.support import tiny_models
 from tests.support.oracle import expected_example_tensors
@@ -173,16 +177,29 @@ def pytorch_models(tmp_path_factory):
         signature=scaled_signature,
     )
 
-    print(f"[timing] logging 4 PyTorch models: {time.monotonic() - started:.1f}s")
+    # forward(x, threshold=0.5, tag="", count=1): its answer shows the last bit of `threshold` and every character of
+    # `tag` (#31.2); the example's params (5/11, a tag holding U+0000) are ones Triton would change.
+    gate_input, gate_params = tiny_models.gate_example()
+    gate_package = save(
+        pytorch.save_model,
+        tiny_models.scripted_gate(),
+        repository,
+        "gate",
+        input_example=(gate_input, gate_params),
+        signature=tiny_models.gate_signature(),
+    )
+
+    print(f"[timing] logging 5 PyTorch models: {time.monotonic() - started:.1f}s")
 
     started = time.monotonic()
-    server = serve(repository, ["half", "half_output", "frame_labels", "scaled"])
-    print(f"[timing] PyTorch server with 4 models ready: {time.monotonic() - started:.1f}s")
+    server = serve(repository, ["half", "half_output", "frame_labels", "scaled", "gate"])
+    print(f"[timing] PyTorch server with 5 models ready: {time.monotonic() - started:.1f}s")
     examples = {
         "half": (half_package, half_example),
         "half_output": (half_output_package, tiny_models.mlp_example()),
         "frame_labels": (frame_package, frame_example),
         "scaled": (scaled_package, scaled_example),
+        "gate": (gate_package, gate_input),
     }
     try:
         yield server, repository, examples
@@ -488,3 +505,138 @@ def test_real_triton_answers_400_when_a_model_without_params_schema_gets_a_param
     assert refused == 400, body
     assert body["error"].startswith("Request parameter(s) `scale`: this model takes no parameters")
     assert answered == 200
+
+
+# -- #31.2 / #31.5: what Triton changes, and the safe paths -----------------------------------------------
+
+
+def infer_gate(server, protocol, parameters, x=None):
+    """The gate's answer to ``x`` (default: the example's input, sent as binary / protobuf, never as JSON text)."""
+    x = tiny_models.gate_example()[0] if x is None else x
+    module = triton_http if protocol == "http" else triton_grpc
+    url = f"127.0.0.1:{server.http_port}" if protocol == "http" else server.grpc_url
+    client = module.InferenceServerClient(url)
+    try:
+        entry = module.InferInput("input_0", list(x.shape), "FP64")
+        entry.set_data_from_numpy(x, **({"binary_data": True} if protocol == "http" else {}))
+        return client.infer("gate", [entry], parameters=parameters).as_numpy("output_0")
+    finally:
+        client.close()
+
+
+def gate_predict(pytorch_models, params):
+    package, example = pytorch_models[2]["gate"]
+    return mlflow.pyfunc.load_model(str(package)).predict(example, params=params)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "channel"),
+    [("http", True), ("grpc", False), ("grpc", True)],
+    ids=["http-mlflow_params", "grpc", "grpc-mlflow_params"],
+)
+def test_real_triton_answers_like_pyfunc_predict_when_a_17_digit_double_parameter_takes_a_safe_path(
+    pytorch_models, protocol, channel
+):
+    server, *_ = pytorch_models
+    params = {"threshold": 5 / 11}
+
+    answer = infer_gate(server, protocol, {"mlflow_params": json.dumps(params)} if channel else params)
+
+    expected = gate_predict(pytorch_models, params)
+    assert expected[0, 0] == 1.0  # 5/11 >= 5/11
+    np.testing.assert_array_equal(answer, expected)
+
+
+def test_real_triton_http_json_reads_a_17_digit_double_parameter_as_its_neighbour_as_the_docs_say(pytorch_models):
+    server, *_ = pytorch_models
+
+    answer = infer_gate(server, "http", {"threshold": 5 / 11})
+
+    assert triton_json_double(repr(5 / 11)) == 0.4545454545454546
+    np.testing.assert_array_equal(answer, gate_predict(pytorch_models, {"threshold": 0.4545454545454546}))
+    assert answer[0, 0] == 0.0  # what pyfunc.predict answers 1.0 for: why the docs send such doubles another way
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_real_triton_answers_like_pyfunc_predict_when_a_string_parameter_holding_u0000_travels_in_mlflow_params(
+    pytorch_models, protocol
+):
+    server, *_ = pytorch_models
+    params = {"tag": "ab\x00cd"}
+
+    answer = infer_gate(server, protocol, {"mlflow_params": json.dumps(params)})
+
+    np.testing.assert_array_equal(answer, gate_predict(pytorch_models, params))
+    np.testing.assert_array_equal(answer, [[0.0 + 1189], [1.0 + 1189]])  # x >= 0.5; 97 + 2*98 + 3*0 + 4*99 + 5*100
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_real_triton_cuts_a_plain_string_parameter_at_u0000_as_the_docs_say(pytorch_models, protocol):
+    server, *_ = pytorch_models
+
+    answer = infer_gate(server, protocol, {"tag": "ab\x00cd"})
+
+    np.testing.assert_array_equal(answer, gate_predict(pytorch_models, {"tag": "ab"}))
+
+
+def test_real_triton_answers_the_shipped_request_with_its_mlflow_params_like_the_check_oracle(pytorch_models):
+    server, repository, examples = pytorch_models
+    package, example = examples["gate"]
+
+    outputs, form = send_shipped_request(server.url, repository / "gate")
+
+    assert form == "binary"  # x holds 5/11, which Triton's JSON reader would change too
+    expected = mlflow.pyfunc.load_model(str(package)).predict(example, params=tiny_models.gate_example()[1])
+    np.testing.assert_array_equal(outputs["output_0"], expected)
+    np.testing.assert_array_equal(outputs["output_0"], [[(1 + 1189) * 3.0], [(1 + 1189) * 3.0]])
+
+
+def post_raw_gate(server, parameters_text):
+    """POST the gate a JSON body whose ``parameters`` object is ``parameters_text`` as written."""
+    inputs = json.dumps([{"name": "input_0", "datatype": "FP64", "shape": [1, 1], "data": [0.25]}])
+    body = f'{{"inputs": {inputs}, "parameters": {parameters_text}}}'.encode()
+    connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+    try:
+        connection.request("POST", "/v2/models/gate/infer", body=body, headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def test_real_triton_answers_400_naming_the_key_when_a_json_request_repeats_a_parameter(pytorch_models):
+    """Triton passes the first value twice; MLflow's scoring server would apply the last."""
+    server, *_ = pytorch_models
+
+    status, body = post_raw_gate(server, '{"count": 2, "count": 3}')
+
+    assert status == 400, body
+    assert body["error"] == (
+        "Request parameter(s) `count` given more than once; Triton passes the first value where MLflow's scoring "
+        "server keeps the last: send each parameter once"
+    )
+
+
+@pytest.mark.parametrize("sent", [str(2**63), str(-(2**63) - 1), str(10**30)])
+def test_real_triton_answers_400_saying_beyond_int64_when_a_long_parameter_is_too_big_for_it(pytorch_models, sent):
+    server, *_ = pytorch_models
+
+    status, body = post_raw_gate(server, f'{{"count": {sent}}}')
+
+    assert status == 400, body
+    assert body["error"].startswith(
+        "Request parameter `count` must be a long, got a number beyond the int64 range "
+        "-9223372036854775808..9223372036854775807 (Triton's HTTP front end passes an integer beyond it as a double)"
+    )
+
+
+def test_real_triton_names_the_u0000_cut_when_the_json_text_of_a_parameter_loses_its_end(pytorch_models):
+    server, *_ = pytorch_models
+
+    status, body = post_raw_gate(server, json.dumps({"mlflow_params": '{"tag": "a\x00b"}'}))
+
+    assert status == 400, body
+    assert body["error"].startswith(
+        "Request parameter `mlflow_params` must be the JSON text of the params object; the text is not valid JSON: "
+        "it ends before its JSON value does (Triton cuts a string parameter at its first U+0000 character"
+    )

@@ -135,6 +135,42 @@ def scripted_scaled_linear():
     return torch.jit.script(module.eval())
 
 
+def scripted_gate():
+    """A scripted module whose ``forward(x, threshold=0.5, tag="", count=1)`` answers
+    ``((x >= threshold) + code(tag)) * count``, ``code(tag)`` being the sum of ``(position + 1) * ord(character)``.
+
+    Its answer shows the last bit of the double ``threshold`` (for ``x`` equal to it), every character of ``tag``
+    (U+0000 included) and ``count``: the request parameters Triton's front ends can change (issue #31.2).
+    """
+    import torch
+
+    class Gate(torch.nn.Module):
+        def forward(self, x, threshold: float = 0.5, tag: str = "", count: int = 1):
+            code = 0
+            for position, character in enumerate(tag):
+                code += (position + 1) * ord(character)
+            return ((x >= threshold).to(torch.float64) + float(code)) * count
+
+    return torch.jit.script(Gate().eval())
+
+
+def gate_signature():
+    """The gate's signature: a float64 ``(-1, 1)`` input and output, params ``threshold``, ``tag`` and ``count``."""
+    import numpy as np
+    from mlflow.models import infer_signature
+
+    example = np.array([[0.25], [0.75]])
+    return infer_signature(example, example, params={"threshold": 0.5, "tag": "", "count": 1})
+
+
+def gate_example():
+    """``(input, params)``: ``x`` holds 5/11 (a double Triton's JSON reader changes), the params 5/11, a tag holding
+    U+0000 and 3; the gate answers ``[[(1 + 1189) * 3], [(1 + 1189) * 3]]`` for it."""
+    import numpy as np
+
+    return np.array([[5 / 11], [0.75]]), {"threshold": 5 / 11, "tag": "ab\x00cd", "count": 3}
+
+
 def tiny_bert_subclass():
     """``custom_net.bert.MyBertModel`` over a 1-layer, 16-dim ``BertConfig`` (no model hub), seeded, in eval mode."""
     import importlib

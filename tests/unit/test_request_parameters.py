@@ -18,6 +18,7 @@ import mlflow_triton.pytorch as mt_pytorch
 from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.runtime.parameters import ParameterError, request_params
 from tests.support import fake_pb_utils, tiny_models
+from tests.support.shipped_request import arrays_from_binary_request, read_headers_file
 
 SCALE = ParamSchema([ParamSpec("scale", "double", 1.0)])
 LISTS = ParamSchema([ParamSpec("stop", "string", ["."], (-1,)), ParamSpec("top_k", "long", 5)])
@@ -92,6 +93,99 @@ def test_request_params_refuses_naming_every_parameter_when_the_model_has_no_par
 def test_request_params_refuses_when_the_parameters_are_not_a_json_object():
     with pytest.raises(ParameterError, match=r"^The request's parameters are not a JSON object$"):
         request_params("[1]", SCALE)
+
+
+# -- #31.2 / #31.5: what Triton changes on the way, and the lossless `mlflow_params` channel ----------
+
+GATE = ParamSchema(
+    [ParamSpec("threshold", "double", 0.5), ParamSpec("tag", "string", ""), ParamSpec("count", "long", 1)]
+)
+
+
+def test_request_params_refuses_naming_the_key_when_triton_passes_a_parameter_twice():
+    """Triton 2.51 passes `{"a": 1, "a": 2}` as `{"a":1,"a":1}`: MLflow's scoring server would apply 2."""
+    with pytest.raises(
+        ParameterError,
+        match=r"^Request parameter\(s\) `threshold` given more than once; Triton passes the first value where "
+        r"MLflow's scoring server keeps the last: send each parameter once$",
+    ):
+        request_params('{"threshold":0.25,"threshold":0.25}', GATE)
+
+
+@pytest.mark.parametrize("passed", ["9223372036854776000.0", "-9223372036854776000.0", "1.8446744073709552e19"])
+def test_request_params_refuses_saying_the_number_is_beyond_int64_when_a_long_arrives_as_a_double_past_its_range(
+    passed,
+):
+    """What Triton's HTTP front end makes of 2**63, -2**63 - 1 and 2**64 sent for a `long`."""
+    with pytest.raises(
+        ParameterError,
+        match=r"^Request parameter `count` must be a long, got a number beyond the int64 range "
+        r"-9223372036854775808\.\.9223372036854775807 \(Triton's HTTP front end passes an integer beyond it as a "
+        r"double\); accepted: count ",
+    ):
+        request_params(f'{{"count":{passed}}}', GATE)
+
+
+def test_request_params_says_a_float_when_a_long_gets_a_fraction():
+    with pytest.raises(ParameterError, match=r"^Request parameter `count` must be a long, got a float; "):
+        request_params('{"count":1.5}', GATE)
+
+
+def test_request_params_names_the_u0000_cut_when_the_json_text_of_a_list_parameter_ends_early():
+    """`"stop": "[\\"a\\u0000b\\"]"` reaches the model as `["a`: Triton cut the string at U+0000."""
+    with pytest.raises(
+        ParameterError,
+        match=r"^Request parameter `stop` must be a list of string values, sent as JSON text .*; the text is not "
+        r"valid JSON: it ends before its JSON value does \(Triton cuts a string parameter at its first U\+0000 "
+        r"character, .* or send all parameters as JSON text in the `mlflow_params` parameter\)$",
+    ):
+        request_params(json.dumps({"stop": '["a'}), LISTS)
+
+
+def test_request_params_reads_every_value_exactly_when_the_params_travel_as_json_text_in_mlflow_params():
+    sent = {"threshold": 5 / 11, "tag": "ab\x00cd", "count": 3}
+
+    params = request_params(json.dumps({"mlflow_params": json.dumps(sent)}), GATE)
+
+    assert params == sent and repr(params["threshold"]) == repr(5 / 11)
+
+
+def test_request_params_takes_lists_as_json_values_when_they_travel_in_mlflow_params():
+    raw = json.dumps({"mlflow_params": json.dumps({"stop": ["a\x00b", "!"], "top_k": 2})})
+
+    assert request_params(raw, LISTS) == {"stop": ["a\x00b", "!"], "top_k": 2}
+
+
+def test_request_params_keeps_the_last_value_like_mlflow_when_mlflow_params_repeats_a_key():
+    assert request_params(json.dumps({"mlflow_params": '{"count": 1, "count": 2}'}), GATE) == {"count": 2}
+
+
+def test_request_params_refuses_naming_the_others_when_parameters_are_sent_beside_mlflow_params():
+    with pytest.raises(
+        ParameterError,
+        match=r"^Request parameter\(s\) `count` sent beside `mlflow_params`: send all parameters in "
+        r"`mlflow_params` \(the JSON text of the params object\), or none there$",
+    ):
+        request_params(json.dumps({"mlflow_params": "{}", "count": 2}), GATE)
+
+
+@pytest.mark.parametrize(
+    ("channel", "reason"),
+    [
+        (3, r"must be a string \(the JSON text of the params object\), got an int$"),
+        ("[1]", r"must be the JSON text of the params object, got a list of 1 value\(s\)$"),
+        ('{"count": 2', r"must be the JSON text of the params object; the text is not valid JSON: it ends before"),
+        ("{count}", r"must be the JSON text of the params object; the text is not valid JSON$"),
+    ],
+)
+def test_request_params_refuses_when_mlflow_params_is_not_the_json_text_of_an_object(channel, reason):
+    with pytest.raises(ParameterError, match=rf"^Request parameter `mlflow_params` {reason}"):
+        request_params(json.dumps({"mlflow_params": channel}), GATE)
+
+
+def test_request_params_checks_the_params_of_mlflow_params_against_the_schema_when_one_is_unknown():
+    with pytest.raises(ParameterError, match=r"^Request parameter\(s\) `treshold` not accepted by this model; "):
+        request_params(json.dumps({"mlflow_params": '{"treshold": 0.5}'}), GATE)
 
 
 # -- a real PyTorch model (forward(x, scale=1.0)) behind the generated model.py ---------------------
@@ -255,3 +349,46 @@ def test_save_model_refuses_example_params_when_the_signature_has_no_params_sche
             input_example=(example, {"scale": 2.0}),
             signature=signature,
         )
+
+
+# -- #31.2: params Triton would change travel in `mlflow_params`; the runtime reads them exactly ---------------
+
+GATE_INPUT, GATE_PARAMS = tiny_models.gate_example()
+
+
+def test_save_model_ships_the_example_params_in_mlflow_params_and_answers_like_predict_when_triton_would_change_them(
+    tmp_path,
+):
+    package = tmp_path / "package"
+
+    mt_pytorch.save_model(
+        tiny_models.scripted_gate(),
+        package,
+        input_example=(GATE_INPUT, GATE_PARAMS),
+        signature=tiny_models.gate_signature(),
+    )
+
+    [repository] = (package / "model_repository").iterdir()
+    prefix, arrays = arrays_from_binary_request(
+        (repository / "request.bin").read_bytes(), read_headers_file(repository / "request.headers")
+    )
+    assert list(prefix["parameters"]) == ["mlflow_params"]
+    instance = tiny_models.initialized_model_py(repository)
+    [response] = answer(instance, [(arrays, prefix["parameters"])])
+    [output] = fake_pb_utils.outputs_of(response).values()
+    expected = mlflow.pyfunc.load_model(str(package)).predict(GATE_INPUT, params=GATE_PARAMS)
+    np.testing.assert_array_equal(output, expected)
+    assert expected[0, 0] == (1 + 1189) * 3  # x >= 5/11 holds and every character of the tag counts
+
+
+def test_save_model_refuses_naming_the_channel_when_the_params_schema_declares_mlflow_params(tmp_path):
+    example = tiny_models.mlp_example()
+    signature = infer_signature(example, example[:, :3], params={"mlflow_params": "x"})
+
+    with pytest.raises(
+        InvalidArgumentError, match=r"^The params schema declares a parameter `mlflow_params`: that request parameter"
+    ):
+        mt_pytorch.save_model(
+            tiny_models.scripted_scaled_linear(), tmp_path / "package", input_example=example, signature=signature
+        )
+    assert not (tmp_path / "package").exists()

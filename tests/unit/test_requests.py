@@ -15,6 +15,8 @@ from mlflow_triton._requests import (
     json_request,
     needs_binary,
     triton_json_double,
+    triton_passes,
+    wire_parameters,
     write_request,
 )
 from tests.unit.conftest import arrays_from_binary_request, arrays_from_json_request, read_headers_file
@@ -230,3 +232,33 @@ def test_write_request_keeps_trailing_nul_bytes_when_a_column_is_binary(tmp_path
     headers = read_headers_file(tmp_path / BINARY_HEADERS)
     _, arrays = arrays_from_binary_request((tmp_path / BINARY_REQUEST).read_bytes(), headers)
     assert arrays["blob"].tolist() == [b"ab\x00\x00", b"\x00", b""]
+
+
+# -- #31.2: an example's params as request parameters Triton passes unchanged ------------------------
+
+
+def test_wire_parameters_sends_scalars_as_they_are_and_lists_as_json_text_when_triton_passes_every_value():
+    assert wire_parameters({"scale": 0.25, "tag": "a", "count": 3, "stop": ["."]}) == {
+        "scale": 0.25,
+        "tag": "a",
+        "count": 3,
+        "stop": '["."]',
+    }
+
+
+@pytest.mark.parametrize("changed", [{"threshold": 5 / 11}, {"tag": "ab\x00cd"}, {"count": 2**63}])
+def test_wire_parameters_sends_every_param_as_json_text_in_mlflow_params_when_triton_would_change_one(changed):
+    params = {"stop": ["."], **changed}
+
+    wire = wire_parameters(params)
+
+    assert list(wire) == ["mlflow_params"]
+    decoded = json.loads(wire["mlflow_params"])
+    assert repr(decoded) == repr(params)
+    assert "\x00" not in wire["mlflow_params"]  # Triton cuts a string there: JSON text writes it as \u0000
+
+
+def test_triton_passes_is_false_for_a_double_that_triton_reads_as_its_neighbour_from_json():
+    assert triton_json_double(repr(5 / 11)) == 0.4545454545454546 != 5 / 11
+    assert not triton_passes(5 / 11) and triton_passes(0.5)
+    assert triton_passes(float("nan")) and triton_passes(float("-inf"))  # Triton 2.51 passes NaN and Infinity as sent

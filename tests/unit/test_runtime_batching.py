@@ -213,6 +213,27 @@ def test_execute_joins_only_requests_with_equal_parameters_when_batched(monkeypa
         np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(answer)), doubled(sent))
 
 
+def test_execute_joins_only_requests_with_the_same_mlflow_params_and_passes_each_double_exactly_when_batched(
+    monkeypatch,
+):
+    """Neighbouring doubles (5/11 and what Triton's JSON reader makes of it) are two groups, each predicted exactly."""
+    schema = ParamSchema([ParamSpec("threshold", "double", 0.0)])
+    model, predictor, inputs, outputs = serve(monkeypatch, PRICES, doubled, params_schema=schema)
+    exact, neighbour = ({"mlflow_params": json.dumps({"threshold": value})} for value in (5 / 11, 0.4545454545454546))
+    first = requests_of(inputs, ONE, TWO, parameters=json.dumps(exact))
+    second = requests_of(inputs, THREE, parameters=json.dumps(neighbour))
+
+    answers = model.execute([first[0], second[0], first[1]])
+
+    assert [len(seen) for seen in predictor.seen] == [1 + 2, 3]  # ONE and TWO joined, THREE alone
+    assert sorted(repr(params["threshold"]) for params in predictor.params_seen) == [
+        "0.45454545454545453",
+        "0.4545454545454546",
+    ]
+    for answer, sent in zip(answers, (ONE, THREE, TWO)):
+        np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(answer)), doubled(sent))
+
+
 def test_execute_predicts_an_empty_request_alone_when_it_comes_in_a_batch(monkeypatch):
     def respond(model_input):
         if len(model_input) == 0:
