@@ -27,6 +27,12 @@ from .errors import BatchingRefusedError, InvalidArgumentError, ValidationError
 ROW_INDEPENDENCE_ULPS = 4
 # At most this many example rows are predicted one by one for the proof.
 MAX_PROOF_ROWS = 64
+# The proof needs at least this many distinct rows among them. With one row (or only copies of one) every batch is
+# that row again, so a model that centres, ranks or scales by its batch answers each batch like the row alone. Two
+# distinct rows show one company (the pair); three give a row two: the whole example, and with the second half (rows
+# 2 and 3, the example's own rows) a batch of another composition, so an interaction that cancels in one company is
+# seen in the other.
+MIN_DISTINCT_ROWS = 3
 _SHUFFLE_SEED = 0
 
 
@@ -111,6 +117,15 @@ def prove_row_independence(predict_tensors, tensors: dict) -> dict:
     Returns the record for validation.json.
     """
     rows = min(len(next(iter(tensors.values()))), MAX_PROOF_ROWS)
+    distinct = _distinct_rows(tensors, rows)
+    if distinct < MIN_DISTINCT_ROWS:
+        raise BatchingRefusedError(
+            f"Batching refused: the input example has {distinct} distinct row(s) (of {rows}); proving that the model "
+            f"predicts each row on its own needs at least {MIN_DISTINCT_ROWS}, since with fewer every batch of the "
+            "proof repeats the same company and a model that normalises over its batch passes; pass an "
+            f"input_example with at least {MIN_DISTINCT_ROWS} distinct rows (for example df.iloc[:3] of real "
+            "inputs), or log the model with max_batch_size=0"
+        )
     alone = [predict_tensors(_take(tensors, [row])) for row in range(rows)]
     order = np.random.default_rng(_SHUFFLE_SEED).permutation(rows).tolist()
     half = max(1, rows // 2)
@@ -136,11 +151,16 @@ def prove_row_independence(predict_tensors, tensors: dict) -> dict:
     return {
         "proved": True,
         "rows_predicted_alone": rows,
+        "distinct_rows": distinct,
+        "min_distinct_rows": MIN_DISTINCT_ROWS,
         "cases": [{"what": what, "rows": len(indices)} for what, indices in cases],
         "float_tolerance_ulps": ROW_INDEPENDENCE_ULPS,
         "largest_difference_ulps": largest,
         "how": "each batch predicted once and compared row by row with the rows predicted alone: integers, "
         f"strings and booleans exactly, floats within {ROW_INDEPENDENCE_ULPS} ulps of their row's largest magnitude",
+        "covers": "the example's own rows, alone and in the batches above; no other inputs are made up (rows "
+        "recombined from the example's values may be inputs the model never sees). A model whose rows interact only "
+        "for other inputs is not caught",
     }
 
 
@@ -154,6 +174,18 @@ def predictor_of_tensors(predict, input_codec, output_codec):
             raise ValidationError(f"Batching proof: a batch of the example failed: {error}") from None
 
     return predict_tensors
+
+
+def _distinct_rows(tensors, rows):
+    """How many of the first ``rows`` rows differ from each other in at least one input value (NaN equals NaN)."""
+    keys = zip(*(_row_keys(array[:rows]) for array in tensors.values()))
+    return len(set(keys))
+
+
+def _row_keys(array):
+    if array.dtype == object:
+        return [repr(row.tolist() if isinstance(row, np.ndarray) else row) for row in array]
+    return [np.ascontiguousarray(row).tobytes() for row in array]
 
 
 def _take(tensors, indices):

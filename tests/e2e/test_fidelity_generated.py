@@ -160,7 +160,7 @@ def campaign(tmp_path_factory):
         "array",
         False,
         (
-            Input(((2,), (2,)), ((0.5, -1.0), ("a", "b"))),
+            Input(((3,), (3,)), ((0.5, -1.0, 2.5), ("a", "b", "a"))),  # the proof needs 3 distinct rows
             Input(((1,), (1,)), ((3.0,), ("ü",))),
             Input(((3,), (3,)), ((float("nan"), 1.0, 2.0), ("a", "", "名前"))),
             Input(((4,), (4,)), ((1.0, 2.0, 3.0, 4.0), ("a", "b", "a", "b"))),

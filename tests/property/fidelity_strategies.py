@@ -25,6 +25,7 @@ LogisticRegression / Ridge / DecisionTree).
 import numpy as np
 from hypothesis import strategies as st
 
+from mlflow_triton._batching import MIN_DISTINCT_ROWS
 from tests.property.strategies import HOSTILE_BINARIES, HOSTILE_NAMES, HOSTILE_TEXTS
 from tests.support.fidelity.cases import (
     COLUMN_KINDS,
@@ -290,16 +291,19 @@ def sklearn_pipeline_cases(draw):
         else st.lists(string_names, min_size=count, max_size=count, unique=True)
     )
     numeric = [k for k in COLUMN_KINDS if k in NUMBER_KINDS]
-    kinds = [draw(st.sampled_from(numeric))] + [draw(st.sampled_from(numeric + ["text"])) for _ in labels[1:]]
+    batched = draw(st.booleans())  # dynamic batching: the extra inputs are also sent at once and joined
+    first = [k for k in numeric if k != "bool"] if batched else numeric
+    kinds = [draw(st.sampled_from(first))] + [draw(st.sampled_from(numeric + ["text"])) for _ in labels[1:]]
     fields = tuple(Field(label, kind) for label, kind in zip(labels, kinds))
-    example = draw(_pipeline_input(fields, example=True))
+    # The batching proof needs MIN_DISTINCT_ROWS distinct example rows: the first column then holds distinct numbers.
+    example = draw(_pipeline_input(fields, example=True, distinct_rows=MIN_DISTINCT_ROWS if batched else 0))
     extra = draw(st.lists(_pipeline_input(fields, example=False), min_size=2, max_size=MAX_EXTRA_INPUTS))
     options = (
         ("estimator", draw(st.sampled_from(ESTIMATORS))),
         ("serialization", draw(st.sampled_from(("skops", "cloudpickle")))),
         ("seed", draw(st.integers(0, 2**16))),
     )
-    if draw(st.booleans()):  # dynamic batching: the extra inputs are also sent at once and joined
+    if batched:
         options += (("max_batch_size", PIPELINE_MAX_BATCH_SIZE),)
         # A request of 0 rows crashes Triton 2.51's Python backend when the model batches (docs/batching.md).
         extra = [model_input for model_input in extra if model_input.rows > 0]
@@ -309,10 +313,14 @@ def sklearn_pipeline_cases(draw):
 
 
 @st.composite
-def _pipeline_input(draw, fields, *, example):
-    rows = draw(st.integers(1, 4)) if example or draw(st.integers(0, 9)) else 0
+def _pipeline_input(draw, fields, *, example, distinct_rows=0):
+    """Rows for ``fields``; with ``distinct_rows``, at least that many rows whose first column's numbers differ."""
+    rows = draw(st.integers(max(1, distinct_rows), 4)) if example or draw(st.integers(0, 9)) else 0
     contents = []
-    for field in fields:
+    if distinct_rows:
+        first = fields[0].kind
+        contents.append(tuple(draw(st.lists(_distinct_numbers(first), min_size=rows, max_size=rows, unique=True))))
+    for field in fields[len(contents) :]:
         if field.kind == "text":
             elements = st.one_of(st.sampled_from(VOCABULARY), texts)
         elif example or draw(st.integers(0, 9)):
@@ -327,6 +335,13 @@ def _pipeline_input(draw, fields, *, example):
             elements = values(field.kind)  # the edges: NaN, infinities, extreme integers
         contents.append(tuple(draw(st.lists(elements, min_size=rows, max_size=rows))))
     return Input(tuple((rows,) for _ in fields), tuple(contents))
+
+
+def _distinct_numbers(kind):
+    """Example numbers of an integer or float column ``kind`` that can be told apart (``-0.0`` and ``0.0`` are one)."""
+    if kind.startswith("float"):
+        return st.floats(-1e3, 1e3, width=32 if kind == "float32" else 64).map(lambda value: value + 0.0)
+    return st.integers(-1000, 1000)
 
 
 def served_cases():

@@ -1,16 +1,19 @@
 """``max_batch_size=N`` at logging: the batched repository, its proof record, and the default left as it was."""
 
 import json
+import re
 
 import mlflow.pyfunc
 import numpy as np
+import pandas as pd
 import pytest
 from google.protobuf import json_format, text_format
 from mlflow.models import Model
 from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton import sklearn
-from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS
+from mlflow_triton._batching import MIN_DISTINCT_ROWS, ROW_INDEPENDENCE_ULPS
+from mlflow_triton.errors import BatchingRefusedError
 from mlflow_triton.local.compare import predict_outputs
 from mlflow_triton.local.user_input import input_request
 from tests.support import fake_pb_utils
@@ -216,3 +219,54 @@ def test_pytorch_save_model_batches_a_tensor_model_and_joins_its_requests_when_m
         np.testing.assert_array_max_ulp(
             fake_pb_utils.outputs_of(answer)[config.output[0].name], pyfunc.predict(alone), maxulp=ROW_INDEPENDENCE_ULPS
         )
+
+
+class _Centring:
+    """A scikit-learn-style model whose rows interact: ``a`` minus the mean of its batch (alone, every row is 0)."""
+
+    def fit(self, X, y=None):
+        return self
+
+    def predict(self, X):
+        return (X["a"] - X["a"].mean()).to_numpy()
+
+
+@pytest.mark.parametrize(
+    ("example", "refusal"),
+    [
+        (pd.DataFrame({"a": [3.0]}), r"the input example has 1 distinct row\(s\) \(of 1\).* max_batch_size=0$"),
+        (pd.DataFrame({"a": [3.0, 3.0, 3.0]}), r"the input example has 1 distinct row\(s\) \(of 3\)"),
+        (pd.DataFrame({"a": [1.0, 5.0, 9.0]}), "output `output_0` differs for the example as one batch"),
+    ],
+    ids=["one-row", "three-copies", "three-distinct-rows"],
+)
+def test_log_model_refuses_batching_a_model_that_centres_its_batch_and_logs_nothing(
+    tracking_store, workspace, example, refusal
+):
+    with pytest.raises(BatchingRefusedError, match=refusal):
+        sklearn.log_model(
+            _Centring(),
+            input_example=example,
+            serialization_format="cloudpickle",
+            max_batch_size=8,
+            registered_model_name="centring",
+        )
+
+    assert list(workspace.iterdir()) == []
+    tracking_store.assert_nothing_logged()
+
+
+def test_log_model_refuses_batching_the_sklearn_example_with_the_remedy_when_its_example_has_one_row(
+    tracking_store, workspace
+):
+    from examples.sklearn_example import fitted_pipeline as example_pipeline
+
+    pipeline, frame = example_pipeline()
+    remedy = f"pass an input_example with at least {MIN_DISTINCT_ROWS} distinct rows"
+
+    with pytest.raises(BatchingRefusedError, match=re.escape(remedy)):
+        sklearn.log_model(
+            pipeline, input_example=frame.iloc[:1], max_batch_size=8, registered_model_name="demo-classifier"
+        )
+
+    tracking_store.assert_nothing_logged()

@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS, prove_row_independence
+from mlflow_triton._batching import MIN_DISTINCT_ROWS, ROW_INDEPENDENCE_ULPS, prove_row_independence
 from mlflow_triton.errors import BatchingRefusedError
 
 EXAMPLE = {
@@ -94,10 +94,44 @@ def test_prove_row_independence_refuses_naming_the_output_when_text_depends_on_t
         prove_row_independence(predict_tensors, EXAMPLE)
 
 
-def test_prove_row_independence_uses_both_halves_when_the_example_has_one_row():
-    proof = prove_row_independence(model(), {name: array[:1] for name, array in EXAMPLE.items()})
+@pytest.mark.parametrize(
+    "rows",
+    [[0], [1, 1, 1, 1], [0, 3, 0, 3]],
+    ids=["one-row", "copies-of-one-row", "two-distinct-rows"],
+)
+def test_prove_row_independence_refuses_with_the_remedy_when_the_example_has_fewer_distinct_rows_than_needed(rows):
+    example = {name: array[rows] for name, array in EXAMPLE.items()}
 
-    assert [case["rows"] for case in proof["cases"]] == [1, 1, 2, 1, 1]
+    with pytest.raises(
+        BatchingRefusedError,
+        match=rf"the input example has {len(set(rows))} distinct row\(s\) \(of {len(rows)}\); .* needs at least "
+        rf"{MIN_DISTINCT_ROWS}.* input_example with at least {MIN_DISTINCT_ROWS} distinct rows .* max_batch_size=0$",
+    ):
+        prove_row_independence(model(), example)
+
+
+def test_prove_row_independence_records_the_distinct_rows_and_what_it_covers_when_it_proves():
+    proof = prove_row_independence(model(), {name: array[[0, 1, 1, 2]] for name, array in EXAMPLE.items()})
+
+    assert (proof["distinct_rows"], proof["min_distinct_rows"]) == (3, MIN_DISTINCT_ROWS)
+    assert [case["rows"] for case in proof["cases"]] == [4, 4, 8, 2, 2]
+    assert proof["covers"].startswith("the example's own rows")
+
+
+def test_prove_row_independence_counts_rows_apart_when_they_differ_in_one_input_only():
+    example = {"x": np.array([1.0, 1.0, 1.0]), "name": np.array([b"a", b"b", b"c"], dtype=object)}
+
+    assert prove_row_independence(model(), example)["distinct_rows"] == 3
+
+
+def centring(tensors):
+    """A model whose rows interact: each ``x`` minus the batch's mean (alone, every row answers 0)."""
+    return {"score": tensors["x"] - tensors["x"].mean()}
+
+
+def test_prove_row_independence_refuses_a_model_that_centres_its_batch_when_the_example_has_three_rows():
+    with pytest.raises(BatchingRefusedError, match="output `score` differs for the example as one batch"):
+        prove_row_independence(centring, {"x": np.array([1.0, 5.0, 9.0])})
 
 
 def test_docs_state_the_float_tolerance_the_proof_uses():
@@ -131,3 +165,12 @@ def test_prove_row_independence_measures_ulps_at_the_rows_scale_when_an_output_i
 def test_prove_row_independence_refuses_when_a_derived_output_is_off_by_more_ulps_of_its_rows_scale():
     with pytest.raises(BatchingRefusedError, match="output `proba` differs for the example as one batch"):
         prove_row_independence(binary_probabilities(ROW_INDEPENDENCE_ULPS + 4), {"x": np.array([2.05, -1.3, 0.4])})
+
+
+def test_docs_quote_the_refusal_of_an_example_with_too_few_distinct_rows():
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "batching.md").read_text(encoding="utf-8")
+    with pytest.raises(BatchingRefusedError) as refused:
+        prove_row_independence(model(), {name: array[:1] for name, array in EXAMPLE.items()})
+
+    quoted = " ".join(text.split(f"BatchingRefusedError: {str(refused.value)[:20]}")[1].split("```")[0].split())
+    assert f"{str(refused.value)[:20]}{quoted}" == str(refused.value)
