@@ -113,7 +113,7 @@ def _holds_bytes(value: Any) -> bool:
     return False
 
 
-def input_schema(example: Any) -> "Schema | None":
+def input_schema(example: Any) -> Schema | None:
     """The input schema MLflow infers from ``example`` (``infer_signature``), for the forms whose rows depend on
     it (a dict of other values than arrays, a list, a scalar); None for the others, which MLflow passes as they
     are."""
@@ -129,7 +129,7 @@ def _is_json_object(example: Any) -> bool:
     return isinstance(example, list) or bool(np.isscalar(example))
 
 
-def for_prediction(example: Any, schema: "Schema | None") -> Any:
+def for_prediction(example: Any, schema: Schema | None) -> Any:
     """``example`` as MLflow's schema enforcement hands it to a model with the input ``schema`` (the DataFrame
     ``_enforce_schema`` builds before it checks types); unchanged for a tensor schema, a DataFrame, an array.
 
@@ -191,7 +191,7 @@ def _refuse_rows_for_an_array_column(example: list, schema: Schema) -> None:
     )
 
 
-def for_request(example: Any, schema: "Schema | None") -> Any:
+def for_request(example: Any, schema: Schema | None) -> Any:
     """``example`` as the runtime's codecs encode it into the request for the input ``schema``: a dict of scalars
     or a scalar as one row (a list, so values keep their exact Python types), a sparse matrix as its dense array,
     any other form as :func:`for_prediction` gives it."""
