@@ -166,7 +166,9 @@ def _refuse_lists_in_one_row(example: dict, schema: Schema) -> None:
         return  # nested values (a list beside scalars, lists of unequal lengths): the mapping decides
     name = next(iter(example))
     kind = schema.input_dict()[name].type if schema.has_input_names() and name in schema.input_dict() else None
-    if isinstance(kind, DataType):
+    if kind is None:
+        inferred, nested = f"column `{name}` holding a list", ""
+    elif isinstance(kind, DataType):
         inferred, nested = f"column `{name}` as {kind.name}", ""
     else:
         inferred, nested = f"column `{name}` as {kind}", f" (nested {type(kind).__name__} columns are not served yet)"
