@@ -1,14 +1,21 @@
 """The input example as MLflow normalises it, before it is predicted and shipped as the request.
 
-MLflow accepts examples that are not yet rows. Its schema enforcement (``mlflow.models.utils._enforce_schema``,
-which ``pyfunc.predict`` and the scoring server apply) turns them into what a column-based model is given:
+MLflow accepts examples that are not yet rows (``mlflow.models.utils._Example`` saves them as JSON). Its schema
+enforcement (``mlflow.models.utils._enforce_schema``, which ``pyfunc.predict`` and the scoring server apply) turns
+them into the DataFrame a model with a column schema is given; :func:`for_prediction` follows it rule for rule
+(unchanged from MLflow 3.14 to 3.17):
 
-* a dict whose values are all scalars (``{"a": 1.0, "b": 2.0}``, table-question-answering's
-  ``{"query": ..., "table": ...}``) becomes a one-row DataFrame;
-* a scalar (``"some text"``, ``1.5``) becomes a one-row, one-column DataFrame.
+* a scalar (``"some text"``, ``1.5``) becomes a one-row, one-column DataFrame;
+* a dict becomes **one row** (``pd.DataFrame([example])``) when a column of the schema is an Array or Object or
+  when every value is a scalar or a list of strings (``{"a": 1.0, "b": 2.0}``, table-question-answering's
+  ``{"query": ..., "table": ...}``), otherwise one row per list item (``pd.DataFrame(example)``);
+* a list (records ``df.to_dict("records")``, scalars, lists) or a Series becomes ``pd.DataFrame(example)``.
 
-Bytes are the exception: an example MLflow saves as JSON (a scalar, a dict, a list) keeps them only as base64 text,
-so :func:`check_example` refuses one that holds bytes and names the DataFrame that keeps them.
+Refused, because MLflow's own enforcement does not give the model rows from them (see :func:`for_prediction`): a
+dict of equal-length lists that becomes one row (MLflow infers Array columns for it; nested columns are not served
+yet), a list of lists for a single Array column (MLflow logs such a model without a signature), a datetime on its
+own, a Series and a tuple other than ``(input, params)`` (MLflow does not take them as examples), and bytes in an
+example MLflow saves as JSON (:func:`check_example`: MLflow keeps them only as base64 text).
 
 A scipy sparse matrix (``csr_matrix``, ``csc_matrix``) is predicted as it is, and MLflow's serving example holds its
 dense array (``_Example``: ``toarray()``), which is what a request carries.
@@ -19,13 +26,18 @@ codecs encode into the shipped request. The signature is still inferred from the
 
 from __future__ import annotations
 
+import datetime
 import sys
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from mlflow.models import infer_signature
+from mlflow.types import DataType, Schema
 
 from .errors import InvalidArgumentError
+
+DATAFRAME_REMEDY = "pass pd.DataFrame(input_example) instead: one row per list item"
 
 
 def is_scalar(value: Any) -> bool:
@@ -45,9 +57,11 @@ def is_sparse(value: Any) -> bool:
 
 
 def check_example(example: Any) -> None:
-    """Refuse bytes in an example MLflow saves as JSON (a scalar, a dict or a list): MLflow writes them as base64
+    """Refuse what MLflow does not take as an example, or keeps in another form (the input of an ``(input, params)``
+    example). Bytes in an example MLflow saves as JSON (a scalar, a dict or a list): MLflow writes them as base64
     text and gives that text back (``Model.load_input_example``), so its saved and serving examples no longer hold
     the bytes (``mlflow models serve`` answers the text's prediction) and no check could compare with the example."""
+    _check_mlflow_takes(example)
     if isinstance(example, (bytes, bytearray)):
         where = "is bytes"
     elif isinstance(example, dict) and _holds_bytes(example):
@@ -64,6 +78,27 @@ def check_example(example: Any) -> None:
     )
 
 
+def _check_mlflow_takes(example: Any) -> None:
+    """Refuse a tuple, a Series (``_Example`` raises "Expected one of the following types") and a datetime on its
+    own (``_Example`` saves it, but ``_enforce_schema`` raises "Expected input to be DataFrame. Found: datetime")."""
+    if isinstance(example, tuple):
+        raise InvalidArgumentError(
+            "input_example is a tuple: MLflow takes a tuple only as (input, params dict) and refuses any other; "
+            "pass the rows as a list, an np.array or a DataFrame"
+        )
+    if isinstance(example, pd.Series):
+        raise InvalidArgumentError(
+            "input_example is a pandas Series, which MLflow does not take as an example; pass "
+            "input_example.to_frame() (one column) or input_example.to_frame().T (one row)"
+        )
+    if isinstance(example, datetime.datetime):
+        raise InvalidArgumentError(
+            "input_example is a datetime on its own: MLflow saves it, but its schema enforcement refuses it "
+            "(Expected input to be DataFrame. Found: datetime), so pyfunc.predict cannot score it; pass "
+            "pd.DataFrame({'name': [input_example]}), a datetime column"
+        )
+
+
 def _holds_bytes(value: Any) -> bool:
     """Whether a dict, list or tuple holds bytes, at any depth (records, nested lists; not inside arrays)."""
     pending = [value]
@@ -78,22 +113,93 @@ def _holds_bytes(value: Any) -> bool:
     return False
 
 
-def for_prediction(example: Any) -> Any:
-    """``example`` as MLflow's schema enforcement hands it to a column-based model: a dict of scalars or a scalar
-    as a one-row DataFrame; anything else unchanged."""
-    if is_scalar_record(example):
-        return pd.DataFrame([example])
+def input_schema(example: Any) -> Schema | None:
+    """The input schema MLflow infers from ``example`` (``infer_signature``), for the forms whose rows depend on
+    it (a dict of other values than arrays, a list, a scalar); None for the others, which MLflow passes as they
+    are."""
+    if _is_json_object(example):
+        return infer_signature(example).inputs
+    return None
+
+
+def _is_json_object(example: Any) -> bool:
+    """What ``_Example`` saves as ``json_object``: a scalar, a list or a dict that holds no ndarray."""
+    if isinstance(example, dict):
+        return not any(isinstance(value, np.ndarray) for value in example.values())
+    return isinstance(example, list) or bool(np.isscalar(example))
+
+
+def for_prediction(example: Any, schema: Schema | None) -> Any:
+    """``example`` as MLflow's schema enforcement hands it to a model with the input ``schema`` (the DataFrame
+    ``_enforce_schema`` builds before it checks types); unchanged for a tensor schema, a DataFrame, an array.
+
+    Raises InvalidArgumentError where that enforcement gives no rows to serve: a dict of equal-length lists made
+    one row (each cell the whole list), a list of lists for one Array column."""
+    if schema is None or schema.is_tensor_spec():
+        return example
     if is_scalar(example):
         return pd.DataFrame([example])
+    if isinstance(example, dict):
+        if not _dict_is_one_row(example, schema):
+            return pd.DataFrame(example)
+        _refuse_lists_in_one_row(example, schema)
+        return pd.DataFrame([example])
+    if isinstance(example, list):
+        _refuse_rows_for_an_array_column(example, schema)
+        return pd.DataFrame(example)
     return example
 
 
-def for_request(example: Any, structure: str) -> Any:
-    """``example`` as the runtime's codecs encode it into the request for a ``structure`` (``tensor``, ``tensors``,
-    ``columns``) mapping: a dict of scalars or a scalar as one row (a list, so values keep their exact Python
-    types), a sparse matrix as its dense array; anything else unchanged."""
+def _dict_is_one_row(example: dict, schema: Schema) -> bool:
+    """``_enforce_schema``'s choice for a dict: one row when a column is an Array or Object, or when every value
+    is a scalar or a list of strings."""
+    return any(not isinstance(spec.type, DataType) for spec in schema.inputs) or all(
+        is_scalar(value) or (isinstance(value, list) and all(isinstance(item, str) for item in value))
+        for value in example.values()
+    )
+
+
+def _refuse_lists_in_one_row(example: dict, schema: Schema) -> None:
+    """A dict of equal-length lists made one row: each cell holds a whole list, where the lists were columns."""
+    lengths = {len(value) for value in example.values() if isinstance(value, list)}
+    if len(lengths) != 1 or not all(isinstance(value, list) for value in example.values()):
+        return  # nested values (a list beside scalars, lists of unequal lengths): the mapping decides
+    name = next(iter(example))
+    kind = schema.input_dict()[name].type if schema.has_input_names() and name in schema.input_dict() else None
+    if kind is None:
+        inferred, nested = f"column `{name}` holding a list", ""
+    elif isinstance(kind, DataType):
+        inferred, nested = f"column `{name}` as {kind.name}", ""
+    else:
+        inferred, nested = f"column `{name}` as {kind}", f" (nested {type(kind).__name__} columns are not served yet)"
+    raise InvalidArgumentError(
+        f"input_example is a dict of equal-length lists: MLflow's schema enforcement makes it one row whose cells "
+        f"hold the whole lists (pd.DataFrame([input_example])), with {inferred}{nested}, not one row per item; "
+        f"{DATAFRAME_REMEDY}"
+    )
+
+
+def _refuse_rows_for_an_array_column(example: list, schema: Schema) -> None:
+    """A list of lists for a single Array column: ``pd.DataFrame(example)`` has scalar columns, which MLflow's own
+    enforcement refuses for that column (MLflow logs such a model without a signature)."""
+    kinds = [spec.type for spec in schema.inputs if not isinstance(spec.type, DataType)]
+    if not kinds or not all(isinstance(item, list) for item in example):
+        return
+    raise InvalidArgumentError(
+        f"input_example is a list of lists: MLflow infers one column of type {kinds[0]} from it, and its own schema "
+        "enforcement refuses the example for that column (it splits the lists into scalar columns: "
+        "pd.DataFrame(input_example)), so MLflow logs such a model without a signature; pass "
+        "np.array(input_example) for a tensor, or pd.DataFrame(input_example) for columns 0, 1, ..."
+    )
+
+
+def for_request(example: Any, schema: Schema | None) -> Any:
+    """``example`` as the runtime's codecs encode it into the request for the input ``schema``: a dict of scalars
+    or a scalar as one row (a list, so values keep their exact Python types), a sparse matrix as its dense array,
+    any other form as :func:`for_prediction` gives it."""
     if is_sparse(example):
         return example.toarray()
-    if structure == "columns" and (is_scalar_record(example) or is_scalar(example)):
+    columns = schema is not None and not schema.is_tensor_spec()
+    if columns and (is_scalar_record(example) or is_scalar(example)):
         return [example]
-    return example
+    return for_prediction(example, schema)

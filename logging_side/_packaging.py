@@ -31,7 +31,7 @@ from mlflow_triton.runtime.parameters import PARAMS_CHANNEL
 from mlflow_triton.shared_contract import MAPPING_VERSION
 
 from . import _batching, _config, _model_py, _model_requirements, _requests, _saved_check, _serving_requirements, _undo
-from ._examples import check_example, for_prediction, for_request
+from ._examples import check_example, for_prediction, for_request, input_schema
 from ._names import check_model_name, default_model_name
 from ._schema import layout_from_signature, signature_for_pyfunc
 from .errors import CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
@@ -255,7 +255,7 @@ def _plan(
     _warn(found)
     adapter, signature, layout = _predict_and_map(framework, model, data, example_params, signature, options)
     layout = _batching.batched_layout(layout, batching)
-    tensors = _example_tensors(layout, data)
+    tensors = _example_tensors(layout, for_request(data, signature.inputs))
     _batching.check_example_rows(tensors, batching)
     validation = None
     if not validate_saved_model:
@@ -442,8 +442,9 @@ def _predict_and_map(framework, model, input_example, example_params, signature,
         )
     if signature is None:
         # A copy: a model may change its input (a transformer adding a column in place), never the caller's example.
-        # Normalised as MLflow's schema enforcement would (a dict of scalars or a scalar as a one-row frame).
-        model_input = for_prediction(copy.deepcopy(input_example))
+        # Normalised as MLflow's schema enforcement would for the input schema MLflow infers (records, a list, a
+        # dict of scalars or a scalar as a DataFrame: ``_examples``).
+        model_input = for_prediction(copy.deepcopy(input_example), input_schema(input_example))
         prediction = _as_plain(_predict(adapter, model_input, "example", example_params))
         signature = infer_signature(input_example, prediction, params=example_params)
         model_meta.signature = signature
@@ -486,11 +487,9 @@ def codecs_for(layout):
 
 
 def _example_tensors(layout, input_example):
-    """The example as the Triton tensors a client sends, checked by decoding them back."""
+    """The example (as ``_examples.for_request`` gives it) as the Triton tensors a client sends, checked by
+    decoding them back."""
     input_codec, _ = codecs_for(layout)
-    # One row for a dict of scalars or a single text (``input_example="some text"``, as MLflow's docs log a
-    # pipeline), a sparse matrix's dense array: what MLflow's serving example holds (``_examples``).
-    input_example = for_request(input_example, layout.contract.inputs.structure)
     try:
         tensors = input_codec.to_tensors(input_example)
         input_codec.from_tensors(tensors)

@@ -1,10 +1,11 @@
-"""Examples that are not rows yet (#22.4), on the real Triton 2.51: each model logged with the wrapper from such an
-example answers its shipped request like ``pyfunc.predict`` on the saved example (the independent oracle).
+"""Examples that are not rows yet (#22.4, #31.3), on the real Triton 2.51: each model logged with the wrapper from
+such an example answers its shipped request like ``pyfunc.predict`` on the saved example (the independent oracle).
 
-One server per serving environment, all of its models loaded at once: the scikit-learn models (a dict of scalars,
-a single text, a sparse matrix) share one, the table-question-answering pipeline needs Transformers. Environments
-are reused when a cached one already satisfies the requirements: in a full run the sklearn and Transformers
-examples' environments, built by tests/e2e/test_runner.py, which pytest collects before this file (hence its name).
+One server per serving environment, all of its models loaded at once: the scikit-learn models (a list of records,
+a dict of scalars, a single text, a sparse matrix) share one, the table-question-answering pipeline needs
+Transformers. Environments are reused when a cached one already satisfies the requirements: in a full run the
+sklearn and Transformers examples' environments, built by tests/e2e/test_runner.py, which pytest collects before
+this file (hence its name).
 """
 
 import pytest
@@ -20,6 +21,12 @@ pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
 
 def _sklearn_models(root):
+    sklearn.save_model(
+        example_forms.scalar_record_regressor(),
+        root / "records",
+        input_example=example_forms.RECORDS,
+        triton_model_name="records",
+    )
     sklearn.save_model(
         example_forms.scalar_record_regressor(),
         root / "scalar_record",
@@ -50,7 +57,9 @@ def _transformers_models(root):
 
 
 @pytest.mark.parametrize("log_models", [_sklearn_models, _transformers_models], ids=["sklearn", "transformers"])
-def test_real_triton_answers_like_pyfunc_when_the_example_is_a_dict_a_text_or_a_sparse_matrix(tmp_path, log_models):
+def test_real_triton_answers_like_pyfunc_when_the_example_is_records_a_dict_a_text_or_a_sparse_matrix(
+    tmp_path, log_models
+):
     log_models(tmp_path)
     packages = sorted(path for path in tmp_path.iterdir() if (path / "MLmodel").is_file())
     repositories = [package / "model_repository" / package.name for package in packages]

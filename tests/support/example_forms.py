@@ -3,6 +3,12 @@
 * ``SCALAR_RECORD``: a dict of scalars, the example of a DataFrame model (MLflow predicts it as one row);
 * ``SINGLE_TEXT``: one string, the example of a model over one unnamed text column;
 * ``sparse_example(kind)``: a scipy ``csr_matrix`` / ``csc_matrix`` for a model whose signature is a float tensor;
+* ``RECORDS``: ``df.to_dict("records")``, for ``scalar_record_regressor()`` (MLflow predicts it as its rows);
+* ``LIST_OF_SCALARS``: a list of numbers, the example of ``one_column_regressor()`` (one unnamed column);
+* ``LIST_OF_LISTS``: rows as lists, for ``unnamed_columns_regressor()`` with ``unnamed_columns_signature()`` (MLflow
+  infers an Array column from them, so a column model needs that signature);
+* ``COLUMNS``: a dict of equal-length lists (MLflow infers Array columns), with ``RowSum``, a custom estimator that
+  sums whatever a row holds, as MLflow logs it;
 * ``TABLE_QUESTION`` / ``shared_table_question_answering_pipeline()``: a Transformers
   ``table-question-answering`` pipeline (a tiny random TAPAS with a local WordPiece vocabulary, no model hub)
   and its ``{"query": ..., "table": ...}`` example, the table as JSON text as MLflow's tests pass it.
@@ -20,6 +26,7 @@ import tempfile
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator
 
 from tests.support import tiny_models
 
@@ -27,6 +34,10 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 SCALAR_RECORD = {"a": 1.5, "b": -2.0}
+RECORDS = [{"a": 1.5, "b": -2.0}, {"a": 0.25, "b": 3.0}, {"a": -1.0, "b": 0.5}]
+LIST_OF_SCALARS = [1.5, 0.25, -1.0]
+LIST_OF_LISTS = [[1.5, -2.0], [0.25, 3.0], [-1.0, 0.5]]
+COLUMNS = {"a": [1.5, 0.25, -1.0], "b": [-2.0, 3.0, 0.5]}
 SINGLE_TEXT = "the model serves text"
 TABLE_QUESTION = {
     "query": "how many people",
@@ -42,6 +53,54 @@ def scalar_record_regressor():
 
     frame = pd.DataFrame({"a": [1.0, 2.0, 3.0, 0.5], "b": [2.0, 1.0, 0.0, -1.0]})
     return LinearRegression().fit(frame, [1.0, 2.0, 3.5, 0.25])
+
+
+@functools.cache
+def one_column_regressor():
+    """A LinearRegression over one unnamed double column (fitted on an array)."""
+    from sklearn.linear_model import LinearRegression
+
+    return LinearRegression().fit(np.array([[1.0], [2.0], [3.0], [0.5]]), [1.0, 2.0, 3.5, 0.25])
+
+
+@functools.cache
+def unnamed_columns_regressor():
+    """A LinearRegression over two unnamed double columns (fitted on an array)."""
+    from sklearn.linear_model import LinearRegression
+
+    return LinearRegression().fit(np.array(LIST_OF_LISTS + [[2.0, 1.0]]), [1.0, 2.0, 3.5, 0.25])
+
+
+def unnamed_columns_signature():
+    """Columns ``0`` and ``1`` (double), the signature MLflow infers from ``pd.DataFrame(LIST_OF_LISTS)``."""
+    from mlflow.models import infer_signature
+
+    frame = pd.DataFrame(LIST_OF_LISTS)
+    return infer_signature(frame, unnamed_columns_regressor().predict(frame.to_numpy()))
+
+
+class RowSum(BaseEstimator):
+    """A custom scikit-learn-style estimator: the sum of everything a row holds (lists included)."""
+
+    def fit(self, features, target=None):
+        return self
+
+    def predict(self, features):
+        frame = pd.DataFrame(features)
+        return np.array([float(sum(np.sum(value) for value in row)) for row in frame.itertuples(index=False)])
+
+
+@functools.cache
+def text_column_regressor():
+    """Word counts of the string column ``text``, then a LinearRegression."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+
+    texts = pd.DataFrame({"text": ["the model", "serves text", "the text", "model serves the text"]})
+    words = ColumnTransformer([("words", CountVectorizer(), "text")])
+    return make_pipeline(words, LinearRegression()).fit(texts, [1.0, 2.0, 3.0, 4.0])
 
 
 @functools.cache
