@@ -43,7 +43,9 @@ def factor_file(tmp_path):
 
 
 def local_copy(model_uri, tmp_path):
-    return pathlib.Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=str(tmp_path / "download")))
+    return pathlib.Path(
+        mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=str(tmp_path / "download"))
+    )
 
 
 def test_log_model_records_python_function_and_triton_flavors_when_model_reads_an_artifact(
@@ -70,7 +72,9 @@ def test_log_model_predicts_the_artifact_value_in_memory_when_load_context_reads
     info = pyfunc.log_model(Scaled(), input_example=FRAME, artifacts={"factor": str(factor_file)})
 
     local = local_copy(info.model_uri, tmp_path)
-    outputs = drive_model_py(local / "model_repository" / "model", {"a": FRAME["a"].to_numpy(), "b": FRAME["b"].to_numpy()})
+    outputs = drive_model_py(
+        local / "model_repository" / "model", {"a": FRAME["a"].to_numpy(), "b": FRAME["b"].to_numpy()}
+    )
     np.testing.assert_array_equal(outputs["a_2"], FRAME["a"].to_numpy() * 2.5)
     np.testing.assert_array_equal(outputs["b_2"], FRAME["b"].to_numpy() * 2.5)
 
@@ -119,7 +123,9 @@ def test_log_model_serves_a_model_from_code_when_python_model_is_a_file(tracking
 
     local = local_copy(info.model_uri, tmp_path)
     assert Model.load(str(local)).flavors["python_function"]["model_code_path"].endswith("doubled.py")
-    outputs = drive_model_py(local / "model_repository" / "model", {"a": FRAME["a"].to_numpy(), "b": FRAME["b"].to_numpy()})
+    outputs = drive_model_py(
+        local / "model_repository" / "model", {"a": FRAME["a"].to_numpy(), "b": FRAME["b"].to_numpy()}
+    )
     np.testing.assert_array_equal(outputs["a_2"], FRAME["a"].to_numpy() * 2)
 
 
@@ -217,7 +223,9 @@ def test_log_model_wraps_a_function_when_python_model_is_a_function(tracking_sto
     info = pyfunc.log_model(negated, input_example=FRAME)
 
     local = local_copy(info.model_uri, tmp_path)
-    outputs = drive_model_py(local / "model_repository" / "model", {"a": FRAME["a"].to_numpy(), "b": FRAME["b"].to_numpy()})
+    outputs = drive_model_py(
+        local / "model_repository" / "model", {"a": FRAME["a"].to_numpy(), "b": FRAME["b"].to_numpy()}
+    )
     np.testing.assert_array_equal(outputs["a_2"], -FRAME["a"].to_numpy())
 
 
@@ -232,6 +240,7 @@ def test_log_model_model_config_reaches_load_context_when_given(tracking_store, 
     info = pyfunc.log_model(Configured(), input_example=FRAME, model_config={"shift": 7})
 
     local = local_copy(info.model_uri, tmp_path)
-    outputs = drive_model_py(local / "model_repository" / "model", {"a": FRAME["a"].to_numpy(), "b": FRAME["b"].to_numpy()})
+    outputs = drive_model_py(
+        local / "model_repository" / "model", {"a": FRAME["a"].to_numpy(), "b": FRAME["b"].to_numpy()}
+    )
     np.testing.assert_array_equal(outputs["a_2"], FRAME["a"].to_numpy() + 7)
-
