@@ -487,13 +487,6 @@ def _run_add_repository(args: argparse.Namespace) -> int:
 
 SUBCOMMANDS = (
     Subcommand(
-        "add-repository",
-        "log a new model: a model already in MLflow (any pyfunc flavor) plus its Triton repository",
-        ADD_REPOSITORY_DESCRIPTION,
-        _add_repository_arguments,
-        _run_add_repository,
-    ),
-    Subcommand(
         "check",
         "prove models on a real local Triton server (PASS/FAIL per model)",
         CHECK_DESCRIPTION,
@@ -530,6 +523,13 @@ SUBCOMMANDS = (
         KSERVE_DESCRIPTION,
         _kserve_arguments,
         _run_kserve,
+    ),
+    Subcommand(
+        "add-repository",
+        "log a new model: a model already in MLflow (any pyfunc flavor) plus its Triton repository",
+        ADD_REPOSITORY_DESCRIPTION,
+        _add_repository_arguments,
+        _run_add_repository,
     ),
 )
 

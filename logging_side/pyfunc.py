@@ -135,7 +135,7 @@ def _in_memory_copy(model: Any, model_config: Any, signature: Any) -> PythonMode
         import mlflow.models.model as mlflow_model
 
         # MLflow keeps the last model a file set in this global: a file that sets none would get the previous one.
-        setattr(mlflow_model, "__mlflow_model__", None)
+        mlflow_model.__mlflow_model__ = None
         try:
             model = _load_model_code_path(str(path), model_config)
         except Exception as error:
