@@ -192,7 +192,9 @@ def markdown(outcomes: Sequence[Outcome], meta: Mapping[str, Any]) -> str:
         "flavor (`tests/e2e/test_mlflow_corpus_sample.py`).",
         "",
     ]
-    for flavor in ("sklearn", "pytorch", "transformers"):
+    from .case import FLAVORS
+
+    for flavor in FLAVORS:
         rows = [outcome for outcome in outcomes if outcome.flavor == flavor]
         if not rows:
             continue
