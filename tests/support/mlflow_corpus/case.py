@@ -13,9 +13,10 @@ INPUT_EXAMPLES = "tests/models/test_model_input_examples.py"
 PYTORCH_EXPORT = "tests/pytorch/test_pytorch_model_export.py"
 TRANSFORMERS_EXPORT = "tests/transformers/test_transformers_model_export.py"
 XGBOOST_EXPORT = "tests/xgboost/test_xgboost_model_export.py"
+LIGHTGBM_EXPORT = "tests/lightgbm/test_lightgbm_model_export.py"
 PYFUNC_CLASS_ARTIFACTS = "tests/pyfunc/test_model_export_with_class_and_artifacts.py"
 
-FLAVORS = ("sklearn", "pytorch", "transformers", "xgboost", "pyfunc")
+FLAVORS = ("sklearn", "pytorch", "transformers", "xgboost", "lightgbm", "pyfunc")
 #: How a case reaches Triton: its wrapper's log_model, or plain ``mlflow.<flavor>.log_model`` + add_repository.
 ROUTES = ("wrapper", "add-repository")
 

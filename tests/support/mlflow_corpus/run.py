@@ -41,6 +41,7 @@ SAMPLE = (
     "pytorch-sequential-log",
     "transformers-classifier-list",
     "xgboost-booster-save-load",
+    "lightgbm-booster-save-load",
     "pyfunc-class-artifacts-knn-add",
 )
 ADDED_NOTE = "logged with plain MLflow, brought in with add_repository"
@@ -49,13 +50,14 @@ PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 
 def all_cases() -> tuple[Case, ...]:
-    from . import cases_pyfunc, cases_pytorch, cases_sklearn, cases_transformers, cases_xgboost
+    from . import cases_lightgbm, cases_pyfunc, cases_pytorch, cases_sklearn, cases_transformers, cases_xgboost
 
     return (
         *cases_sklearn.CASES,
         *cases_pytorch.CASES,
         *cases_transformers.CASES,
         *cases_xgboost.CASES,
+        *cases_lightgbm.CASES,
         *cases_pyfunc.CASES,
     )
 
