@@ -14,9 +14,10 @@ PYTORCH_EXPORT = "tests/pytorch/test_pytorch_model_export.py"
 TRANSFORMERS_EXPORT = "tests/transformers/test_transformers_model_export.py"
 XGBOOST_EXPORT = "tests/xgboost/test_xgboost_model_export.py"
 LIGHTGBM_EXPORT = "tests/lightgbm/test_lightgbm_model_export.py"
+STATSMODELS_EXPORT = "tests/statsmodels/test_statsmodels_model_export.py"
 PYFUNC_CLASS_ARTIFACTS = "tests/pyfunc/test_model_export_with_class_and_artifacts.py"
 
-FLAVORS = ("sklearn", "pytorch", "transformers", "xgboost", "lightgbm", "pyfunc")
+FLAVORS = ("sklearn", "pytorch", "transformers", "xgboost", "lightgbm", "statsmodels", "pyfunc")
 #: How a case reaches Triton: its wrapper's log_model, or plain ``mlflow.<flavor>.log_model`` + add_repository.
 ROUTES = ("wrapper", "add-repository")
 

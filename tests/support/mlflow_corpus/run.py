@@ -42,6 +42,7 @@ SAMPLE = (
     "transformers-classifier-list",
     "xgboost-booster-save-load",
     "lightgbm-booster-save-load",
+    "statsmodels-ols-save-load",
     "pyfunc-class-artifacts-knn-add",
 )
 ADDED_NOTE = "logged with plain MLflow, brought in with add_repository"
@@ -50,7 +51,15 @@ PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 
 def all_cases() -> tuple[Case, ...]:
-    from . import cases_lightgbm, cases_pyfunc, cases_pytorch, cases_sklearn, cases_transformers, cases_xgboost
+    from . import (
+        cases_lightgbm,
+        cases_pyfunc,
+        cases_pytorch,
+        cases_sklearn,
+        cases_statsmodels,
+        cases_transformers,
+        cases_xgboost,
+    )
 
     return (
         *cases_sklearn.CASES,
@@ -58,6 +67,7 @@ def all_cases() -> tuple[Case, ...]:
         *cases_transformers.CASES,
         *cases_xgboost.CASES,
         *cases_lightgbm.CASES,
+        *cases_statsmodels.CASES,
         *cases_pyfunc.CASES,
     )
 
