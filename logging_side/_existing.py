@@ -23,7 +23,7 @@ from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FIL
 from mlflow.store.artifact.utils.models import _parse_model_uri, get_model_name_and_version
 
 from . import _packaging
-from .errors import InvalidArgumentError, MlflowTritonError, ValidationError
+from .errors import InvalidArgumentError, MlflowTritonError, UnsupportedSchemaError, ValidationError
 
 SOURCE_TAG = "mlflow_triton.source_model_uri"
 PYFUNC = mlflow.pyfunc.FLAVOR_NAME
@@ -93,27 +93,33 @@ def add_repository(
         loaded = _load(model_uri, source)
         framework = _LoggedModel(_native_flavor(mlmodel), source, input_file is None)
         model_name = name or lineage.get("name") or "model"
-        return _packaging.log_model(
-            framework,
-            loaded,
-            input_example=example,
-            name=model_name,
-            registered_model_name=registered_model_name,
-            await_registration_for=await_registration_for,
-            run_id=lineage.get("run_id"),
-            metadata=mlmodel.metadata,
-            tags={SOURCE_TAG: model_uri},
-            params=None,
-            signature=mlmodel.signature,
-            device="cpu",
-            triton_model_name=triton_model_name,
-            validate_saved_model=False,
-            extra_options={},
-            max_batch_size=max_batch_size,
-            max_queue_delay_microseconds=max_queue_delay_microseconds,
-            lineage={"model_uri": model_uri, **{k: v for k, v in lineage.items() if k != "name"}},
-            experiment_id=lineage.get("experiment_id"),
-        )
+        try:
+            return _packaging.log_model(
+                framework,
+                loaded,
+                input_example=example,
+                name=model_name,
+                registered_model_name=registered_model_name,
+                await_registration_for=await_registration_for,
+                run_id=lineage.get("run_id"),
+                metadata=mlmodel.metadata,
+                tags={SOURCE_TAG: model_uri},
+                params=None,
+                signature=mlmodel.signature,
+                device="cpu",
+                triton_model_name=triton_model_name,
+                validate_saved_model=False,
+                extra_options={},
+                max_batch_size=max_batch_size,
+                max_queue_delay_microseconds=max_queue_delay_microseconds,
+                lineage={"model_uri": model_uri, **{k: v for k, v in lineage.items() if k != "name"}},
+                experiment_id=lineage.get("experiment_id"),
+            )
+        except UnsupportedSchemaError as error:
+            raise UnsupportedSchemaError(
+                f"Model {model_uri!r}: {error} (for a model already logged: re-log it with a signature from "
+                "infer_signature(input, its prediction), or without one, so the mapping is inferred from its example)"
+            ) from None
 
 
 def _lineage(model_uri: str) -> dict[str, Any]:
