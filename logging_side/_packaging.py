@@ -127,8 +127,14 @@ def log_model(
     extra_options,
     max_batch_size=0,
     max_queue_delay_microseconds=None,
+    lineage=None,
+    experiment_id=None,
 ):
-    """Prepare the complete package, then hand it to ``Model.log``; returns ``ModelInfo``."""
+    """Prepare the complete package, then hand it to ``Model.log``; returns ``ModelInfo``.
+
+    ``lineage`` (a JSON-ready dict) is recorded as ``source`` in validation.json; ``experiment_id`` places the
+    LoggedModel in that experiment instead of the active one (``add_repository``: beside its source).
+    """
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
     for label, value in (("tags", tags), ("params", params), ("metadata", metadata)):
@@ -147,12 +153,16 @@ def log_model(
         validate_saved_model=validate_saved_model,
         options=options,
         batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds),
+        lineage=lineage,
     )
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-") as workspace:
         package = pathlib.Path(workspace) / "model"
         _build(plan, package)
         adopter = _AdoptPreparedPackage(framework.flavor, package)
-        with _undo.undone_on_failure(registered_model_name, lambda: adopter.model_id):
+        created = []
+        with _undo.undone_on_failure(registered_model_name, lambda: adopter.model_id or next(iter(created), None)):
+            if experiment_id is not None:
+                created.append(_logged_model_in(experiment_id, name, run_id, tags, params, adopter.__name__))
             return Model.log(
                 artifact_path=None,
                 name=name,
@@ -163,8 +173,24 @@ def log_model(
                 metadata=metadata,
                 tags=tags,
                 params=params,
+                model_id=next(iter(created), None),
                 validate_serving_input=False,
             )
+
+
+def _logged_model_in(experiment_id, name, run_id, tags, params, flavor):
+    """Create the LoggedModel in ``experiment_id`` (``Model.log`` alone would use the active experiment)."""
+    from mlflow.tracking.fluent import _create_logged_model
+
+    run_params = mlflow.MlflowClient().get_run(run_id).data.params if run_id else {}
+    return _create_logged_model(
+        name=name,
+        source_run_id=run_id,
+        experiment_id=experiment_id,
+        params={key: str(value) for key, value in {**(params or {}), **run_params}.items()},
+        tags={key: str(value) for key, value in (tags or {}).items()},
+        flavor=flavor,
+    ).model_id
 
 
 def save_model(
@@ -222,6 +248,7 @@ class _Plan:
     batching: _batching.Batching = _batching.Batching()
     batching_proof: "dict | None" = None  # the row-independence record of a batched model
     example_params: "dict | None" = None  # the params of an ``(input, params)`` example, shipped with the request
+    lineage: "dict | None" = None  # where the model came from (add_repository), recorded in validation.json
 
 
 def _plan(
@@ -235,6 +262,7 @@ def _plan(
     validate_saved_model,
     options,
     batching=_batching.NO_BATCHING,
+    lineage=None,
 ):
     """Check the arguments, predict the example in memory and derive the mapping; writes nothing."""
     options = dict(options)
@@ -282,6 +310,7 @@ def _plan(
         batching,
         proof,
         example_params,
+        lineage,
     )
 
 
@@ -335,6 +364,7 @@ def _build(plan, path):
             plan.batching,
             plan.batching_proof,
             plan.example_params,
+            plan.lineage,
         )
         _add_triton_flavor(staging, plan.triton_model_name, plan.layout.contract.version)
         os.rename(staging, path)
@@ -541,6 +571,7 @@ def _write_repository(
     batching=_batching.NO_BATCHING,
     batching_proof=None,
     example_params=None,
+    lineage=None,
 ):
     config = _config.build_config(model_name, layout, device, batching.max_queue_delay_microseconds)
     _config.write_config(config, repository / "config.pbtxt")
@@ -579,6 +610,8 @@ def _write_repository(
         "runtime_version": RUNTIME_VERSION,
         "mapping_version": layout.contract.version,
     }
+    if lineage is not None:
+        report["source"] = lineage
     if batching.enabled:
         report["batching"] = {
             "max_batch_size": batching.max_batch_size,

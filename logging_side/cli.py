@@ -428,6 +428,63 @@ def _run_kserve(args: argparse.Namespace) -> int:
     )
 
 
+ADD_REPOSITORY_DESCRIPTION = """\
+Log a NEW MLflow model holding a model already in MLflow (any flavor with python_function, logged with
+plain MLflow) unchanged plus the triton flavor and its model_repository/. The source is downloaded and only
+read; it is loaded with mlflow.pyfunc in this environment, its saved input example (or --input) is predicted
+and its signature mapped, exactly as the mlflow_triton wrappers do before logging. The new model goes in the
+source's experiment (and run, where it had one); a models:/<name>/... source gets a new version of <name>.
+The source URI is recorded in the tag mlflow_triton.source_model_uri and in validation.json. Nothing is logged
+or registered when a step fails. Prove the result with `mlflow-triton check <printed URI>`.
+Exit status: 0 logged, 1 an error.
+"""
+
+
+def _add_repository_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "model_uri",
+        metavar="MODEL_URI",
+        help="runs:/<run id>/<name>, models:/<name>/<version>, models:/<name>@<alias>, models:/m-<id> or a "
+        "local MLflow model directory, of any flavor with python_function",
+    )
+    parser.add_argument(
+        "--input",
+        type=Path,
+        metavar="FILE",
+        help="the input to predict when the model has no saved input example (JSON in MLflow's serving "
+        "format: dataframe_split, dataframe_records, inputs or instances; or a CSV table); saved as the new "
+        "model's input example",
+    )
+    parser.add_argument(
+        "--registered-model-name",
+        metavar="NAME",
+        help="register the new model as a version of NAME (default: the source's registered model for a "
+        "models:/<name>/... URI; otherwise not registered)",
+    )
+    parser.add_argument("--name", metavar="NAME", help="the new model's name (default: the source's, or 'model')")
+    parser.add_argument(
+        "--triton-model-name", metavar="NAME", help="the model name Triton sees (default: from the model's name)"
+    )
+    parser.add_argument(
+        "--tracking-uri",
+        metavar="URI",
+        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI or MLflow's default)",
+    )
+
+
+def _run_add_repository(args: argparse.Namespace) -> int:
+    from mlflow_triton._existing import add_repository_command
+
+    return add_repository_command(
+        args.model_uri,
+        input_file=args.input,
+        registered_model_name=args.registered_model_name,
+        name=args.name,
+        triton_model_name=args.triton_model_name,
+        tracking_uri=args.tracking_uri,
+    )
+
+
 SUBCOMMANDS = (
     Subcommand(
         "check",
@@ -466,6 +523,13 @@ SUBCOMMANDS = (
         KSERVE_DESCRIPTION,
         _kserve_arguments,
         _run_kserve,
+    ),
+    Subcommand(
+        "add-repository",
+        "log a new model: a model already in MLflow (any pyfunc flavor) plus its Triton repository",
+        ADD_REPOSITORY_DESCRIPTION,
+        _add_repository_arguments,
+        _run_add_repository,
     ),
 )
 

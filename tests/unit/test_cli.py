@@ -102,7 +102,7 @@ def test_python_m_mlflow_triton_runs_the_same_command_line_when_started_as_a_mod
     assert completed.returncode == 0 and completed.stdout.startswith("usage: mlflow-triton serve")
 
 
-@pytest.mark.parametrize("command", ["check", "export-onnx"])
+@pytest.mark.parametrize("command", ["check", "export-onnx", "add-repository"])
 def test_help_imports_neither_mlflow_nor_the_local_part_nor_the_export_when_printed(command):
     probe = (
         "import sys; from mlflow_triton import cli\n"
@@ -146,7 +146,52 @@ def test_parser_maps_each_subcommand_to_its_runner_when_arguments_are_parsed():
         8001,
         8002,
     )
-    assert [s.name for s in cli.SUBCOMMANDS] == ["check", "serve", "export-onnx", "pack", "locate", "kserve"]
+    assert [s.name for s in cli.SUBCOMMANDS] == [
+        "check",
+        "serve",
+        "export-onnx",
+        "pack",
+        "locate",
+        "kserve",
+        "add-repository",
+    ]
+
+
+def test_parser_reads_add_repository_options_when_every_option_is_given():
+    args = cli.build_parser().parse_args(
+        [
+            "add-repository",
+            "models:/churn@champion",
+            "--input",
+            "rows.json",
+            "--registered-model-name",
+            "churn-triton",
+            "--name",
+            "churn",
+            "--triton-model-name",
+            "churn_model",
+            "--tracking-uri",
+            "sqlite:///m.db",
+        ]
+    )
+
+    assert (
+        args.subcommand.name,
+        args.model_uri,
+        args.input,
+        args.registered_model_name,
+        args.name,
+        args.triton_model_name,
+        args.tracking_uri,
+    ) == (
+        "add-repository",
+        "models:/churn@champion",
+        Path("rows.json"),
+        "churn-triton",
+        "churn",
+        "churn_model",
+        "sqlite:///m.db",
+    )
 
 
 def test_parser_reads_export_onnx_options_when_every_option_is_given():

@@ -24,6 +24,10 @@ MLFLOW_TEST_FILES = {
     "tests/models/test_model_input_examples.py",
     "tests/pytorch/test_pytorch_model_export.py",
     "tests/transformers/test_transformers_model_export.py",
+    "tests/xgboost/test_xgboost_model_export.py",
+    "tests/lightgbm/test_lightgbm_model_export.py",
+    "tests/statsmodels/test_statsmodels_model_export.py",
+    "tests/pyfunc/test_model_export_with_class_and_artifacts.py",
 }
 
 
@@ -31,7 +35,7 @@ def _outcome(case_id="sklearn-a", flavor="sklearn", **fields):
     return Outcome(case_id, flavor, "tests/sklearn/test_sklearn_model_export.py::test_model_save_load", **fields)
 
 
-def test_corpus_has_at_least_60_cases_over_the_three_flavors_when_listed():
+def test_corpus_has_at_least_60_cases_over_the_seven_flavors_when_listed():
     cases = run.all_cases()
 
     assert len(cases) >= 60
@@ -52,6 +56,27 @@ def test_corpus_cases_name_a_test_of_the_mlflow_files_the_issue_names_when_liste
     assert all(case.mlflow_test.split("::")[1].startswith("test_") for case in run.all_cases())
 
 
+def test_corpus_cases_of_flavors_without_a_wrapper_are_brought_in_with_add_repository_when_listed():
+    routes = {
+        (case.flavor, case.route)
+        for case in run.all_cases()
+        if case.flavor not in ("sklearn", "pytorch", "transformers")
+    }
+
+    assert routes == {
+        ("xgboost", "add-repository"),
+        ("lightgbm", "add-repository"),
+        ("statsmodels", "add-repository"),
+        ("pyfunc", "add-repository"),
+        ("pyfunc", "wrapper"),
+    }
+
+
+def test_case_rejects_route_when_not_wrapper_or_add_repository():
+    with pytest.raises(ValueError, match=r"route 'export' is not one of \('wrapper', 'add-repository'\)"):
+        Case("xgboost-a", "xgboost", "tests/xgboost/t.py::test_a", lambda: Built(None, {}), route="export")
+
+
 def test_corpus_sample_has_one_case_per_flavor_when_selected():
     sample = run.select(run.all_cases(), run.SAMPLE)
 
@@ -63,8 +88,12 @@ def test_corpus_select_exits_with_known_ids_when_an_id_is_unknown():
         run.select(run.all_cases(), ["sklearn-nope"])
 
 
-def test_case_rejects_flavor_when_not_one_of_the_three():
-    with pytest.raises(ValueError, match=r"flavor 'keras' is not one of \('sklearn', 'pytorch', 'transformers'\)"):
+def test_case_rejects_flavor_when_not_one_of_the_seven():
+    with pytest.raises(
+        ValueError,
+        match=r"flavor 'keras' is not one of \('sklearn', 'pytorch', 'transformers', 'xgboost', 'lightgbm', "
+        r"'statsmodels', 'pyfunc'\)",
+    ):
         Case("keras-a", "keras", "tests/keras/test_keras.py::test_a", lambda: Built(None, {}))
 
 

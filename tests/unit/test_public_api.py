@@ -9,6 +9,7 @@ PUBLIC_MODULES = [
     "mlflow_triton.sklearn",
     "mlflow_triton.pytorch",
     "mlflow_triton.transformers",
+    "mlflow_triton.pyfunc",
     "mlflow_triton.triton",
     "mlflow_triton.errors",
     "mlflow_triton.shared_contract",
@@ -42,7 +43,8 @@ def test_framework_modules_import_when_named_from_the_package():
 
 
 @pytest.mark.parametrize(
-    "module_name", ["mlflow_triton.sklearn", "mlflow_triton.pytorch", "mlflow_triton.transformers"]
+    "module_name",
+    ["mlflow_triton.sklearn", "mlflow_triton.pytorch", "mlflow_triton.transformers", "mlflow_triton.pyfunc"],
 )
 def test_log_model_takes_input_example_as_required_keyword_when_inspected(module_name):
     parameters = inspect.signature(importlib.import_module(module_name).log_model).parameters

@@ -12,8 +12,14 @@ SKLEARN_AUTOLOG = "tests/sklearn/test_sklearn_autolog.py"
 INPUT_EXAMPLES = "tests/models/test_model_input_examples.py"
 PYTORCH_EXPORT = "tests/pytorch/test_pytorch_model_export.py"
 TRANSFORMERS_EXPORT = "tests/transformers/test_transformers_model_export.py"
+XGBOOST_EXPORT = "tests/xgboost/test_xgboost_model_export.py"
+LIGHTGBM_EXPORT = "tests/lightgbm/test_lightgbm_model_export.py"
+STATSMODELS_EXPORT = "tests/statsmodels/test_statsmodels_model_export.py"
+PYFUNC_CLASS_ARTIFACTS = "tests/pyfunc/test_model_export_with_class_and_artifacts.py"
 
-FLAVORS = ("sklearn", "pytorch", "transformers")
+FLAVORS = ("sklearn", "pytorch", "transformers", "xgboost", "lightgbm", "statsmodels", "pyfunc")
+#: How a case reaches Triton: its wrapper's log_model, or plain ``mlflow.<flavor>.log_model`` + add_repository.
+ROUTES = ("wrapper", "add-repository")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,10 +39,13 @@ class Case:
     mlflow_test: str
     build: Callable[[], Built]
     note: str = ""
+    route: str = "wrapper"
 
     def __post_init__(self) -> None:
         if self.flavor not in FLAVORS:
             raise ValueError(f"case {self.id}: flavor {self.flavor!r} is not one of {FLAVORS}")
+        if self.route not in ROUTES:
+            raise ValueError(f"case {self.id}: route {self.route!r} is not one of {ROUTES}")
         if "::" not in self.mlflow_test:
             raise ValueError(f"case {self.id}: mlflow_test {self.mlflow_test!r} must read <file>::<test>")
 
@@ -53,11 +62,11 @@ def case_table(
     registered: list[Case] = []
 
     def case(
-        case_id: str, test: str, *, note: str = "", raw: bool = False
+        case_id: str, test: str, *, note: str = "", raw: bool = False, route: str = "wrapper"
     ) -> Callable[[Callable[[], Built]], Callable[[], Built]]:
         def register(builder: Callable[[], Built]) -> Callable[[], Built]:
             build = builder if adapt is None or raw else (lambda: adapt(builder()))
-            registered.append(Case(f"{flavor}-{case_id}", flavor, f"{file}::{test}", build, note))
+            registered.append(Case(f"{flavor}-{case_id}", flavor, f"{file}::{test}", build, note, route))
             return builder
 
         return register

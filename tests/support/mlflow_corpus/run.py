@@ -36,15 +36,40 @@ from .case import Case
 from .outcomes import Outcome, apply_check_report, counts, first_line, headline, markdown, mlflow_serve_summary
 
 #: One fast case per flavor: the sample CI runs (tests/e2e/test_mlflow_corpus_sample.py).
-SAMPLE = ("sklearn-logreg-log", "pytorch-sequential-log", "transformers-classifier-list")
+SAMPLE = (
+    "sklearn-logreg-log",
+    "pytorch-sequential-log",
+    "transformers-classifier-list",
+    "xgboost-booster-save-load",
+    "lightgbm-booster-save-load",
+    "statsmodels-ols-save-load",
+    "pyfunc-class-artifacts-knn-add",
+)
+ADDED_NOTE = "logged with plain MLflow, brought in with add_repository"
 CHECK_TIMEOUT_S = 3600
 PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 
 def all_cases() -> tuple[Case, ...]:
-    from . import cases_pytorch, cases_sklearn, cases_transformers
+    from . import (
+        cases_lightgbm,
+        cases_pyfunc,
+        cases_pytorch,
+        cases_sklearn,
+        cases_statsmodels,
+        cases_transformers,
+        cases_xgboost,
+    )
 
-    return (*cases_sklearn.CASES, *cases_pytorch.CASES, *cases_transformers.CASES)
+    return (
+        *cases_sklearn.CASES,
+        *cases_pytorch.CASES,
+        *cases_transformers.CASES,
+        *cases_xgboost.CASES,
+        *cases_lightgbm.CASES,
+        *cases_statsmodels.CASES,
+        *cases_pyfunc.CASES,
+    )
 
 
 def select(cases: Sequence[Case], ids: Sequence[str]) -> list[Case]:
@@ -104,7 +129,7 @@ def run_cases(cases: Sequence[Case], work_dir: Path) -> tuple[list[Outcome], dic
     from tests.support.environment import preserved_environment
     from tests.support.tiny_models import sqlite_tracking  # sets HF_HUB_OFFLINE before transformers is imported
 
-    outcomes = [Outcome(case.id, case.flavor, case.mlflow_test, case.note) for case in cases]
+    outcomes = [Outcome(case.id, case.flavor, case.mlflow_test, _note(case)) for case in cases]
     with sqlite_tracking(work_dir), preserved_environment((PROGRESS_BAR,)):
         os.environ[PROGRESS_BAR] = "false"
         import mlflow
@@ -124,8 +149,33 @@ def run_cases(cases: Sequence[Case], work_dir: Path) -> tuple[list[Outcome], dic
     return outcomes, {"versions": _versions(), "triton_version": ", ".join(sorted(triton_versions)) or "?"}
 
 
+def _note(case: Case) -> str:
+    if case.route != "add-repository":
+        return case.note
+    return f"{case.note}; {ADDED_NOTE}" if case.note else ADDED_NOTE
+
+
+def _log_plain(case: Case, built: Any) -> Any:
+    """``mlflow.<flavor>.log_model`` as the case's MLflow test calls it (a PythonModel goes in ``python_model=``)."""
+    module = importlib.import_module(f"mlflow.{case.flavor}")
+    if case.flavor == "pyfunc":
+        return module.log_model(name="model", python_model=built.model, **dict(built.log_kwargs))
+    return module.log_model(built.model, name="model", **dict(built.log_kwargs))
+
+
+def _log(case: Case, built: Any) -> Any:
+    """The case's route to a Triton repository: its wrapper, or plain MLflow then ``add_repository``."""
+    if case.route == "add-repository":
+        import mlflow_triton
+
+        return mlflow_triton.add_repository(_log_plain(case, built).model_uri)
+    return importlib.import_module(f"mlflow_triton.{case.flavor}").log_model(
+        built.model, name="model", **dict(built.log_kwargs)
+    )
+
+
 def log_case(case: Case, outcome: Outcome, serve_dir: Path) -> None:
-    """Build and log ``case`` with the wrapper; on a refusal, try plain MLflow and its scoring server."""
+    """Build and log ``case`` by its route; on a refusal, try plain MLflow and its scoring server."""
     from mlflow_triton.errors import CustomCodeWarning
     from mlflow_triton.shared_contract import MlflowTritonError
 
@@ -138,10 +188,9 @@ def log_case(case: Case, outcome: Outcome, serve_dir: Path) -> None:
     outcome.seconds["build"] = round(time.monotonic() - clock, 1)
     clock = time.monotonic()
     try:
-        wrapper = importlib.import_module(f"mlflow_triton.{case.flavor}")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CustomCodeWarning)
-            info = wrapper.log_model(built.model, name="model", **dict(built.log_kwargs))
+            info = _log(case, built)
         outcome.model_uri = info.model_uri
         outcome.warnings = [str(w.message) for w in caught if issubclass(w.category, CustomCodeWarning)]
     except Exception as error:  # a refusal, recorded with its message
@@ -161,9 +210,7 @@ def mlflow_serve(case: Case, serve_dir: Path) -> dict[str, Any]:
     built = case.build()
     try:
         with _without_absent_torchvision(case.flavor):
-            info = importlib.import_module(f"mlflow.{case.flavor}").log_model(
-                built.model, name="model", **dict(built.log_kwargs)
-            )
+            info = _log_plain(case, built)
     except Exception as error:  # MLflow refuses it too
         return mlflow_serve_summary(f"{type(error).__name__}: {error}", None)
     try:

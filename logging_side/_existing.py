@@ -1,0 +1,272 @@
+"""``add_repository``: a Triton repository for a model already in MLflow, logged as a new model.
+
+The source (any flavor with ``python_function``) is downloaded to a temporary
+directory and only read there. It is loaded with ``mlflow.pyfunc``, its saved
+input example (or ``input_file``) is predicted and its signature mapped by the
+wrappers' own flow (``_packaging``), with the source's files copied unchanged
+as the native package. The new model goes beside its source: the same
+experiment and run, and a new version of the same registered model when the
+source came from the Registry. Nothing is written when a step fails.
+"""
+
+import os
+import pathlib
+import shutil
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import mlflow
+from mlflow.models import Model
+from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS, ModelInfo
+from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FILE_NAME
+from mlflow.store.artifact.utils.models import _parse_model_uri, get_model_name_and_version
+
+from . import _packaging
+from .errors import InvalidArgumentError, MlflowTritonError, UnsupportedSchemaError, ValidationError
+
+SOURCE_TAG = "mlflow_triton.source_model_uri"
+PYFUNC = mlflow.pyfunc.FLAVOR_NAME
+_INPUT_REMEDY = (
+    "give an input: input_file= (mlflow-triton add-repository --input FILE) with a small input in MLflow's serving "
+    "format (a JSON object with dataframe_split, dataframe_records, inputs or instances; or a CSV table), or "
+    "re-log the model with input_example="
+)
+
+
+class _LoggedModel(_packaging.Framework):
+    """The source package as the 'native' model: loaded by ``mlflow.pyfunc``, copied as it is."""
+
+    model_argument = "model"
+
+    def __init__(self, flavor, source_dir, example_saved):
+        self.flavor = flavor
+        self._source_dir = source_dir
+        self._example_saved = example_saved
+
+    def native_module(self):
+        return mlflow.pyfunc
+
+    def pyfunc_adapter(self, model, options, model_meta):
+        return model  # the source as mlflow.pyfunc loaded it: its own signature is enforced
+
+    def save_native(self, model, path, signature, input_example, options):
+        shutil.copytree(self._source_dir, path, symlinks=False)
+        if not self._example_saved:  # the given input becomes the new model's example (check predicts it)
+            from mlflow.models.utils import _save_example
+
+            mlmodel = Model.load(os.path.join(path, "MLmodel"))
+            _save_example(mlmodel, input_example, str(path))
+            mlmodel.save(os.path.join(path, "MLmodel"))
+
+
+def add_repository(
+    model_uri: str,
+    *,
+    input_file: "str | os.PathLike[str] | None" = None,
+    registered_model_name: "str | None" = None,
+    name: "str | None" = None,
+    triton_model_name: "str | None" = None,
+    max_batch_size: int = 0,
+    max_queue_delay_microseconds: "int | None" = None,
+    await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
+) -> "ModelInfo":
+    """Log a new MLflow model: the source's files unchanged plus the ``triton`` flavor and ``model_repository/``.
+
+    ``model_uri``: a local model directory, ``runs:/``, ``models:/name/version``, ``models:/name@alias`` or
+    ``models:/m-<id>``; its flavors must include ``python_function``. Its saved input example is predicted
+    (``input_file``: an input in MLflow's serving format when it has none, saved as the new model's example).
+    ``registered_model_name`` defaults to the source's registered model for a ``models:/name...`` URI.
+    Returns MLflow's ``ModelInfo``.
+    """
+    if not isinstance(model_uri, str) or not model_uri:
+        raise InvalidArgumentError(f"model_uri must be a non-empty string, got {model_uri!r}")
+    lineage = _lineage(model_uri)
+    if registered_model_name is None:
+        registered_model_name = lineage.get("registered_model_name")
+    with tempfile.TemporaryDirectory(prefix="mlflow-triton-source-") as workspace:
+        source = _download(model_uri, pathlib.Path(workspace) / "source")
+        mlmodel = Model.load(str(source / "MLmodel"))
+        _check_flavors(model_uri, mlmodel)
+        lineage.update({key: value for key, value in _ids_in(mlmodel).items() if lineage.get(key) is None})
+        example = _example(model_uri, mlmodel, source, input_file)
+        loaded = _load(model_uri, source)
+        framework = _LoggedModel(_native_flavor(mlmodel), source, input_file is None)
+        model_name = name or lineage.get("name") or "model"
+        try:
+            return _packaging.log_model(
+                framework,
+                loaded,
+                input_example=example,
+                name=model_name,
+                registered_model_name=registered_model_name,
+                await_registration_for=await_registration_for,
+                run_id=lineage.get("run_id"),
+                metadata=mlmodel.metadata,
+                tags={SOURCE_TAG: model_uri},
+                params=None,
+                signature=mlmodel.signature,
+                device="cpu",
+                triton_model_name=triton_model_name,
+                validate_saved_model=False,
+                extra_options={},
+                max_batch_size=max_batch_size,
+                max_queue_delay_microseconds=max_queue_delay_microseconds,
+                lineage={"model_uri": model_uri, **{k: v for k, v in lineage.items() if k != "name"}},
+                experiment_id=lineage.get("experiment_id"),
+            )
+        except UnsupportedSchemaError as error:
+            raise UnsupportedSchemaError(
+                f"Model {model_uri!r}: {error} (for a model already logged: re-log it with a signature from "
+                "infer_signature(input, its prediction), or without one, so the mapping is inferred from its example)"
+            ) from None
+
+
+def _lineage(model_uri: str) -> dict[str, Any]:
+    """What the tracking store says about the source: ids, experiment, run, registered model and version."""
+    client = mlflow.MlflowClient()
+    found = {}
+    if model_uri.startswith("models:/"):
+        try:
+            parsed = _parse_model_uri(model_uri)
+            if parsed.model_id is not None:
+                found["model_id"] = parsed.model_id
+            else:
+                registered, version = get_model_name_and_version(client, model_uri)
+                model_version = client.get_model_version(registered, version)
+                found.update(
+                    registered_model_name=registered,
+                    registered_model_version=str(version),
+                    model_id=getattr(model_version, "model_id", None) or _model_id_in(model_version.source),
+                    run_id=model_version.run_id or None,
+                )
+        except MlflowTritonError:
+            raise
+        except Exception as error:
+            raise InvalidArgumentError(f"model_uri {model_uri!r}: {error}") from None
+    elif model_uri.startswith("runs:/"):
+        found["run_id"] = model_uri[len("runs:/") :].split("/", 1)[0]
+    if found.get("model_id"):
+        logged = client.get_logged_model(found["model_id"])
+        found.update(experiment_id=logged.experiment_id, name=logged.name)
+        found["run_id"] = found.get("run_id") or logged.source_run_id
+    if found.get("run_id") and not found.get("experiment_id"):
+        found["experiment_id"] = client.get_run(found["run_id"]).info.experiment_id
+    return found
+
+
+def _model_id_in(source):
+    """The LoggedModel id of a version's source ``models:/m-<id>`` (MLflow 3 leaves ``model_id`` unset)."""
+    if source and source.startswith("models:/m-"):
+        return _parse_model_uri(source).model_id
+    return None
+
+
+def _ids_in(mlmodel):
+    """The ids the source's MLmodel records (a local directory: for validation.json only)."""
+    return {"model_id": getattr(mlmodel, "model_id", None), "source_run_id": mlmodel.run_id}
+
+
+def _download(model_uri, destination):
+    """A private copy of the source: MLflow's own download (a local directory is copied, never written)."""
+    try:
+        local = mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=str(destination))
+    except Exception as error:
+        raise InvalidArgumentError(f"model_uri {model_uri!r} cannot be read: {error}") from None
+    local = pathlib.Path(local)
+    # Written by MLflow's download of a models:/ URI (the version it came from), not one of the source's files.
+    (local / REGISTERED_MODEL_META_FILE_NAME).unlink(missing_ok=True)
+    if not local.resolve().is_relative_to(destination.resolve()):  # never work on the source itself
+        shutil.copytree(local, destination / "model", symlinks=False)
+        local = destination / "model"
+    if not (local / "MLmodel").is_file():
+        raise InvalidArgumentError(f"model_uri {model_uri!r} is not an MLflow model: it has no MLmodel file")
+    return local
+
+
+def _check_flavors(model_uri, mlmodel):
+    flavors = ", ".join(mlmodel.flavors) or "none"
+    if PYFUNC not in mlmodel.flavors:
+        raise InvalidArgumentError(
+            f"Model {model_uri!r} has no {PYFUNC} flavor (flavors: {flavors}): mlflow.pyfunc cannot load it, nor "
+            "can Triton's runtime; re-log it with a flavor that has one, or wrap it in a mlflow.pyfunc.PythonModel "
+            "and log that with mlflow_triton.pyfunc.log_model"
+        )
+    if _packaging.FLAVOR_NAME in mlmodel.flavors:
+        raise InvalidArgumentError(
+            f"Model {model_uri!r} already has a {_packaging.FLAVOR_NAME} flavor: prove it with "
+            f"`mlflow-triton check {model_uri}`"
+        )
+
+
+def _native_flavor(mlmodel):
+    return next((flavor for flavor in mlmodel.flavors if flavor != PYFUNC), PYFUNC)
+
+
+def _example(model_uri, mlmodel, source, input_file):
+    """The input to predict: the saved example (with its params), or the file's input."""
+    if input_file is not None:
+        from mlflow_triton.local.user_input import load_user_input
+
+        try:
+            return load_user_input(input_file, mlmodel.get_input_schema())
+        except MlflowTritonError as error:
+            raise InvalidArgumentError(str(error)) from None
+    if mlmodel.saved_input_example_info is None:
+        has = "a signature but no input example" if mlmodel.signature is not None else "no signature and no example"
+        raise InvalidArgumentError(f"Model {model_uri!r} has {has} to predict: {_INPUT_REMEDY}")
+    try:
+        example = mlmodel.load_input_example(str(source))
+        params = mlmodel.load_input_example_params(str(source))
+    except Exception as error:
+        raise InvalidArgumentError(
+            f"Model {model_uri!r}: its saved input example cannot be read ({error}); {_INPUT_REMEDY}"
+        ) from None
+    return (example, params) if params else example
+
+
+def _load(model_uri, source):
+    try:
+        return mlflow.pyfunc.load_model(str(source))
+    except Exception as error:
+        raise ValidationError(
+            f"Model {model_uri!r}: mlflow.pyfunc.load_model failed here: {type(error).__name__}: {error}; install "
+            f"the requirements MLflow recorded for it (pip install -r {source.name}/requirements.txt of the model) "
+            "in this environment"
+        ) from error
+
+
+def add_repository_command(
+    model_uri: str, *, tracking_uri: "str | None" = None, out: "Callable[[str], object]" = print, **options: Any
+) -> int:
+    """``mlflow-triton add-repository``: log the new model, print its URI; returns the exit status."""
+    import sys
+
+    from mlflow.exceptions import MlflowException
+
+    from ._download_bars import download_bars_on_terminals_only
+
+    def error(message):
+        print(f"mlflow-triton add-repository: error: {message}; nothing was logged", file=sys.stderr)
+        return 1
+
+    try:
+        with download_bars_on_terminals_only():
+            if tracking_uri is not None:
+                mlflow.set_tracking_uri(tracking_uri)
+            info = add_repository(model_uri, **options)
+    except KeyboardInterrupt:
+        error("interrupted (Ctrl-C)")
+        return 130
+    except MlflowTritonError as failure:
+        return error(str(failure))
+    except MlflowException as failure:
+        return error(f"{model_uri}: {failure.message}")
+    out(f"logged {info.model_uri} from {model_uri}")
+    uri = info.model_uri
+    if info.registered_model_version is not None:
+        registered = options.get("registered_model_name") or _parse_model_uri(model_uri).name
+        uri = f"models:/{registered}/{info.registered_model_version}"
+        out(f"registered {uri}")
+    out(f"prove it: mlflow-triton check {uri}")
+    return 0

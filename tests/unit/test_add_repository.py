@@ -1,0 +1,235 @@
+"""``mlflow_triton.add_repository`` and ``mlflow-triton add-repository``: models logged with plain MLflow.
+
+Against a real sqlite tracking store and registry; the source is logged with ``mlflow.sklearn`` /
+``mlflow.pyfunc`` exactly as a user would, without mlflow_triton. The generated model.py is driven
+with the fake ``pb_utils`` (the real server: tests/e2e/test_existing_models_triton.py).
+"""
+
+import json
+import pathlib
+
+import mlflow
+import mlflow.sklearn
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.models import Model, ModelSignature, infer_signature
+from sklearn.linear_model import LogisticRegression
+
+import mlflow_triton
+from mlflow_triton import cli
+from mlflow_triton._existing import SOURCE_TAG
+from mlflow_triton.errors import InvalidArgumentError, UnsupportedSchemaError, ValidationError
+from tests.support.tree_digest import tree_digest
+
+X = pd.DataFrame({"length": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "width": [0.5, 0.1, 0.9, 0.3, 0.7, 0.2]})
+Y = np.array([0, 0, 0, 1, 1, 1])
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    return LogisticRegression().fit(X, Y)
+
+
+def log_plain(classifier, registered_model_name="churn", **options):
+    """``mlflow.sklearn.log_model`` in a run, as a team already did; returns (ModelInfo, run id)."""
+    options.setdefault("input_example", X.head(3))
+    options.setdefault("pip_requirements", ["scikit-learn"])  # MLflow's inference would reload it in a subprocess
+    with mlflow.start_run() as run:
+        info = mlflow.sklearn.log_model(classifier, name="clf", registered_model_name=registered_model_name, **options)
+    return info, run.info.run_id
+
+
+def download(model_uri, tmp_path, folder):
+    return pathlib.Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=str(tmp_path / folder)))
+
+
+def test_add_repository_registers_a_new_version_beside_the_source_when_it_came_from_the_registry(
+    tracking_store, classifier, tmp_path
+):
+    source, run_id = log_plain(classifier)
+    before = tree_digest(tracking_store.artifacts)
+
+    info = mlflow_triton.add_repository("models:/churn/1")
+
+    client = tracking_store.client()
+    assert info.registered_model_version == 2
+    new = client.get_logged_model(info.model_id)
+    assert (new.experiment_id, new.source_run_id) == (tracking_store.experiment_id, run_id)
+    assert new.tags[SOURCE_TAG] == "models:/churn/1"
+    local = download("models:/churn/2", tmp_path, "new")
+    assert set(Model.load(str(local)).flavors) == {"python_function", "sklearn", "triton"}
+    validation = json.loads((local / "model_repository" / "clf" / "validation.json").read_text())
+    assert validation["source"] == {
+        "model_uri": "models:/churn/1",
+        "registered_model_name": "churn",
+        "registered_model_version": "1",
+        "model_id": source.model_id,
+        "run_id": run_id,
+        "experiment_id": tracking_store.experiment_id,
+        "source_run_id": run_id,
+    }
+    # the source's files, unchanged, in the new model (MLmodel is the new model's own)
+    original = download("models:/churn/1", tmp_path, "old")
+    for name in ("model.skops", "requirements.txt", "conda.yaml", "input_example.json"):
+        assert (local / name).read_bytes() == (original / name).read_bytes()
+    after = tree_digest(tracking_store.artifacts)
+    assert {path: digest for path, digest in after.items() if path in before} == before
+
+
+def test_add_repository_answers_like_the_source_when_the_repository_runs(
+    tracking_store, classifier, tmp_path, drive_model_py
+):
+    log_plain(classifier)
+
+    info = mlflow_triton.add_repository("models:/churn/1")
+
+    local = download(info.model_uri, tmp_path, "new")
+    outputs = drive_model_py(
+        local / "model_repository" / "clf",
+        {"length": X["length"].to_numpy()[:3], "width": X["width"].to_numpy()[:3]},
+    )
+    np.testing.assert_array_equal(outputs["output_0"], classifier.predict(X.head(3)))
+
+
+@pytest.mark.parametrize("kind", ["alias", "model id", "run", "local directory"])
+def test_add_repository_reads_the_source_when_its_uri_is_of_another_kind(tracking_store, classifier, tmp_path, kind):
+    source, run_id = log_plain(classifier)
+    tracking_store.client().set_registered_model_alias("churn", "champion", "1")
+    uri = {
+        "alias": "models:/churn@champion",
+        "model id": source.model_uri,
+        "run": f"runs:/{run_id}/clf",
+        "local directory": str(download(source.model_uri, tmp_path, "local")),
+    }[kind]
+
+    info = mlflow_triton.add_repository(uri)
+
+    assert "triton" in info.flavors
+    assert tracking_store.client().get_logged_model(info.model_id).tags[SOURCE_TAG] == uri
+    registered = [int(v.version) for v in tracking_store.model_versions()]
+    assert sorted(registered) == ([1, 2] if kind == "alias" else [1])
+
+
+def test_add_repository_registers_under_the_chosen_name_when_registered_model_name_is_given(tracking_store, classifier):
+    log_plain(classifier)
+
+    info = mlflow_triton.add_repository("models:/churn/1", registered_model_name="churn-triton")
+
+    assert info.registered_model_version == 1
+    assert [m.name for m in tracking_store.registered_models()] == ["churn", "churn-triton"]
+
+
+def assert_only_the_source(store, before):
+    """The store still holds the source model alone, its files byte-identical."""
+    assert len(store.logged_models()) == 1
+    assert [(v.name, int(v.version)) for v in store.model_versions()] == [("churn", 1)]
+    assert tree_digest(store.artifacts) == before
+
+
+def test_add_repository_refuses_and_names_the_flavors_when_the_source_has_no_python_function(tracking_store, tmp_path):
+    directory = tmp_path / "custom"
+    directory.mkdir()
+    mlmodel = Model()
+    mlmodel.add_flavor("my_framework", data="weights.bin")
+    mlmodel.save(str(directory / "MLmodel"))
+    before = tree_digest(directory)
+
+    with pytest.raises(InvalidArgumentError, match=r"no python_function flavor \(flavors: my_framework\).*PythonModel"):
+        mlflow_triton.add_repository(str(directory))
+
+    assert tree_digest(directory) == before
+    tracking_store.assert_nothing_logged()
+
+
+def test_add_repository_refuses_and_says_how_to_give_an_input_when_the_source_has_no_example(
+    tracking_store, classifier
+):
+    log_plain(classifier, input_example=None)
+    before = tree_digest(tracking_store.artifacts)
+
+    with pytest.raises(
+        InvalidArgumentError, match=r"has no signature and no example to predict: give an input: input_file="
+    ):
+        mlflow_triton.add_repository("models:/churn/1")
+
+    assert_only_the_source(tracking_store, before)
+
+
+def test_add_repository_predicts_and_saves_the_input_file_when_the_source_has_no_example(
+    tracking_store, classifier, tmp_path
+):
+    log_plain(classifier, input_example=None, signature=infer_signature(X, classifier.predict(X)))
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps({"dataframe_split": {"columns": ["length", "width"], "data": [[2.0, 0.4], [5.5, 0.6]]}}))
+
+    info = mlflow_triton.add_repository("models:/churn/1", input_file=rows)
+
+    local = download(info.model_uri, tmp_path, "new")
+    assert Model.load(str(local)).load_input_example(str(local)).to_dict("list") == {
+        "length": [2.0, 5.5],
+        "width": [0.4, 0.6],
+    }
+    assert not (download("models:/churn/1", tmp_path, "old") / "input_example.json").exists()
+
+
+class Broken(mlflow.pyfunc.PythonModel):
+    def predict(self, context, model_input, params=None):
+        raise RuntimeError("broken on purpose")
+
+
+def test_add_repository_leaves_nothing_logged_when_the_prediction_fails(tracking_store):
+    with mlflow.start_run():
+        mlflow.pyfunc.log_model(
+            name="broken", python_model=Broken(), input_example=X.head(2), registered_model_name="churn"
+        )
+    before = tree_digest(tracking_store.artifacts)
+
+    with pytest.raises(ValidationError, match="Prediction of the example failed: RuntimeError: broken on purpose"):
+        mlflow_triton.add_repository("models:/churn/1")
+
+    assert_only_the_source(tracking_store, before)
+
+
+def test_add_repository_leaves_nothing_logged_when_the_signature_does_not_map(tracking_store, classifier):
+    inputs_only = ModelSignature(inputs=infer_signature(X).inputs)
+    log_plain(classifier, signature=inputs_only)
+    before = tree_digest(tracking_store.artifacts)
+
+    with pytest.raises(
+        UnsupportedSchemaError, match=r"no output schema.*re-log it with a signature from infer_signature"
+    ):
+        mlflow_triton.add_repository("models:/churn/1")
+
+    assert_only_the_source(tracking_store, before)
+
+
+def test_add_repository_refuses_when_the_source_already_has_a_triton_flavor(tracking_store, classifier):
+    log_plain(classifier)
+    mlflow_triton.add_repository("models:/churn/1")
+
+    with pytest.raises(InvalidArgumentError, match="already has a triton flavor: prove it with `mlflow-triton check"):
+        mlflow_triton.add_repository("models:/churn/2")
+
+
+def test_add_repository_command_prints_the_new_version_when_it_is_logged(tracking_store, classifier, capsys):
+    log_plain(classifier)
+
+    status = cli.main(["add-repository", "models:/churn/1", "--tracking-uri", tracking_store.uri])
+
+    out = capsys.readouterr().out.splitlines()
+    assert status == 0
+    assert out[1:] == ["registered models:/churn/2", "prove it: mlflow-triton check models:/churn/2"]
+
+
+def test_add_repository_command_exits_1_and_names_the_remedy_when_the_source_has_no_example(
+    tracking_store, classifier, capsys
+):
+    log_plain(classifier, input_example=None)
+
+    status = cli.main(["add-repository", "models:/churn/1", "--tracking-uri", tracking_store.uri])
+
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "mlflow-triton add-repository: error: Model 'models:/churn/1' has no signature" in err
+    assert "--input FILE" in err and err.rstrip().endswith("nothing was logged")
