@@ -2,7 +2,7 @@
 
 The source (any flavor with ``python_function``) is downloaded to a temporary
 directory and only read there. It is loaded with ``mlflow.pyfunc``, its saved
-input example (or ``input_file``) is predicted and its signature mapped by the
+input example (or the input given) is predicted and its signature mapped by the
 wrappers' own flow (``_packaging``), with the source's files copied unchanged
 as the native package. The new model goes beside its source: the same
 experiment and run, and a new version of the same registered model when the
@@ -28,7 +28,7 @@ from .errors import InvalidArgumentError, MlflowTritonError, UnsupportedSchemaEr
 SOURCE_TAG = "mlflow_triton.source_model_uri"
 PYFUNC = mlflow.pyfunc.FLAVOR_NAME
 _INPUT_REMEDY = (
-    "give an input: input_file= (mlflow-triton add-repository --input FILE) with a small input in MLflow's serving "
+    "give an input: input_example= (mlflow-triton add-repository --input FILE) with a small input in MLflow's serving "
     "format (a JSON object with dataframe_split, dataframe_records, inputs or instances; or a CSV table), or "
     "re-log the model with input_example="
 )
@@ -63,7 +63,7 @@ class _LoggedModel(_packaging.Framework):
 def add_repository(
     model_uri: str,
     *,
-    input_file: "str | os.PathLike[str] | None" = None,
+    input_example: Any = None,
     registered_model_name: "str | None" = None,
     name: "str | None" = None,
     triton_model_name: "str | None" = None,
@@ -75,10 +75,37 @@ def add_repository(
 
     ``model_uri``: a local model directory, ``runs:/``, ``models:/name/version``, ``models:/name@alias`` or
     ``models:/m-<id>``; its flavors must include ``python_function``. Its saved input example is predicted
-    (``input_file``: an input in MLflow's serving format when it has none, saved as the new model's example).
+    (``input_example``: the model's input, as ``log_model`` takes it, when it has none; saved as the new model's
+    example).
     ``registered_model_name`` defaults to the source's registered model for a ``models:/name...`` URI.
     Returns MLflow's ``ModelInfo``.
     """
+    read_input = None if input_example is None else (lambda _schema: input_example)
+    return _add_repository(
+        model_uri,
+        read_input,
+        registered_model_name=registered_model_name,
+        name=name,
+        triton_model_name=triton_model_name,
+        max_batch_size=max_batch_size,
+        max_queue_delay_microseconds=max_queue_delay_microseconds,
+        await_registration_for=await_registration_for,
+    )
+
+
+def _add_repository(
+    model_uri: str,
+    read_input: "Callable[[Any], Any] | None",
+    *,
+    registered_model_name: "str | None" = None,
+    name: "str | None" = None,
+    triton_model_name: "str | None" = None,
+    max_batch_size: int = 0,
+    max_queue_delay_microseconds: "int | None" = None,
+    await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
+) -> "ModelInfo":
+    """``add_repository`` with the input read by ``read_input(the source's input schema)`` (the command line's
+    ``--input FILE``, parsed by the local part, which the logging side never imports), or the saved example."""
     if not isinstance(model_uri, str) or not model_uri:
         raise InvalidArgumentError(f"model_uri must be a non-empty string, got {model_uri!r}")
     lineage = _lineage(model_uri)
@@ -89,9 +116,9 @@ def add_repository(
         mlmodel = Model.load(str(source / "MLmodel"))
         _check_flavors(model_uri, mlmodel)
         lineage.update({key: value for key, value in _ids_in(mlmodel).items() if lineage.get(key) is None})
-        example = _example(model_uri, mlmodel, source, input_file)
+        example = _example(model_uri, mlmodel, source, read_input)
         loaded = _load(model_uri, source)
-        framework = _LoggedModel(_native_flavor(mlmodel), source, input_file is None)
+        framework = _LoggedModel(_native_flavor(mlmodel), source, read_input is None)
         model_name = name or lineage.get("name") or "model"
         try:
             return _packaging.log_model(
@@ -203,13 +230,11 @@ def _native_flavor(mlmodel):
     return next((flavor for flavor in mlmodel.flavors if flavor != PYFUNC), PYFUNC)
 
 
-def _example(model_uri, mlmodel, source, input_file):
-    """The input to predict: the saved example (with its params), or the file's input."""
-    if input_file is not None:
-        from mlflow_triton.local.user_input import load_user_input
-
+def _example(model_uri, mlmodel, source, read_input):
+    """The input to predict: the saved example (with its params), or the one ``read_input`` gives."""
+    if read_input is not None:
         try:
-            return load_user_input(input_file, mlmodel.get_input_schema())
+            return read_input(mlmodel.get_input_schema())
         except MlflowTritonError as error:
             raise InvalidArgumentError(str(error)) from None
     if mlmodel.saved_input_example_info is None:
@@ -237,7 +262,12 @@ def _load(model_uri, source):
 
 
 def add_repository_command(
-    model_uri: str, *, tracking_uri: "str | None" = None, out: "Callable[[str], object]" = print, **options: Any
+    model_uri: str,
+    *,
+    read_input: "Callable[[Any], Any] | None" = None,
+    tracking_uri: "str | None" = None,
+    out: "Callable[[str], object]" = print,
+    **options: Any,
 ) -> int:
     """``mlflow-triton add-repository``: log the new model, print its URI; returns the exit status."""
     import sys
@@ -254,7 +284,7 @@ def add_repository_command(
         with download_bars_on_terminals_only():
             if tracking_uri is not None:
                 mlflow.set_tracking_uri(tracking_uri)
-            info = add_repository(model_uri, **options)
+            info = _add_repository(model_uri, read_input, **options)
     except KeyboardInterrupt:
         error("interrupted (Ctrl-C)")
         return 130

@@ -473,11 +473,18 @@ def _add_repository_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_add_repository(args: argparse.Namespace) -> int:
+    import functools
+
     from mlflow_triton._existing import add_repository_command
 
+    read_input = None
+    if args.input is not None:  # the command line is the one place that calls into the local part
+        from mlflow_triton.local.user_input import load_user_input
+
+        read_input = functools.partial(load_user_input, args.input)
     return add_repository_command(
         args.model_uri,
-        input_file=args.input,
+        read_input=read_input,
         registered_model_name=args.registered_model_name,
         name=args.name,
         triton_model_name=args.triton_model_name,

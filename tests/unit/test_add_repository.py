@@ -149,21 +149,20 @@ def test_add_repository_refuses_and_says_how_to_give_an_input_when_the_source_ha
     before = tree_digest(tracking_store.artifacts)
 
     with pytest.raises(
-        InvalidArgumentError, match=r"has no signature and no example to predict: give an input: input_file="
+        InvalidArgumentError, match=r"has no signature and no example to predict: give an input: input_example="
     ):
         mlflow_triton.add_repository("models:/churn/1")
 
     assert_only_the_source(tracking_store, before)
 
 
-def test_add_repository_predicts_and_saves_the_input_file_when_the_source_has_no_example(
+def test_add_repository_predicts_and_saves_the_given_input_when_the_source_has_no_example(
     tracking_store, classifier, tmp_path
 ):
     log_plain(classifier, input_example=None, signature=infer_signature(X, classifier.predict(X)))
-    rows = tmp_path / "rows.json"
-    rows.write_text(json.dumps({"dataframe_split": {"columns": ["length", "width"], "data": [[2.0, 0.4], [5.5, 0.6]]}}))
+    rows = pd.DataFrame({"length": [2.0, 5.5], "width": [0.4, 0.6]})
 
-    info = mlflow_triton.add_repository("models:/churn/1", input_file=rows)
+    info = mlflow_triton.add_repository("models:/churn/1", input_example=rows)
 
     local = download(info.model_uri, tmp_path, "new")
     assert Model.load(str(local)).load_input_example(str(local)).to_dict("list") == {
@@ -233,3 +232,20 @@ def test_add_repository_command_exits_1_and_names_the_remedy_when_the_source_has
     assert status == 1
     assert "mlflow-triton add-repository: error: Model 'models:/churn/1' has no signature" in err
     assert "--input FILE" in err and err.rstrip().endswith("nothing was logged")
+
+
+def test_add_repository_command_reads_the_input_file_against_the_sources_schema_when_the_source_has_no_example(
+    tracking_store, classifier, tmp_path
+):
+    log_plain(classifier, input_example=None, signature=infer_signature(X, classifier.predict(X)))
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps({"dataframe_split": {"columns": ["length", "width"], "data": [[2.0, 0.4], [5.5, 0.6]]}}))
+
+    status = cli.main(["add-repository", "models:/churn/1", "--input", str(rows), "--tracking-uri", tracking_store.uri])
+
+    assert status == 0
+    local = download("models:/churn/2", tmp_path, "new")
+    assert Model.load(str(local)).load_input_example(str(local)).to_dict("list") == {
+        "length": [2.0, 5.5],
+        "width": [0.4, 0.6],
+    }
