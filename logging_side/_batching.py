@@ -34,6 +34,18 @@ MAX_PROOF_ROWS = 64
 # seen in the other.
 MIN_DISTINCT_ROWS = 3
 _SHUFFLE_SEED = 0
+# What a batched repository cannot survive, warned at logging and recorded in validation.json (docs/batching.md
+# quotes it). Triton's Python backend (r24.10 = Triton 2.51, and its main branch) counts the rows of the requests
+# of one execution; at 0 it returns before sending any response and releases the requests unanswered, and the
+# server dies with Signal (11). The count is read from each request's first input and Triton makes every input of a
+# batched request share that first dimension, so no config or extra input keeps a 0-row request from that path;
+# without dynamic_batching (max_batch_size alone) it is the same, over HTTP and gRPC (measured).
+ZERO_ROW_REQUESTS = (
+    "a request with 0 rows (every tensor of shape [0, ...]) stops the whole Triton server: the Python backend of "
+    "Triton 2.51 sends it no answer, the server exits with `Signal (11) received` and every model it serves is gone "
+    "until it is restarted; clients of a batched repository must send at least one row (or log the model with "
+    "max_batch_size=0: a 0-row request is then predicted like any other)"
+)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,7 +34,7 @@ from . import _batching, _config, _model_py, _model_requirements, _requests, _sa
 from ._examples import check_example, for_prediction, for_request, input_schema
 from ._names import check_model_name, default_model_name
 from ._schema import layout_from_signature, signature_for_pyfunc
-from .errors import CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
+from .errors import BatchingWarning, CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
 
 REPOSITORY_DIRECTORY = "model_repository"
 VERSION_DIRECTORY = "1"
@@ -294,6 +294,8 @@ def _plan(
             lambda value: _predict(adapter, value, "batching proof", example_params), *codecs_for(layout)
         )
         proof = _batching.prove_row_independence(predict, tensors)
+        # stacklevel 4: past _packaging.log_model and <framework>.log_model, at their caller
+        warnings.warn(f"max_batch_size={batching.max_batch_size}: {_batching.ZERO_ROW_REQUESTS}", BatchingWarning, 4)
     return _Plan(
         framework,
         model,
@@ -617,6 +619,7 @@ def _write_repository(
             "max_batch_size": batching.max_batch_size,
             "max_queue_delay_microseconds": batching.max_queue_delay_microseconds,
             "row_independence": batching_proof,
+            "zero_row_requests": _batching.ZERO_ROW_REQUESTS,
         }
     (repository / "validation.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 

@@ -28,8 +28,13 @@ class CustomCodeWarning(UserWarning):
     """Custom code the logged model refers to will not import where Triton loads it (also in validation.json)."""
 
 
+class BatchingWarning(UserWarning):
+    """A batched repository (``max_batch_size=N``) has a limit on the server its clients must respect."""
+
+
 __all__ = [
     "BatchingRefusedError",
+    "BatchingWarning",
     "ContractError",
     "CustomCodeWarning",
     "InvalidArgumentError",

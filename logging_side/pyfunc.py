@@ -256,6 +256,10 @@ def log_model(
     ``mlflow.pyfunc.save_model``; requirements default to ``mlflow.pyfunc.get_default_pip_requirements()``
     plus the distributions the model's class comes from (MLflow's inference is skipped): add what
     ``load_context`` and ``predict`` import with ``extra_pip_requirements``. Returns MLflow's ``ModelInfo``.
+
+    ``max_batch_size=N`` turns on Triton's dynamic batching as in the framework wrappers, once logging proved
+    that rows are predicted on their own (docs/batching.md). A batched repository must never get a 0-row request:
+    it stops Triton 2.51 (``BatchingWarning``).
     """
     return _packaging.log_model(
         _FRAMEWORK,

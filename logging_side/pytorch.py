@@ -229,7 +229,8 @@ def log_model(
 
     ``max_batch_size=N`` (default 0: no batching) turns on Triton's dynamic batching: requests are joined
     into one ``predict`` of up to N rows, after logging proved that the model predicts each row on its own
-    (docs/batching.md); ``max_queue_delay_microseconds`` is how long Triton waits to gather a batch.
+    (docs/batching.md); ``max_queue_delay_microseconds`` is how long Triton waits to gather a batch. A batched
+    repository must never get a 0-row request: it stops Triton 2.51 (``BatchingWarning``, docs/batching.md).
     """
     return _packaging.log_model(
         _FRAMEWORK,

@@ -1,7 +1,9 @@
 """``max_batch_size=N`` at logging: the batched repository, its proof record, and the default left as it was."""
 
 import json
+import pathlib
 import re
+import warnings
 
 import mlflow.pyfunc
 import numpy as np
@@ -12,8 +14,8 @@ from mlflow.models import Model
 from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton import sklearn
-from mlflow_triton._batching import MIN_DISTINCT_ROWS, ROW_INDEPENDENCE_ULPS
-from mlflow_triton.errors import BatchingRefusedError
+from mlflow_triton._batching import MIN_DISTINCT_ROWS, ROW_INDEPENDENCE_ULPS, ZERO_ROW_REQUESTS
+from mlflow_triton.errors import BatchingRefusedError, BatchingWarning
 from mlflow_triton.local.compare import predict_outputs
 from mlflow_triton.local.user_input import input_request
 from tests.support import fake_pb_utils
@@ -109,6 +111,43 @@ def test_save_model_records_the_row_independence_proof_in_validation_json_when_b
     ]
     assert set(proof["largest_difference_ulps"]) == {"output_0"}
     assert Model.load(str(path)).flavors["triton"]["mapping_version"] == 3
+
+
+def test_save_model_records_in_validation_json_that_a_0_row_request_stops_the_server_when_batched(batched):
+    repository, _ = batched
+
+    report = json.loads((repository / "validation.json").read_text(encoding="utf-8"))
+
+    assert report["batching"]["zero_row_requests"] == ZERO_ROW_REQUESTS
+    assert "stops the whole Triton server" in ZERO_ROW_REQUESTS
+
+
+def test_save_model_warns_at_its_caller_that_a_0_row_request_stops_the_server_when_batched(
+    tmp_path, fitted_pipeline, training_frame
+):
+    with pytest.warns(BatchingWarning) as record:
+        sklearn.save_model(fitted_pipeline, tmp_path / "m", input_example=training_frame.iloc[:3], max_batch_size=4)
+
+    [warning] = [w for w in record if issubclass(w.category, BatchingWarning)]
+    assert str(warning.message) == f"max_batch_size=4: {ZERO_ROW_REQUESTS}"
+    assert pathlib.Path(warning.filename) == pathlib.Path(__file__)
+
+
+def test_save_model_does_not_warn_about_0_row_requests_without_batching(tmp_path, fitted_pipeline, training_frame):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        sklearn.save_model(fitted_pipeline, tmp_path / "m", input_example=training_frame.iloc[:3])
+
+    assert not [w for w in record if issubclass(w.category, BatchingWarning)]
+    report = json.loads((tmp_path / "m" / "model_repository" / "m" / "validation.json").read_text(encoding="utf-8"))
+    assert "batching" not in report
+
+
+def test_docs_quote_the_0_row_limit_as_logging_warns_it():
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "batching.md").read_text(encoding="utf-8")
+
+    quoted = text.split("<!-- zero-row-requests -->\n> ")[1].split("\n")[0]
+    assert quoted == ZERO_ROW_REQUESTS
 
 
 class _CountingPredictor:
