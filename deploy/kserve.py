@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mlflow_triton._download_bars import download_bars_on_terminals_only
+from mlflow_triton._urls import without_user_info
 from mlflow_triton.errors import MlflowTritonError
 
 from .errors import DeployError
@@ -117,10 +118,11 @@ def kserve_command(
             service_account=service_account,
         )
     except MlflowTritonError as error:
-        print(f"mlflow-triton kserve: error: {error}", file=sys.stderr, flush=True)
+        print(without_user_info(f"mlflow-triton kserve: error: {error}"), file=sys.stderr, flush=True)
         return 1
-    text = f"# InferenceService for {model_uri} (Triton model {location.model_name!r})\n" + yaml.safe_dump(
-        manifest, sort_keys=False
+    text = (
+        f"# InferenceService for {without_user_info(model_uri)} (Triton model {location.model_name!r})\n"
+        + yaml.safe_dump(manifest, sort_keys=False)
     )
     if out_file is None:
         out(text.rstrip("\n"))

@@ -346,4 +346,6 @@ def pack_command(
 def _error(message: str) -> None:
     import sys
 
-    print(message, file=sys.stderr, flush=True)
+    from mlflow_triton._urls import without_user_info
+
+    print(without_user_info(message), file=sys.stderr, flush=True)
