@@ -77,7 +77,9 @@ def pack_models(
     """Write the packed repository ``out`` (created; must not exist or be empty); returns one entry per model.
 
     Raises a :class:`~mlflow_triton.deploy.pack_errors.PackError` before anything is built when a model cannot
-    work on ``target``; nothing is left in ``out`` after any error or interruption.
+    work on ``target``, and :class:`~mlflow_triton.deploy.pack_errors.PackOutputError` before anything else when
+    ``out`` is a symbolic link or lies inside a local model directory it packs; nothing is left in ``out`` after any
+    error or interruption.
     """
     say = as_progress(progress)
     out = _checked_out(out, model_uris)
