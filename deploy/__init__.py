@@ -14,7 +14,7 @@ the logging side (``triton.load_model``), the runtime's codecs and the contract;
 import it. Heavy or optional dependencies are imported lazily with an error naming the extra.
 """
 
-from .errors import DeployError
+from .errors import DeployError, OutputPathError
 from .kserve import KServeManifestError, inference_service, kserve_command
 from .pack import PackedModel, pack_command, pack_models
 from .pack_errors import PackError, PackOutputError, PackRequirementsError, PackTargetError, PackToolMissingError
@@ -34,6 +34,7 @@ __all__ = [
     "DeployError",
     "KServeManifestError",
     "NotATritonModelError",
+    "OutputPathError",
     "PackError",
     "PackOutputError",
     "PackPlan",

@@ -10,14 +10,18 @@ belong in a Kubernetes secret attached to ``--service-account``.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from mlflow_triton._download_bars import download_bars_on_terminals_only
+from mlflow_triton._urls import without_user_info
 from mlflow_triton.errors import MlflowTritonError
 
+from ._output import checked_out, missing_ancestors
 from .errors import DeployError
 from .store import locate_repository
 
@@ -27,6 +31,8 @@ _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 #: KServe derives ``<name>-predictor-…`` services and hostnames from the name: it must stay a short DNS label.
 MAX_NAME_LENGTH = 45
 _TRITON_VERSION = re.compile(r"^\d{2}\.\d{2}$")
+#: The option that lets ``--out`` replace an existing file.
+OVERWRITE_FLAG = "--overwrite"
 
 
 class KServeManifestError(DeployError, ValueError):
@@ -91,12 +97,21 @@ def kserve_command(
     artifacts_destination: str | None = None,
     tracking_uri: str | None = None,
     out_file: str | Path | None = None,
+    overwrite: bool = False,
     out: Callable[[str], object] = print,
 ) -> int:
-    """``mlflow-triton kserve``: write the manifest to ``out_file`` (or print it); 0, or 1 after an error."""
+    """``mlflow-triton kserve``: write the manifest to ``out_file`` (or print it); 0, or 1 after an error.
+
+    ``out_file`` follows the rules of every ``--out`` (:func:`~mlflow_triton.deploy._output.checked_out`), checked
+    before the model is located: never a symbolic link or a directory, an existing file only with ``overwrite``;
+    missing folders are created. The file is written whole or not at all.
+    """
     import yaml
 
+    target = None
     try:
+        if out_file is not None:
+            target = checked_out(out_file, kind="file", replace_flag=OVERWRITE_FLAG, replace=overwrite)
         if tracking_uri is not None:
             import mlflow
 
@@ -116,18 +131,40 @@ def kserve_command(
             gpus=gpus,
             service_account=service_account,
         )
+        text = f"# InferenceService for {without_user_info(model_uri)} (Triton model {location.model_name!r})\n"
+        text += yaml.safe_dump(manifest, sort_keys=False)
+        if target is not None:
+            _write(target, text)
     except MlflowTritonError as error:
-        print(f"mlflow-triton kserve: error: {error}", file=sys.stderr, flush=True)
+        _error(f"mlflow-triton kserve: error: {error}")
         return 1
-    text = f"# InferenceService for {model_uri} (Triton model {location.model_name!r})\n" + yaml.safe_dump(
-        manifest, sort_keys=False
-    )
-    if out_file is None:
+    except OSError as error:  # a folder above --out that cannot be created, a file that cannot be written
+        _error(f"mlflow-triton kserve: error: cannot write {error.filename or target}: {error.strerror or error}")
+        return 1
+    if target is None:
         out(text.rstrip("\n"))
     else:
-        Path(out_file).write_text(text, encoding="utf-8")
         out(f"wrote {out_file}")
     return 0
+
+
+def _write(path: Path, text: str) -> None:
+    """``text`` into ``path``, whole or not at all (a temporary file beside it, renamed over it)."""
+    created = missing_ancestors(path.parent)
+    staging = path.with_name(f".{path.name}.writing-{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging.write_text(text, encoding="utf-8")
+        os.replace(staging, path)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        for folder in reversed(created):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _error(message: str) -> None:
+    print(without_user_info(message), file=sys.stderr, flush=True)
 
 
 def _default_name(model_name: str) -> str:

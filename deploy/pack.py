@@ -23,12 +23,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from mlflow_triton._paths import lies_inside
 from mlflow_triton.local.errors import ModelSourceError, ServingEnvError
 from mlflow_triton.local.installation import locate_bundled_server
 from mlflow_triton.local.progress import as_progress
 from mlflow_triton.local.serving_env import cached_serving_env, check_requirements, ensure_serving_env, env_summary
 from mlflow_triton.local.sources import ModelSource, resolve_model
 
+from ._output import checked_out, missing_ancestors
 from .archive import ARCHIVE_NAME, audit_archive, pack_environment, require_packer
 from .pack_errors import PackError, PackOutputError, PackRequirementsError
 from .targets import DEFAULT_TARGET, PackPlan, resolve_target
@@ -75,14 +77,16 @@ def pack_models(
     """Write the packed repository ``out`` (created; must not exist or be empty); returns one entry per model.
 
     Raises a :class:`~mlflow_triton.deploy.pack_errors.PackError` before anything is built when a model cannot
-    work on ``target``; nothing is left in ``out`` after any error or interruption.
+    work on ``target``, and :class:`~mlflow_triton.deploy.pack_errors.PackOutputError` before anything else when
+    ``out`` is a symbolic link or lies inside a local model directory it packs; nothing is left in ``out`` after any
+    error or interruption.
     """
     say = as_progress(progress)
-    out = _checked_out(out)
+    out = _checked_out(out, model_uris)
     plan = resolve_target(target, python)
     require_packer()
     say.say(f"packing for {plan.describe()}")
-    created = _missing_ancestors(out.parent)
+    created = missing_ancestors(out.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-packing-", dir=out.parent))
     try:
@@ -103,25 +107,27 @@ def pack_models(
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _checked_out(out) -> Path:
-    out = Path(out).expanduser().absolute()
-    if out.is_file() or (out.exists() and not out.is_dir()):
-        raise PackOutputError(f"--out {out}: a file; give a new or empty directory")
-    if out.is_dir() and any(out.iterdir()):
-        raise PackOutputError(
-            f"--out {out}: exists and is not empty ({', '.join(sorted(p.name for p in out.iterdir())[:5])}); "
-            "give a new or empty directory (pack never writes over a repository)"
-        )
+def _checked_out(out, model_uris) -> Path:
+    """``--out`` checked by the rules of every ``--out`` (:func:`~mlflow_triton.deploy._output.checked_out`), and
+    outside every local model it packs: the staging folder beside it would be copied into itself."""
+    out = checked_out(out, kind="directory", error=PackOutputError)
+    for uri in model_uris:
+        for folder in _read_folders(str(uri)):
+            if lies_inside(out, folder):
+                raise PackOutputError(
+                    f"--out {out}: lies inside {folder}, which pack only reads (for {uri}); give a directory outside it"
+                )
     return out
 
 
-def _missing_ancestors(folder: Path) -> list[Path]:
-    """The folders of ``folder``'s path that do not exist yet, outermost first (removed again on failure)."""
-    missing = []
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    return list(reversed(missing))
+def _read_folders(uri: str) -> list[Path]:
+    """A local model directory and the MLflow model directory holding it (a Triton model directory inside a logged
+    model); nothing for a model URI."""
+    path = Path(uri).expanduser()
+    if not path.is_dir():
+        return []
+    enclosing = [folder for folder in path.resolve().parents if (folder / "MLmodel").is_file()]
+    return [path, *enclosing[:1]]
 
 
 def _fetch(model_uris, download_dir: Path, say) -> list[ModelSource]:
@@ -346,4 +352,6 @@ def pack_command(
 def _error(message: str) -> None:
     import sys
 
-    print(message, file=sys.stderr, flush=True)
+    from mlflow_triton._urls import without_user_info
+
+    print(without_user_info(message), file=sys.stderr, flush=True)

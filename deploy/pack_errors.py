@@ -5,7 +5,7 @@ Each is raised before anything is written to ``--out`` and says what is wrong an
 
 from __future__ import annotations
 
-from .errors import DeployError
+from .errors import DeployError, OutputPathError
 
 __all__ = [
     "PackError",
@@ -20,8 +20,9 @@ class PackError(DeployError):
     """Root of the errors of ``mlflow-triton pack``."""
 
 
-class PackOutputError(PackError, ValueError):
-    """``--out`` cannot receive the packed repository (it exists and is not empty, it is a file)."""
+class PackOutputError(PackError, OutputPathError):
+    """``--out`` cannot receive the packed repository (it exists and is not empty, it is a file or a symbolic
+    link, it lies inside a model it packs)."""
 
 
 class PackTargetError(PackError, ValueError):

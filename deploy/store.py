@@ -28,6 +28,8 @@ import tempfile
 import urllib.parse
 from pathlib import Path
 
+from mlflow_triton._urls import unreachable, without_user_info
+
 from .errors import DeployError
 
 __all__ = [
@@ -138,7 +140,9 @@ def _model_artifact_uri(model_uri: str) -> str:
     except DeployError:
         raise
     except Exception as error:  # MLflow raises several kinds for a missing model, version, alias or run
-        raise StoreLocationError(f"{model_uri}: model not found ({_first_line(error)})") from None
+        raise StoreLocationError(
+            f"{model_uri}: {unreachable(error) or f'model not found ({_first_line(error)})'}"
+        ) from None
     if "://" in model_uri or model_uri.startswith("mlflow-artifacts:"):
         return model_uri
     raise StoreLocationError(
@@ -215,6 +219,12 @@ def _address(model_uri: str, artifact_uri: str, repository_uri: str, model_name:
     if scheme in ("", "file"):
         path = parsed.path if scheme == "file" else repository_uri
         return StoreLocation(model_uri, artifact_uri, path, path, model_name, "local")
+    if scheme in ("s3", "s3a", "gs") and "@" in parsed.netloc:
+        raise StorePathError(
+            f"{model_uri}: stored at {without_user_info(repository_uri)} with user info (user:password@) before the "
+            "bucket, which Triton's paths cannot carry: give the artifact location (or --artifacts-destination) "
+            "without it, and the credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        )
     if scheme in ("s3", "s3a"):
         bucket, key = parsed.netloc, parsed.path.strip("/")
         _check_rules(model_uri, bucket, key, "bucket")
@@ -247,7 +257,7 @@ def _triton_endpoint(model_uri: str, endpoint: str) -> str:
     parsed = urllib.parse.urlparse(endpoint)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise StoreAccessError(
-            f"{model_uri}: the S3 endpoint {endpoint!r} is not an http(s)://host[:port] URL; "
+            f"{model_uri}: the S3 endpoint {without_user_info(endpoint)!r} is not an http(s)://host[:port] URL; "
             f"set {_ENDPOINT_VARIABLES[0]} to one"
         )
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
@@ -300,18 +310,15 @@ def _check_s3_readable(location: StoreLocation) -> None:
 
 
 def _access_error(model_uri: str, error: Exception, *, reading: str) -> StoreLocationError:
-    """One line naming what to set; never the credentials' values."""
+    """One line naming what to set; never the credentials' values, nor the user info of a URL."""
     name = type(error).__name__
-    endpoint = s3_endpoint_url()
+    cannot_reach = unreachable(error, reading=reading)
+    if cannot_reach:
+        return StoreAccessError(f"{model_uri}: {cannot_reach}")
     if name in ("NoCredentialsError", "PartialCredentialsError"):
         return StoreAccessError(
             f"{model_uri}: no AWS credentials to read {reading}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
             "(and AWS_DEFAULT_REGION), the variables Triton reads too"
-        )
-    if name in ("EndpointConnectionError", "ConnectTimeoutError", "ConnectionClosedError"):
-        return StoreAccessError(
-            f"{model_uri}: cannot reach the S3 endpoint {endpoint or 'of AWS'} to read {reading}: check "
-            f"{_ENDPOINT_VARIABLES[0]} (the S3-compatible server's URL) and that the server is running"
         )
     code = str(getattr(error, "response", {}).get("Error", {}).get("Code", "")) if hasattr(error, "response") else ""
     if code in ("403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
@@ -328,5 +335,5 @@ def _access_error(model_uri: str, error: Exception, *, reading: str) -> StoreLoc
 
 
 def _first_line(error: Exception) -> str:
-    text = str(error).strip() or type(error).__name__
+    text = without_user_info(str(error)).strip() or type(error).__name__
     return text.splitlines()[0]

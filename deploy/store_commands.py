@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from mlflow_triton._download_bars import download_bars_on_terminals_only
+from mlflow_triton._urls import unreachable, without_user_info
 from mlflow_triton.errors import MlflowTritonError
 
 from .store import StoreLocation, StoreLocationError, locate_repository
@@ -148,9 +149,9 @@ def _fetch_serving_files(location: StoreLocation, download_dir: Path):
             mlflow.artifacts.download_artifacts(artifact_uri=f"{model_folder}/{name}", dst_path=str(target))
         except Exception as error:  # MLflow's and boto3's errors; the request files are optional
             if name in SERVE_FILES:
-                text = (str(error).strip() or type(error).__name__).splitlines()[0]
+                text = unreachable(error) or (without_user_info(str(error)).strip() or type(error).__name__)
                 raise StoreLocationError(
-                    f"{location.model_uri}: cannot fetch {name} from {model_folder}: {text}"
+                    f"{location.model_uri}: cannot fetch {name} from {model_folder}: {text.splitlines()[0]}"
                 ) from None
     return ModelSource(uri=location.model_uri, repository=target, pyfunc_uri=None, generated=True)
 
@@ -173,4 +174,4 @@ def _use_tracking_uri(tracking_uri: str | None) -> None:
 
 
 def _error(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(without_user_info(message), file=sys.stderr, flush=True)

@@ -19,6 +19,7 @@ from types import FrameType
 from typing import Literal
 
 from mlflow_triton._download_bars import download_bars_on_terminals_only
+from mlflow_triton._urls import unreachable, without_user_info
 from mlflow_triton.errors import MlflowTritonError
 
 from ._deps import MissingExtraError
@@ -66,7 +67,7 @@ def export_command(
 
         if not isinstance(error, MlflowException):
             raise
-        _error(f"{COMMAND}: error: {model_uri}: {error.message}; nothing was written")
+        _error(f"{COMMAND}: error: {model_uri}: {unreachable(error) or error.message}; nothing was written")
         return 1
     for line in summary(directory):
         out(line)
@@ -113,4 +114,4 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _error(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(without_user_info(message), file=sys.stderr, flush=True)

@@ -16,6 +16,7 @@ from typing import Literal
 
 from mlflow_triton import _requests
 from mlflow_triton._names import check_model_name
+from mlflow_triton._paths import lies_inside
 
 from . import _config, _deps, _handoff, _parity, _pytorch, _sklearn, _tensors, _writer
 from ._errors import InvalidArgumentError, UnsupportedModelError
@@ -148,7 +149,7 @@ def _check_arguments(model_uri: object, out_dir: object, max_batch_size: object,
         raise InvalidArgumentError(f"out_dir must be a directory path, got {out_dir!r}")
     out_dir = pathlib.Path(out_dir).expanduser().resolve()
     logged = _local_model_path(model_uri)
-    if logged is not None and (out_dir == logged or out_dir.is_relative_to(logged)):
+    if logged is not None and lies_inside(out_dir, logged):
         raise InvalidArgumentError(
             f"out_dir {str(out_dir)!r} lies inside the logged model {str(logged)!r}, which export-onnx never "
             "modifies; choose a directory outside it"

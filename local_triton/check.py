@@ -23,6 +23,7 @@ from typing import Any, cast
 from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton._config import DEVICE_KINDS, read_config
+from mlflow_triton._urls import without_user_info
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from ._download import empty_download_dir
@@ -76,10 +77,12 @@ class ValidationReport:
         """``PASS|FAIL <model>: <reason>`` on one line (a multi-line reason is joined with `` | ``)."""
         verdict = "PASS" if self.passed else "FAIL"
         reason = " | ".join(part.strip() for part in self.reason.strip().splitlines() if part.strip())
-        return f"{verdict} {self.model}: {reason}"
+        return without_user_info(f"{verdict} {self.model}: {reason}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"real_triton_validation": True, **dataclasses.asdict(self)}
+        """The report's JSON form; no URL in it carries user info (an error may have quoted one)."""
+        facts = json.loads(without_user_info(json.dumps(dataclasses.asdict(self))))
+        return {"real_triton_validation": True, **facts}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -416,7 +419,7 @@ def _check_device(model_dir, device):
 
 def _slug(uri):
     """A directory name recognisably made from ``uri`` ("models:/clf/1" -> "models-clf-1")."""
-    text = re.sub(r"[^A-Za-z0-9_.]+", "-", str(uri)).strip("-.")
+    text = re.sub(r"[^A-Za-z0-9_.]+", "-", without_user_info(str(uri))).strip("-.")
     return text[-60:].lstrip("-.") or "model"
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlflow_triton._download_bars import download_bars_on_terminals_only
+from mlflow_triton._urls import without_user_info
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from .errors import InputFileError, LocalTritonError
@@ -209,4 +210,4 @@ def _os_error_text(error: OSError) -> str:
 
 
 def _error(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(without_user_info(message), file=sys.stderr, flush=True)

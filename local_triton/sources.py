@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from mlflow_triton._urls import unreachable, without_user_info
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from .errors import ModelSourceError
@@ -106,7 +107,7 @@ def _from_mlflow_model(uri, location, download_dir):
     try:
         model = Model.load(location)
     except Exception as error:  # MLflow raises several types for a missing run, version, alias or file
-        raise ModelSourceError(f"{uri}: model not found ({_first_line(error)})") from None
+        raise ModelSourceError(f"{uri}: {unreachable(error) or f'model not found ({_first_line(error)})'}") from None
     if triton.FLAVOR_NAME not in model.flavors:
         raise ModelSourceError(_not_a_triton_model(uri, model.flavors))
     Path(download_dir).mkdir(parents=True, exist_ok=True)
@@ -183,5 +184,5 @@ def _not_a_triton_model(uri, flavors):
 
 
 def _first_line(error):
-    text = str(error).strip() or type(error).__name__
+    text = without_user_info(str(error)).strip() or type(error).__name__
     return text.splitlines()[0]

@@ -275,9 +275,11 @@ def add_repository_command(
     from mlflow.exceptions import MlflowException
 
     from ._download_bars import download_bars_on_terminals_only
+    from ._urls import unreachable, without_user_info
 
     def error(message):
-        print(f"mlflow-triton add-repository: error: {message}; nothing was logged", file=sys.stderr)
+        text = f"mlflow-triton add-repository: error: {message}; nothing was logged"
+        print(without_user_info(text), file=sys.stderr)
         return 1
 
     try:
@@ -291,7 +293,7 @@ def add_repository_command(
     except MlflowTritonError as failure:
         return error(str(failure))
     except MlflowException as failure:
-        return error(f"{model_uri}: {failure.message}")
+        return error(f"{model_uri}: {unreachable(failure) or failure.message}")
     out(f"logged {info.model_uri} from {model_uri}")
     uri = info.model_uri
     if info.registered_model_version is not None:

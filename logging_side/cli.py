@@ -299,7 +299,11 @@ Ctrl-C, 143 after SIGTERM (nothing written to DIR on an error or an interruption
 def _pack_arguments(parser: argparse.ArgumentParser) -> None:
     _add_model_uris(parser)
     parser.add_argument(
-        "--out", required=True, type=Path, metavar="DIR", help="the repository to write (must not exist, or be empty)"
+        "--out",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="the repository to write: new or empty, not a symbolic link, outside the model directories it packs",
     )
     parser.add_argument(
         "--target",
@@ -410,7 +414,14 @@ def _kserve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--service-account", metavar="NAME", help="the ServiceAccount whose secret holds the storage credentials"
     )
-    parser.add_argument("--out", type=Path, metavar="FILE", help="write the YAML there (default: print it)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="write the YAML there (default: print it); missing folders are created; never a symbolic link, "
+        "an existing file only with --overwrite",
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace --out FILE when it exists")
 
 
 def _run_kserve(args: argparse.Namespace) -> int:
@@ -425,6 +436,7 @@ def _run_kserve(args: argparse.Namespace) -> int:
         artifacts_destination=args.artifacts_destination,
         tracking_uri=args.tracking_uri,
         out_file=args.out,
+        overwrite=args.overwrite,
     )
 
 

@@ -24,6 +24,7 @@ from mlflow.store.artifact.models_artifact_repo import ModelsArtifactRepository
 from . import _undo
 from ._names import MAX_MODEL_NAME_LENGTH, check_model_name
 from ._packaging import FLAVOR_NAME
+from ._paths import lies_inside
 from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def log_model(
     # Model.log stages the copy under the temporary directory: reject a TMPDIR inside the source
     # here, before Model.log creates a LoggedModel that the failing save_model would leave behind.
     staging_root = pathlib.Path(tempfile.gettempdir()).resolve()
-    if staging_root == source or staging_root.is_relative_to(source):
+    if lies_inside(staging_root, source):
         raise InvalidArgumentError(
             f"TMPDIR {str(staging_root)!r} lies inside the Triton model directory {str(source)!r}; MLflow stages "
             "the copy there: point TMPDIR at another directory"
@@ -81,7 +82,7 @@ def save_model(
     """Copy a Triton model directory into a new MLflow model at ``path``."""
     source = check_model_directory(triton_model_path)
     destination = pathlib.Path(path).expanduser().resolve()
-    if destination == source or destination.is_relative_to(source):
+    if lies_inside(destination, source):
         raise InvalidArgumentError(
             f"path {str(destination)!r} lies inside the Triton model directory {str(source)!r}; choose another"
         )

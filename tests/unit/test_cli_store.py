@@ -85,6 +85,7 @@ def test_main_calls_kserve_command_with_the_parsed_arguments_when_kserve_runs(mo
                 "artifacts_destination": None,
                 "tracking_uri": None,
                 "out_file": tmp_path / "i.yaml",
+                "overwrite": False,
             },
         )
     ]

@@ -210,6 +210,76 @@ def test_pack_command_prints_one_error_line_and_exits_1_when_a_refusal_stops_it(
     )
 
 
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fails the test when pack starts working (choosing the target comes first)."""
+
+    def started(*args, **kwargs):
+        raise AssertionError("pack started working before refusing --out")
+
+    monkeypatch.setattr(pack_module, "resolve_target", started)
+
+
+def test_pack_refuses_before_any_work_when_out_is_a_symbolic_link_to_an_empty_directory(tmp_path, no_work):
+    model = generated_model_dir(tmp_path, ["scikit-learn==1.5.2"])
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "out").symlink_to(tmp_path / "empty")
+
+    with pytest.raises(
+        PackOutputError,
+        match=rf"^--out {re.escape(str(tmp_path / 'out'))}: a symbolic link \(to {re.escape(str(tmp_path / 'empty'))}"
+        r"\); give the real path of a new or empty directory \(links are not followed\)$",
+    ):
+        pack_models([str(model)], tmp_path / "out")
+
+    assert left_in(tmp_path, "logged", "empty", "out") == [] and list((tmp_path / "empty").iterdir()) == []
+
+
+def mlflow_model_dir(parent):
+    """A logged-model-shaped directory: MLmodel beside model_repository/<generated Triton directory>."""
+    triton_dir = generated_model_dir(parent / "mlflow_model", ["scikit-learn==1.5.2"])
+    repository = parent / "mlflow_model" / "model_repository"
+    triton_dir.parent.rename(repository)
+    (parent / "mlflow_model" / "MLmodel").write_text("flavors: {}\n")
+    return parent / "mlflow_model", repository / triton_dir.name
+
+
+@pytest.mark.parametrize(
+    ("given", "out", "read"),
+    [
+        ("triton-directory", "triton-directory/packed", "triton-directory"),
+        ("triton-directory", "mlflow-directory/packed", "mlflow-directory"),
+        ("mlflow-directory", "triton-directory/packed", "mlflow-directory"),
+        ("mlflow-directory", "mlflow-directory/deeper/packed", "mlflow-directory"),
+    ],
+)
+def test_pack_refuses_before_any_work_when_out_lies_inside_a_model_it_reads(tmp_path, no_work, given, out, read):
+    mlflow_dir, triton_dir = mlflow_model_dir(tmp_path)
+    folders = {"mlflow-directory": mlflow_dir, "triton-directory": triton_dir}
+    first, _, rest = out.partition("/")
+    target = folders[first] / rest
+
+    with pytest.raises(
+        PackOutputError,
+        match=rf"^--out {re.escape(str(target))}: lies inside {re.escape(str(folders[read]))}, which pack only reads "
+        rf"\(for {re.escape(str(folders[given]))}\); give a directory outside it$",
+    ):
+        pack_models([str(folders[given])], target)
+
+    assert sorted(p.name for p in mlflow_dir.iterdir()) == ["MLmodel", "model_repository"]
+    assert sorted(p.name for p in triton_dir.iterdir()) == ["1", "config.pbtxt", "requirements.txt"]
+
+
+def test_pack_command_prints_one_error_line_when_out_lies_inside_the_model(tmp_path, no_work, capsys):
+    model = generated_model_dir(tmp_path, ["scikit-learn==1.5.2"])
+
+    status = pack_command([str(model)], model / "packed", progress=None)
+
+    err = capsys.readouterr().err
+    assert (status, err.count("\n")) == (1, 1)
+    assert err.startswith(f"mlflow-triton pack: error: --out {model / 'packed'}: lies inside {model}")
+
+
 # ------------------------------------------------------------------ wheels and glibc
 
 
