@@ -132,7 +132,8 @@ def _add_repository(
                 metadata=mlmodel.metadata,
                 tags={SOURCE_TAG: model_uri},
                 params=None,
-                signature=mlmodel.signature,
+                # None would have the mapping inferred and recorded; the source's MLmodel is kept as it is
+                signature=mlmodel.signature if mlmodel.signature is not None else False,
                 device="cpu",
                 triton_model_name=triton_model_name,
                 validate_saved_model=False,

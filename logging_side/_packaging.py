@@ -238,7 +238,7 @@ class _Plan:
     input_example: object
     options: dict
     declared_init_kwargs: object
-    signature: ModelSignature
+    signature: "ModelSignature | None | bool"  # as MLflow records it (False: none)
     layout: object
     tensors: dict
     validation: "dict | None"  # None: validate the saved artifact once it exists
@@ -249,6 +249,7 @@ class _Plan:
     batching_proof: "dict | None" = None  # the row-independence record of a batched model
     example_params: "dict | None" = None  # the params of an ``(input, params)`` example, shipped with the request
     lineage: "dict | None" = None  # where the model came from (add_repository), recorded in validation.json
+    output_mapping: "dict | None" = None  # outputs mapped from the example's prediction: why (validation.json)
 
 
 def _plan(
@@ -281,9 +282,11 @@ def _plan(
     # interpreter, which fails on the same code. Missing requirements always: that reload uses this environment.
     found = (tuple(framework.custom_code_warnings(model, options)) if not validate_saved_model else ()) + tuple(missing)
     _warn(found)
-    adapter, signature, layout = _predict_and_map(framework, model, data, example_params, signature, options)
+    adapter, signature, mapped, layout, output_mapping = _predict_and_map(
+        framework, model, data, example_params, signature, options
+    )
     layout = _batching.batched_layout(layout, batching)
-    tensors = _example_tensors(layout, for_request(data, signature.inputs))
+    tensors = _example_tensors(layout, for_request(data, mapped.inputs))
     _batching.check_example_rows(tensors, batching)
     validation = None
     if not validate_saved_model:
@@ -313,6 +316,7 @@ def _plan(
         proof,
         example_params,
         lineage,
+        output_mapping,
     )
 
 
@@ -367,6 +371,7 @@ def _build(plan, path):
             plan.batching_proof,
             plan.example_params,
             plan.lineage,
+            plan.output_mapping,
         )
         _add_triton_flavor(staging, plan.triton_model_name, plan.layout.contract.version)
         os.rename(staging, path)
@@ -420,15 +425,10 @@ def _check_arguments(framework, input_example, device, validate_saved_model, sig
         )
     if not isinstance(validate_saved_model, bool):
         raise InvalidArgumentError(f"validate_saved_model must be True or False, got {validate_saved_model!r}")
-    if signature is False:
+    if signature is not None and signature is not False and not isinstance(signature, ModelSignature):
         raise InvalidArgumentError(
-            "signature=False: MLflow then records no signature, and mlflow-triton builds config.pbtxt from it; "
-            "pass signature=None with an input_example (inferred from the example and its prediction) or a "
-            "ModelSignature"
-        )
-    if signature is not None and not isinstance(signature, ModelSignature):
-        raise InvalidArgumentError(
-            f"signature must be an mlflow.models.ModelSignature or None, got {type(signature).__name__}"
+            "signature must be an mlflow.models.ModelSignature, None (inferred from the example and its prediction) "
+            f"or False (none recorded), got {type(signature).__name__}"
         )
     if declared_init_kwargs is not None:
         if not framework.describes_architecture:
@@ -457,37 +457,54 @@ def _is_empty(example):
 
 
 def _predict_and_map(framework, model, input_example, example_params, signature, options):
-    """Predict the example (with the example's params, if any) in memory and derive (adapter, signature, layout).
+    """Predict the example (with the example's params, if any) in memory and derive the mapping.
 
-    An explicit signature is kept and enforced on the example by MLflow's own
-    schema enforcement (a single named input tensor is recorded unnamed where the
-    flavor takes no dict: ``signature_for_pyfunc``; the layout keeps the name);
-    otherwise MLflow infers one from the example and the prediction.
+    Returns ``(adapter, the signature to record, the signature mapped, layout, output_mapping)``. An explicit
+    signature is recorded as given and enforced on the example by MLflow's own schema enforcement (a single named
+    input tensor is recorded unnamed where the flavor takes no dict: ``signature_for_pyfunc``; the layout keeps the
+    name). ``None``: MLflow's inference from the example and its prediction, recorded. A signature without outputs,
+    or ``False`` (nothing recorded): the Triton outputs are mapped from the schema MLflow infers for the example's
+    prediction, and ``output_mapping`` (for validation.json) says so; the recorded signature stays the caller's.
     """
-    model_meta = Model(signature=signature_for_pyfunc(signature, framework.flavor))
+    recorded = None if signature is False else signature
+    model_meta = Model(signature=signature_for_pyfunc(recorded, framework.flavor))
     adapter = framework.pyfunc_adapter(model, options, model_meta)
-    examples = None
-    if signature is not None and example_params and signature.params is None:
+    if recorded is not None and example_params and recorded.params is None:
         raise InvalidArgumentError(
             f"input_example carries params ({', '.join(sorted(example_params))}) but the signature has no params "
             "schema, so a request could not set them; declare them: infer_signature(input, output, params={...})"
         )
-    if signature is None:
+    examples = None
+    mapped = recorded
+    output_mapping = None
+    if recorded is None or recorded.outputs is None:
         # A copy: a model may change its input (a transformer adding a column in place), never the caller's example.
-        # Normalised as MLflow's schema enforcement would for the input schema MLflow infers (records, a list, a
-        # dict of scalars or a scalar as a DataFrame: ``_examples``).
-        model_input = for_prediction(copy.deepcopy(input_example), input_schema(input_example))
+        # Normalised as MLflow's schema enforcement would for the input schema (the caller's, or the one MLflow
+        # infers: records, a list, a dict of scalars or a scalar as a DataFrame: ``_examples``).
+        schema = recorded.inputs if recorded is not None else input_schema(input_example)
+        model_input = for_prediction(copy.deepcopy(input_example), schema)
         prediction = _as_plain(_predict(adapter, model_input, "example", example_params))
-        signature = infer_signature(input_example, prediction, params=example_params)
-        model_meta.signature = signature
+        inferred = infer_signature(input_example, prediction, params=example_params)
         examples = {"input": input_example, "output": prediction}
-    if signature.params is not None and PARAMS_CHANNEL in {spec.name for spec in signature.params.params}:
+        if signature is None:
+            mapped = model_meta.signature = inferred
+        else:
+            inputs = recorded.inputs if recorded is not None else inferred.inputs
+            params = recorded.params if recorded is not None else inferred.params
+            mapped = ModelSignature(inputs=inputs, outputs=inferred.outputs, params=params)
+            output_mapping = {
+                "from": "the example's prediction",
+                "why": "the MLflow model records no signature" if recorded is None else "the signature has no outputs",
+                "how": "the output schema MLflow's infer_signature gives for the prediction of the input example; "
+                "the MLflow model's own signature is left as given",
+            }
+    if mapped.params is not None and PARAMS_CHANNEL in {spec.name for spec in mapped.params.params}:
         raise InvalidArgumentError(
             f"The params schema declares a parameter `{PARAMS_CHANNEL}`: that request parameter carries all of a "
             "request's params as JSON text (docs/request-parameters.md), so a request could not set it; rename it"
         )
-    layout = layout_from_signature(signature, framework.flavor, examples)
-    return adapter, model_meta.signature, layout
+    layout = layout_from_signature(mapped, framework.flavor, examples)
+    return adapter, (False if signature is False else model_meta.signature), mapped, layout, output_mapping
 
 
 def _predict(adapter, model_input, what, params=None):
@@ -574,6 +591,7 @@ def _write_repository(
     batching_proof=None,
     example_params=None,
     lineage=None,
+    output_mapping=None,
 ):
     config = _config.build_config(model_name, layout, device, batching.max_queue_delay_microseconds)
     _config.write_config(config, repository / "config.pbtxt")
@@ -614,6 +632,8 @@ def _write_repository(
     }
     if lineage is not None:
         report["source"] = lineage
+    if output_mapping is not None:
+        report["output_mapping"] = output_mapping
     if batching.enabled:
         report["batching"] = {
             "max_batch_size": batching.max_batch_size,

@@ -236,11 +236,10 @@ def test_log_model_rejects_before_writing_when_an_optional_integer_column_misses
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"signature": {"inputs": []}}, "signature must be an mlflow.models.ModelSignature or None, got dict"),
         (
-            {"signature": False},
-            "signature=False: MLflow then records no signature, and mlflow-triton builds config.pbtxt from it; "
-            "pass signature=None with an input_example",
+            {"signature": {"inputs": []}},
+            "signature must be an mlflow.models.ModelSignature, None (inferred from the example and its prediction) "
+            "or False (none recorded), got dict",
         ),
         ({"validate_saved_model": "yes"}, "validate_saved_model must be True or False, got 'yes'"),
         ({"name": ""}, "name must be a non-empty string, got ''"),
@@ -254,7 +253,6 @@ def test_log_model_rejects_before_writing_when_an_optional_integer_column_misses
     ],
     ids=[
         "signature",
-        "signature-disabled",
         "validate_saved_model",
         "name",
         "tags",

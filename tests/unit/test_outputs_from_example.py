@@ -1,0 +1,136 @@
+"""A signature without outputs, or ``signature=False``: the Triton outputs come from the example's prediction.
+
+MLflow's own tests log this way (``infer_signature(X)``, ``signature=False``) and its scoring server serves such
+models. The repository maps the outputs from the schema MLflow infers for the example's prediction, validation.json
+says so, and the MLflow model's signature stays exactly as the caller gave it.
+"""
+
+import json
+import pathlib
+
+import mlflow.pyfunc
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.models import Model, ModelSignature, infer_signature
+from mlflow.types import ColSpec, DataType, Schema
+
+import mlflow_triton
+from mlflow_triton import pyfunc, sklearn
+from mlflow_triton.errors import UnsupportedSchemaError
+
+
+def _repository(path):
+    return next((path / "model_repository").iterdir())
+
+
+def _outputs_in_config(repository):
+    text = (repository / "config.pbtxt").read_text(encoding="utf-8")
+    return text.split("output {")[1].split("}")[0]
+
+
+@pytest.mark.parametrize("given", ["inputs-only", "signature-False"])
+def test_save_model_maps_outputs_from_the_example_and_keeps_the_signature_as_given(
+    tmp_path, fitted_pipeline, example_frame, drive_model_py, read_request, given
+):
+    signature = ModelSignature(inputs=infer_signature(example_frame).inputs) if given == "inputs-only" else False
+    path = tmp_path / "classifier"
+
+    sklearn.save_model(fitted_pipeline, path, input_example=example_frame, signature=signature)
+
+    recorded = Model.load(str(path)).signature
+    if signature is False:
+        assert recorded is None
+    else:
+        assert recorded == signature and recorded.outputs is None
+    repository = _repository(path)
+    report = json.loads((repository / "validation.json").read_text(encoding="utf-8"))
+    assert report["output_mapping"]["from"] == "the example's prediction"
+    assert report["output_mapping"]["why"] == (
+        "the MLflow model records no signature" if signature is False else "the signature has no outputs"
+    )
+    assert 'name: "output_0"' in _outputs_in_config(repository)
+    assert "TYPE_INT64" in _outputs_in_config(repository)
+    _, arrays = read_request(repository)
+    answered = drive_model_py(repository, arrays)
+    expected = mlflow.pyfunc.load_model(str(path)).predict(example_frame)
+    np.testing.assert_array_equal(answered["output_0"], expected)
+
+
+def test_save_model_with_a_full_signature_records_no_output_mapping(tmp_path, fitted_pipeline, example_frame):
+    path = tmp_path / "classifier"
+    signature = infer_signature(example_frame, fitted_pipeline.predict(example_frame))
+
+    sklearn.save_model(fitted_pipeline, path, input_example=example_frame, signature=signature)
+
+    report = json.loads((_repository(path) / "validation.json").read_text(encoding="utf-8"))
+    assert "output_mapping" not in report
+    assert Model.load(str(path)).signature == signature
+
+
+class _Records(mlflow.pyfunc.PythonModel):
+    """A prediction with a list per row: MLflow infers an Array column, which does not map yet (nested types)."""
+
+    def predict(self, context, model_input, params=None):
+        return [{"label": "a", "scores": [float(value), 1.0]} for value in model_input["x"]]
+
+
+def test_save_model_refuses_outputs_from_the_example_that_do_not_map_and_writes_nothing(tmp_path):
+    example = pd.DataFrame({"x": [0.5, 1.5, 2.5]})
+    path = tmp_path / "records"
+
+    with pytest.raises(UnsupportedSchemaError, match="Column `scores` of the output schema: Array columns"):
+        pyfunc.save_model(
+            _Records(),
+            path,
+            input_example=example,
+            signature=ModelSignature(inputs=infer_signature(example).inputs),
+        )
+
+    assert not path.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_add_repository_maps_a_source_signature_without_outputs_and_keeps_it(tracking_store, fitted_pipeline):
+    frame = pd.DataFrame({"age": [22.0, 35.5, 47.0], "city": ["Oslo", "Pune", "Oslo"], "visits": [1, 4, 2]})
+    inputs_only = ModelSignature(inputs=infer_signature(frame).inputs)
+    with mlflow.start_run():
+        mlflow.sklearn.log_model(
+            fitted_pipeline,
+            name="churn",
+            signature=inputs_only,
+            input_example=frame,
+            registered_model_name="churn",
+            serialization_format="cloudpickle",
+        )
+
+    info = mlflow_triton.add_repository("models:/churn/1")
+
+    new = Model.load(info.model_uri)
+    assert new.signature == inputs_only
+    local = mlflow.artifacts.download_artifacts(info.model_uri)
+    repository = _repository(pathlib.Path(local))
+    report = json.loads((repository / "validation.json").read_text(encoding="utf-8"))
+    assert report["output_mapping"]["why"] == "the signature has no outputs"
+
+
+def test_save_model_maps_the_outputs_of_a_signature_without_outputs_for_a_column_prediction(tmp_path):
+    """A prediction frame (named columns) maps its columns, as a full inferred signature would."""
+
+    class Frame(mlflow.pyfunc.PythonModel):
+        def predict(self, context, model_input, params=None):
+            return pd.DataFrame({"double": model_input["x"] * 2, "label": ["a"] * len(model_input)})
+
+    example = pd.DataFrame({"x": [0.5, 1.5, 2.5]})
+    path = tmp_path / "frame"
+
+    pyfunc.save_model(
+        Frame(),
+        path,
+        input_example=example,
+        signature=ModelSignature(inputs=Schema([ColSpec(DataType.double, "x")])),
+    )
+
+    config = (_repository(path) / "config.pbtxt").read_text(encoding="utf-8")
+    assert 'name: "double"' in config and 'name: "label"' in config
+    assert Model.load(str(path)).signature.outputs is None
