@@ -7,6 +7,7 @@ Use the framework modules instead of ``mlflow.<framework>.log_model``::
 and ``mlflow_triton.add_repository(model_uri)`` for a model already in MLflow.
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,6 +16,20 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "add_repository"]
+
+# Reachable as attributes after a bare ``import mlflow_triton`` (``mlflow_triton.sklearn.log_model(...)``, as
+# ``mlflow.sklearn`` is), each imported on first use: ``import mlflow_triton`` stays light.
+_SUBMODULES = ("errors", "pyfunc", "pytorch", "sklearn", "transformers", "triton")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SUBMODULES})
 
 
 def add_repository(model_uri: str, **options: Any) -> "ModelInfo":

@@ -2,6 +2,8 @@
 
 import importlib
 import inspect
+import subprocess
+import sys
 
 import pytest
 
@@ -40,6 +42,31 @@ def test_framework_modules_import_when_named_from_the_package():
 
     assert {m.FLAVOR_NAME for m in (sklearn, pytorch, transformers)} == {"sklearn", "pytorch", "transformers"}
     assert triton.FLAVOR_NAME == "triton"
+
+
+def test_framework_modules_are_attributes_of_the_package_after_a_bare_import_in_a_fresh_interpreter():
+    # mlflow_triton.pyfunc.log_model(...) as the docs write it, without `import mlflow_triton.pyfunc` first
+    script = (
+        "import sys, mlflow_triton\n"
+        "assert 'mlflow_triton.sklearn' not in sys.modules\n"
+        "names = ('sklearn', 'pytorch', 'transformers', 'pyfunc', 'triton')\n"
+        "print(sorted(getattr(mlflow_triton, n).FLAVOR_NAME for n in names))\n"
+        "print(mlflow_triton.errors.BatchingWarning.__name__, set(names) <= set(dir(mlflow_triton)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == [
+        "['python_function', 'pytorch', 'sklearn', 'transformers', 'triton']",
+        "BatchingWarning True",
+    ]
+
+
+def test_a_name_the_package_does_not_have_is_an_attribute_error():
+    import mlflow_triton
+
+    with pytest.raises(AttributeError, match="module 'mlflow_triton' has no attribute 'xgboost'"):
+        mlflow_triton.xgboost  # noqa: B018
 
 
 @pytest.mark.parametrize(
