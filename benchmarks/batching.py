@@ -1,103 +1,241 @@
 """Dynamic batching, served: the batched generated repository against the unbatched one and MLServer's batching.
 
-The example Pipeline (``examples.sklearn_example``: two numeric columns and one text column ->
-``predict_proba``) is saved twice with ``mlflow_triton.sklearn.save_model``: without batching (**a**) and
-with ``max_batch_size=4096`` (**a'**, no queue delay: Triton batches what is waiting). Both
-repositories are loaded in one ``tritonserver`` (bundled 2.51); **d'** is MLServer 1.7.1 with its MLflow
-runtime and adaptive batching on (``max_batch_size`` 16 requests, ``max_batch_time`` 5 ms) on the
-same package (``benchmarks/peers.py``). Before any load each target's answer is compared with
-``pyfunc.predict`` in this process. Cells (rows x concurrent clients) are measured in rounds that
-alternate a, a', d'; Triton's statistics give a''s requests per execution.
+Two models (``--case``), each saved twice with its ``mlflow_triton`` wrapper: without batching (**a**) and
+with ``max_batch_size`` (**a'**, no queue delay: Triton batches what is waiting), both loaded in one
+``tritonserver`` (bundled 2.51) with the model's serving environment; **d'** is MLServer 1.7.1 with its
+MLflow runtime and adaptive batching on (``max_batch_size`` 16 requests, ``max_batch_time`` 5 ms) on the
+unbatched package (``benchmarks/peers.py``):
 
-Targets (issue #25): a'/a >= 3 at 16 clients (1 row); a' >= 1.2 x d' in every multi-client cell;
-a'/a >= 0.95 at 1 client (batching must not cost a lone client).
+* ``sklearn`` -- the example Pipeline (``examples.sklearn_example``: two numeric columns and one text column
+  -> ``predict_proba``), ``max_batch_size=4096``; cells of 1 and 1,000 rows;
+* ``text`` -- the tiny BERT text-classification pipeline of the tests (``tests/support/tiny_models.py``: one
+  layer, hidden size 16, a WordLevel tokenizer, no model hub) -> ``label`` and ``score``, ``max_batch_size=64``;
+  cells of 1 and 8 texts of 1 to 24 words per request. MLflow's pipeline wrapper runs the texts one by one (no
+  ``batch_size`` in its ``model_config``), so joining requests saves the per-call overhead only.
 
-    .venv/bin/python -m benchmarks.batching [--duration S] [--rounds N] [--results benchmarks/batching-results.md]
+Before any load each target's answer is compared with ``pyfunc.predict`` in this process. Cells (rows x
+concurrent clients) are measured in rounds that alternate a, a', d'; Triton's statistics give a''s requests
+per execution.
 
-``make bench`` runs it after ``benchmarks.run``. The figures are only as good as the machine is quiet:
-the load average at start and end is printed with them.
+Targets (issue #25, the sklearn case): a'/a >= 3 at 16 clients (1 row); a' >= 1.2 x d' in every multi-client
+cell; a'/a >= 0.95 at 1 client (batching must not cost a lone client). The text case records its figures
+(issue #31.6) without targets.
+
+    .venv/bin/python -m benchmarks.batching [--case sklearn|text ...] [--duration S] [--rounds N]
+
+``make bench`` runs it after ``benchmarks.run``. Each case writes its report (``RESULTS`` of the case,
+``benchmarks/batching-results*.md``). The figures are only as good as the machine is quiet: the load average
+at start and end is printed with them.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import http.client
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks.load import LoadResult, run_load
-from benchmarks.peers import MLServer, ensure_mlserver_env, mlserver_body
+from benchmarks.peers import MLSERVER_CONSTRAINTS, MLServer, ensure_mlserver_env, mlserver_body
 from benchmarks.run import _loadavg, _table, machine
-from benchmarks.served import _post, _wait_model_ready, save_package, summarize
+from benchmarks.served import _post, _wait_model_ready, summarize
 
-TARGETS = {
-    "a": "generated repository on Triton, max_batch_size 0 (each request its own predict)",
-    "a'": "generated repository on Triton, max_batch_size 4096 (dynamic batching, requests joined)",
-    "d'": "MLServer 1.7.1 (MLflow runtime) with adaptive batching",
-}
-CELLS = ((1, 1), (1, 4), (1, 16), (1000, 1), (1000, 4))
-MAX_BATCH_SIZE = 4096  # four concurrent 1,000-row requests fit one execution
 MLSERVER_ADAPTIVE_BATCHING = {"max_batch_size": 16, "max_batch_time": 0.005}
-BATCHED_MODEL = "classifier_batched"
-RESULTS = Path(__file__).resolve().parent / "batching-results.md"
+HERE = Path(__file__).resolve().parent
+#: Texts per request are drawn with 1 to this many words (the tiny BERT has 32 positions).
+MAX_WORDS = 24
+#: (rtol, atol) of the answer check before load: every target answers like pyfunc.predict.
+EXACT = (1e-9, 1e-12)
 
 
-def save_batched(work_dir: Path) -> Path:
-    """The example Pipeline saved with ``max_batch_size``; returns its generated model directory."""
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One model served three ways (a, a', d') and the cells it is measured in."""
+
+    name: str
+    title: str  # the report's heading: what is served
+    model: str  # the unbatched repository's name; MLServer serves the same package under it
+    batched_model: str
+    max_batch_size: int
+    cells: tuple[tuple[int, int], ...]  # (rows per request, concurrent clients)
+    unit: str  # what a row is, for the table's first column
+    results: Path
+    judged: bool  # issue #25's targets apply
+    save: Callable[[Path, str, int], None]  # (package path, Triton model name, max_batch_size)
+    model_input: Callable[[int], object]  # rows -> the model input of one request
+    mlserver_body: Callable[[dict, object], bytes]  # (a's body, the contract) -> MLServer's body
+    mlserver_constraints: tuple[str, ...] = MLSERVER_CONSTRAINTS
+
+    def targets(self) -> dict[str, str]:
+        return {
+            "a": "generated repository on Triton, max_batch_size 0 (each request its own predict)",
+            "a'": f"generated repository on Triton, max_batch_size {self.max_batch_size} (dynamic batching, "
+            "requests joined)",
+            "d'": "MLServer 1.7.1 (MLflow runtime) with adaptive batching",
+        }
+
+
+def _save_sklearn(path: Path, name: str, max_batch_size: int) -> None:
     from examples.sklearn_example import fitted_pipeline
     from mlflow_triton import sklearn as triton_sklearn
 
-    package = work_dir / "classifier-batched"
-    shutil.rmtree(package, ignore_errors=True)
     pipeline, frame = fitted_pipeline()
     triton_sklearn.save_model(
         pipeline,
-        package,
+        path,
         input_example=frame.iloc[:3],
         pyfunc_predict_fn="predict_proba",
-        triton_model_name=BATCHED_MODEL,
-        max_batch_size=MAX_BATCH_SIZE,
+        triton_model_name=name,
+        max_batch_size=max_batch_size,
     )
-    return package / "model_repository" / BATCHED_MODEL
 
 
-def bodies(model_dir: Path, batched_dir: Path, rows: int, seed: int = 7):
-    """(frame, {target: body}): the same rows as v2 JSON for a, in the batched shapes for a', for MLServer."""
+def _sklearn_input(rows: int):
     from examples.sklearn_example import training_frame
+
+    frame, _ = training_frame(rows=rows, seed=7)
+    return frame
+
+
+def _sklearn_mlserver_body(body: dict, contract) -> bytes:
+    return mlserver_body(body, {f.tensor: f.name for f in contract.inputs.fields})
+
+
+def _save_text(path: Path, name: str, max_batch_size: int) -> None:
+    from mlflow_triton import transformers as triton_transformers
+    from tests.support import tiny_models
+
+    triton_transformers.save_model(
+        tiny_models.shared_text_classification_pipeline(),
+        path,
+        input_example=texts(3, seed=0),
+        triton_model_name=name,
+        max_batch_size=max_batch_size,
+    )
+
+
+def texts(rows: int, seed: int = 7) -> list[str]:
+    """``rows`` texts of 1 to ``MAX_WORDS`` words from the tiny tokenizer's vocabulary, of different lengths."""
+    from tests.support import tiny_models
+
+    words = sorted(word for word in tiny_models.shared_tokenizer().get_vocab() if not word.startswith("["))
+    rng = np.random.default_rng(seed)
+    if rows <= MAX_WORDS:
+        lengths = rng.permutation(MAX_WORDS)[:rows] + 1  # no two alike
+    else:
+        lengths = rng.integers(1, MAX_WORDS + 1, size=rows)
+    return [" ".join(rng.choice(words, size=int(length))) for length in lengths]
+
+
+def text_mlserver_body(body: dict, contract) -> bytes:
+    """MLServer's body for a model with one unnamed text column: MLServer names it ``input-0`` (from the
+    signature), and the request's ``content_type: str`` hands the pyfunc a list of texts as Triton's runtime
+    does. (Without it MLServer builds a DataFrame whose column MLflow's text-classification wrapper refuses.)"""
+    (entry,) = body["inputs"]
+    request = {"name": "input-0", "datatype": entry["datatype"], "shape": entry["shape"], "data": entry["data"]}
+    return json.dumps({"parameters": {"content_type": "str"}, "inputs": [request]}).encode()
+
+
+CASES = {
+    "sklearn": Case(
+        name="sklearn",
+        title="the example scikit-learn Pipeline",
+        model="classifier",
+        batched_model="classifier_batched",
+        max_batch_size=4096,  # four concurrent 1,000-row requests fit one execution
+        cells=((1, 1), (1, 4), (1, 16), (1000, 1), (1000, 4)),
+        unit="rows",
+        results=HERE / "batching-results.md",
+        judged=True,
+        save=_save_sklearn,
+        model_input=_sklearn_input,
+        mlserver_body=_sklearn_mlserver_body,
+    ),
+    "text": Case(
+        name="text",
+        title="a tiny BERT text-classification pipeline",
+        model="text_classifier",
+        batched_model="text_classifier_batched",
+        max_batch_size=64,  # 16 clients x 1 text, 4 clients x 8 texts
+        cells=((1, 1), (1, 4), (1, 16), (8, 1), (8, 4)),
+        unit="texts",
+        results=HERE / "batching-results-text.md",
+        judged=False,
+        save=_save_text,
+        model_input=texts,
+        mlserver_body=text_mlserver_body,
+        # MLServer 1.7.1 cannot answer a pandas 3 string column: to_datatype(StringDtype) raises KeyError: 'O'
+        # (mlserver/codecs/numpy.py); the label column is one. pandas 2 gives it an object column.
+        mlserver_constraints=(*MLSERVER_CONSTRAINTS, "pandas<3"),
+    ),
+}
+
+
+def bodies(case: Case, model_dir: Path, batched_dir: Path, value) -> dict:
+    """``{target: body}``: ``value`` as v2 JSON for a, in the batched shapes for a', for MLServer."""
     from mlflow_triton._config import declarations, read_config, wire_arrays
     from mlflow_triton._requests import json_request
     from mlflow_triton.runtime.codecs import StructureCodec
 
-    frame, _ = training_frame(rows=rows, seed=seed)
     config, contract = read_config(model_dir / "config.pbtxt")
     batched_config, _ = read_config(batched_dir / "config.pbtxt")
     inputs, outputs = declarations(config)
-    tensors = StructureCodec(contract.inputs, {d.name: (d.data_type, d.dims) for d in inputs}).to_tensors(frame)
+    tensors = StructureCodec(contract.inputs, {d.name: (d.data_type, d.dims) for d in inputs}).to_tensors(value)
     datatypes, names = {d.name: d.data_type for d in inputs}, [d.name for d in outputs]
     plain = json_request(tensors, datatypes, names)
     batched = json_request(wire_arrays(batched_config, "input", tensors), datatypes, names)
-    return frame, {
+    return {
         "a": json.dumps(plain).encode(),
         "a'": json.dumps(batched).encode(),
-        "d'": mlserver_body(plain, {f.tensor: f.name for f in contract.inputs.fields}),
+        "d'": case.mlserver_body(plain, contract),
     }
 
 
-def measure(work_dir: Path, *, cells=CELLS, duration=10.0, rounds=2, warmup=3, progress=print) -> dict:
-    """Run the batching comparison; returns ``{"cells": [...], ...}``."""
+def answer_differences(answer: dict, expected: dict[str, np.ndarray]) -> list[str]:
+    """How a V2 JSON answer differs from the expected output tensors: values in order, whatever the shape (a' answers
+    ``[rows, 1]`` where a answers ``[rows]``), text exactly, numbers within ``EXACT``. Outputs are matched by name;
+    a single output by position (MLServer names it after the signature)."""
+    outputs = {output["name"]: output for output in answer["outputs"]}
+    if set(outputs) != set(expected) and len(outputs) == len(expected) == 1:
+        outputs = dict(zip(expected, outputs.values()))
+    if set(outputs) != set(expected):
+        return [f"outputs {sorted(outputs)}, expected {sorted(expected)}"]
+    found = []
+    for name, want in expected.items():
+        got, want = list(outputs[name]["data"]), want.ravel().tolist()
+        if len(got) != len(want):
+            found.append(f"{name}: {len(got)} values, expected {len(want)}")
+        elif want and isinstance(want[0], bytes):
+            if got != [value.decode("utf-8") for value in want]:
+                found.append(f"{name}: texts differ")
+        elif not np.allclose(np.asarray(got, dtype=float), np.asarray(want, dtype=float), *EXACT):
+            found.append(f"{name}: values differ")
+    return found
+
+
+def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, progress=print) -> dict:
+    """Run the batching comparison of ``case``; returns ``{"case": name, "cells": [...], ...}``."""
     import mlflow.pyfunc
 
     from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env
+    from mlflow_triton.local.compare import predict_outputs
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
-    progress("[batching] saving the sklearn Pipeline without and with max_batch_size ...")
-    package, model_dir = save_package(work_dir)
-    batched_dir = save_batched(work_dir)
+    progress(f"[batching] {case.name}: saving {case.title} without and with max_batch_size ...")
+    packages = {}
+    for name, max_batch_size in ((case.model, 0), (case.batched_model, case.max_batch_size)):
+        packages[name] = work_dir / name
+        shutil.rmtree(packages[name], ignore_errors=True)
+        case.save(packages[name], name, max_batch_size)
+    package = packages[case.model]
+    model_dir, batched_dir = (packages[name] / "model_repository" / name for name in packages)
     repo_root = work_dir / "repository"
     shutil.rmtree(repo_root, ignore_errors=True)
     repo_root.mkdir(parents=True)
@@ -105,18 +243,21 @@ def measure(work_dir: Path, *, cells=CELLS, duration=10.0, rounds=2, warmup=3, p
         shutil.copytree(directory, repo_root / directory.name)
     installation = TritonInstallation.bundled(progress=progress)
     env = ensure_serving_env(model_dir / "requirements.txt", installation.serving_constraints, progress=progress)
-    mlserver_env = ensure_mlserver_env(package, progress=progress)
+    mlserver_env = ensure_mlserver_env(package, progress=progress, constraints=case.mlserver_constraints)
     pyfunc_model = mlflow.pyfunc.load_model(str(package))
     requests = {}
-    for rows in sorted({rows for rows, _ in cells}):
-        frame, request_bodies = bodies(model_dir, batched_dir, rows)
-        requests[rows] = {"expected": np.asarray(pyfunc_model.predict(frame), dtype=float), **request_bodies}
+    for rows in sorted({rows for rows, _ in case.cells}):
+        value = case.model_input(rows)
+        requests[rows] = {
+            "expected": predict_outputs(pyfunc_model, value, model_dir),
+            **bodies(case, model_dir, batched_dir, value),
+        }
 
-    progress("[batching] starting tritonserver (a and a') and MLServer with adaptive batching (d') ...")
+    progress(f"[batching] {case.name}: starting tritonserver (a and a') and MLServer with adaptive batching (d') ...")
     with (
         TritonServer(
             repo_root,
-            (model_dir.name, BATCHED_MODEL),
+            (case.model, case.batched_model),
             installation=installation,
             serving_env=env,
             log_path=work_dir / "tritonserver.log",
@@ -124,31 +265,31 @@ def measure(work_dir: Path, *, cells=CELLS, duration=10.0, rounds=2, warmup=3, p
         MLServer(
             mlserver_env,
             package,
-            model_dir.name,
+            case.model,
             work_dir / "mlserver",
             work_dir / "mlserver.log",
             adaptive_batching=MLSERVER_ADAPTIVE_BATCHING,
         ) as mlserver,
     ):
-        _wait_model_ready(server, BATCHED_MODEL)
+        _wait_model_ready(server, case.batched_model)
         endpoints = {
-            "a": (server.http_port, f"/v2/models/{model_dir.name}/infer"),
-            "a'": (server.http_port, f"/v2/models/{BATCHED_MODEL}/infer"),
-            "d'": (mlserver.port, f"/v2/models/{model_dir.name}/infer"),
+            "a": (server.http_port, f"/v2/models/{case.model}/infer"),
+            "a'": (server.http_port, f"/v2/models/{case.batched_model}/infer"),
+            "d'": (mlserver.port, f"/v2/models/{case.model}/infer"),
         }
         for request in requests.values():
             for key, (port, path) in endpoints.items():
-                answer = _post(port, path, request[key])
-                (output,) = answer["outputs"]
-                got = np.asarray(output["data"], dtype=float).reshape(output["shape"])
-                if got.shape != request["expected"].shape or not np.allclose(got, request["expected"], 1e-9, 1e-12):
-                    raise AssertionError(f"target {key} ({TARGETS[key]}) answered differently from pyfunc.predict")
-        progress("[batching] a, a' and d' answer like pyfunc.predict")
+                found = answer_differences(_post(port, path, request[key]), request["expected"])
+                if found:
+                    raise AssertionError(
+                        f"target {key} ({case.targets()[key]}) answered differently from pyfunc.predict: {found}"
+                    )
+        progress(f"[batching] {case.name}: a, a' and d' answer like pyfunc.predict")
 
         results = []
-        for rows, clients in cells:
+        for rows, clients in case.cells:
             per_target = {key: [] for key in endpoints}
-            before = _counts(server.http_port, BATCHED_MODEL)
+            before = _counts(server.http_port, case.batched_model)
             for number in range(rounds):
                 for key, (port, path) in endpoints.items():
                     result = run_load(
@@ -162,22 +303,24 @@ def measure(work_dir: Path, *, cells=CELLS, duration=10.0, rounds=2, warmup=3, p
                     )
                     per_target[key].append(result)
                     progress(
-                        f"[batching] rows={rows:<5} clients={clients:<2} round {number + 1}/{rounds} "
-                        f"{key:<2}: {result.rps:8.1f} req/s  p50 {result.percentile_ms(50):7.2f} ms"
+                        f"[batching] {case.name} {case.unit}={rows:<5} clients={clients:<2} "
+                        f"round {number + 1}/{rounds} {key:<2}: {result.rps:8.1f} req/s  "
+                        f"p50 {result.percentile_ms(50):7.2f} ms"
                         + (f"  ERRORS: {result.errors[:2]}" if result.errors else "")
                     )
-            after = _counts(server.http_port, BATCHED_MODEL)
+            after = _counts(server.http_port, case.batched_model)
             executed = {name: after[name] - before[name] for name in after}
             pooled = {key: summarize(LoadResult.pooled(runs)) for key, runs in per_target.items()}
             results.append({"rows": rows, "clients": clients, "targets": pooled, "batched_counts": executed})
         triton_version = server.version()
     return {
+        "case": case.name,
         "cells": results,
         "triton_version": triton_version,
         "duration": duration,
         "rounds": rounds,
         "mlserver_adaptive_batching": MLSERVER_ADAPTIVE_BATCHING,
-        "max_batch_size": MAX_BATCH_SIZE,
+        "max_batch_size": case.max_batch_size,
     }
 
 
@@ -223,38 +366,49 @@ def targets(cells: list) -> list:
     return checks
 
 
-def report(measured: dict, info: dict, load_end: str) -> str:
+def report(measured: dict, info: dict, load_end: str, command: str = "python -m benchmarks.batching") -> str:
+    """The markdown report of one case's ``measure``: the table, the targets where the case is judged, the machine."""
+    case = CASES[measured["case"]]
+    names = case.targets()
     rows = []
     for cell in measured["cells"]:
         t = cell["targets"]
         counts = cell["batched_counts"]
         per_execution = counts["requests"] / counts["executions"] if counts["executions"] else float("nan")
-        plain, batched, mlserver = (t[key]["rps"] for key in TARGETS)
+        plain, batched, mlserver = (t[key]["rps"] for key in names)
         rows.append(
             [
                 cell["rows"],
                 cell["clients"],
-                *(f"{t[k]['rps']:.1f}" for k in TARGETS),
+                *(f"{t[k]['rps']:.1f}" for k in names),
                 f"{batched / plain:.2f}" if plain else "—",
                 f"{batched / mlserver:.2f}" if mlserver else "—",
-                *(f"{t[k]['p50_ms']:.1f}" for k in TARGETS),
+                *(f"{t[k]['p50_ms']:.1f}" for k in names),
                 f"{per_execution:.1f}",
-                sum(len(t[k]["errors"]) for k in TARGETS),
+                sum(len(t[k]["errors"]) for k in names),
             ]
         )
-    checks = targets(measured["cells"])
+    if case.judged:
+        verdicts = [
+            "Targets (issue #25):",
+            "",
+            *(f"- {'met' if met else 'MISSED'}: {what}: {value}" for what, met, value in targets(measured["cells"])),
+        ]
+    else:
+        verdicts = ["No targets for this case: its figures are recorded (issue #31.6)."]
     lines = [
-        "## Dynamic batching: a' (batched generated repository) vs a (unbatched) and d' (MLServer adaptive batching)",
+        f"## Dynamic batching, {case.title}: a' (batched generated repository) vs a (unbatched) and d' "
+        "(MLServer adaptive batching)",
         "",
-        *(f"- **{key}**: {text}" for key, text in TARGETS.items()),
+        *(f"- **{key}**: {text}" for key, text in names.items()),
         "",
-        f"Triton {measured['triton_version']}; MLServer adaptive batching {measured['mlserver_adaptive_batching']}; "
-        f"a' max_batch_size {measured['max_batch_size']}, no queue delay. {measured['rounds']} round(s) of "
-        f"{measured['duration']:g} s per target and cell, alternating a, a', d'.",
+        f"Run: `{command}` — {info['date']}. Triton {measured['triton_version']}; MLServer adaptive batching "
+        f"{measured['mlserver_adaptive_batching']}; a' max_batch_size {measured['max_batch_size']}, no queue delay. "
+        f"{measured['rounds']} round(s) of {measured['duration']:g} s per target and cell, alternating a, a', d'.",
         "",
         _table(
             [
-                "rows",
+                case.unit,
                 "clients",
                 "a req/s",
                 "a' req/s",
@@ -270,9 +424,7 @@ def report(measured: dict, info: dict, load_end: str) -> str:
             rows,
         ),
         "",
-        "Targets (issue #25):",
-        "",
-        *(f"- {'met' if met else 'MISSED'}: {what}: {value}" for what, met, value in checks),
+        *verdicts,
         "",
         f"Machine: {info['nproc']} CPU(s), {info['cpu']}, {info['memory']}; {info['os']}; Python {info['python']}; "
         f"load average at start {info['load_average_start']}, at end {load_end}. Servers, load clients and the "
@@ -283,17 +435,28 @@ def report(measured: dict, info: dict, load_end: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.batching", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--case", choices=sorted(CASES), action="append", help="the model(s) to measure (repeatable; default: all)"
+    )
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per target, cell and round")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--work-dir", type=Path, default=Path(".work") / "bench-batching")
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    info = machine()
-    measured = measure(args.work_dir, duration=args.duration, rounds=args.rounds)
-    text = report(measured, info, _loadavg())
-    args.results.write_text(text, encoding="utf-8")
-    (args.work_dir / "batching.json").write_text(json.dumps(measured, indent=1) + "\n", encoding="utf-8")
-    print(text)
+    parser.add_argument(
+        "--results-dir", type=Path, default=HERE, help="where each case's report goes (batching-results*.md)"
+    )
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(argv)
+    command = " ".join(["python -m benchmarks.batching", *argv])
+    for name in args.case or list(CASES):
+        case = CASES[name]
+        info = machine()
+        work_dir = args.work_dir / case.name
+        measured = measure(case, work_dir, duration=args.duration, rounds=args.rounds)
+        text = report(measured, info, _loadavg(), command)
+        args.results_dir.mkdir(parents=True, exist_ok=True)
+        (args.results_dir / case.results.name).write_text(text, encoding="utf-8")
+        (work_dir / "batching.json").write_text(json.dumps(measured, indent=1) + "\n", encoding="utf-8")
+        print(text)
     return 0
 
 

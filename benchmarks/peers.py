@@ -142,13 +142,13 @@ class MlflowServe(ServerProcess):
         )
 
 
-def ensure_mlserver_env(package: Path, progress=print) -> Path:
-    """The cached virtualenv with the package's requirements, MLServer and its MLflow runtime."""
+def ensure_mlserver_env(package: Path, progress=print, constraints=MLSERVER_CONSTRAINTS) -> Path:
+    """The cached virtualenv with the package's requirements, MLServer and its MLflow runtime (pip ``constraints``)."""
     from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
 
     lines = requirement_lines((package / "requirements.txt").read_text()) + list(MLSERVER_REQUIREMENTS)
     return ensure_env_for_requirements(
-        lines, MLSERVER_CONSTRAINTS, progress=progress, source=f"MLServer + {package / 'requirements.txt'}"
+        lines, constraints, progress=progress, source=f"MLServer + {package / 'requirements.txt'}"
     )
 
 
@@ -169,7 +169,8 @@ class MLServer(ServerProcess):
     ):
         super().__init__(log_path, startup_timeout)
         self.env = Path(env)
-        self.package = Path(package)
+        # Absolute: MLServer reads a relative ``uri`` from the model's settings folder, not from where it started.
+        self.package = Path(package).resolve()
         self.model_name = model_name
         self.settings_dir = Path(settings_dir)
         self.ready_path = f"/v2/models/{model_name}/ready"

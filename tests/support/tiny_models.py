@@ -289,6 +289,16 @@ def shared_text_classification_pipeline():
     return pipeline("text-classification", model=model, tokenizer=tokenizer)
 
 
+def text_classification_pipeline_without_attention_mask():
+    """The shared BERT classifier behind a tokenizer that returns no attention mask (``model_input_names`` without
+    it): when the pipeline pads texts to one length, the model attends to the [PAD] tokens too."""
+    from transformers import pipeline
+
+    tokenizer = word_level_tokenizer(_WORDS, _SPECIAL_TOKENS)
+    tokenizer.model_input_names = ["input_ids"]
+    return pipeline("text-classification", model=shared_text_classification_pipeline().model, tokenizer=tokenizer)
+
+
 def fresh_text_classification_pipeline():
     """A pipeline around a private copy of the shared BERT model, which a test may change."""
     from transformers import pipeline

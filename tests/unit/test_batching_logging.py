@@ -260,6 +260,44 @@ def test_pytorch_save_model_batches_a_tensor_model_and_joins_its_requests_when_m
         )
 
 
+# Texts of 1, 6 and 2 words: a pipeline that pads its batch pads the first and the third.
+_TEXTS_OF_DIFFERENT_LENGTHS = ["hello", "the model serves text example input", "tiny network"]
+
+
+def test_transformers_save_model_refuses_batching_and_writes_nothing_when_the_pipeline_pads_without_attention_mask(
+    tmp_path,
+):
+    from mlflow_triton import transformers as mt_transformers
+    from tests.support import tiny_models
+
+    with pytest.raises(BatchingRefusedError, match="output `score` differs for the example as one batch"):
+        mt_transformers.save_model(
+            tiny_models.text_classification_pipeline_without_attention_mask(),
+            tmp_path / "classifier",
+            input_example=_TEXTS_OF_DIFFERENT_LENGTHS,
+            model_config={"batch_size": 8},  # MLflow's wrapper passes it to the pipeline: texts padded to one length
+            max_batch_size=8,
+        )
+
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_transformers_save_model_proves_batching_of_the_same_pipeline_when_mlflow_runs_it_text_by_text(tmp_path):
+    from mlflow_triton import transformers as mt_transformers
+    from tests.support import tiny_models
+
+    mt_transformers.save_model(
+        tiny_models.text_classification_pipeline_without_attention_mask(),
+        tmp_path / "classifier",
+        input_example=_TEXTS_OF_DIFFERENT_LENGTHS,
+        max_batch_size=8,
+    )
+
+    repository = tmp_path / "classifier" / "model_repository" / "classifier"
+    validation = json.loads((repository / "validation.json").read_text())
+    assert validation["batching"]["row_independence"]["largest_difference_ulps"] == {"label": 0.0, "score": 0.0}
+
+
 class _Centring:
     """A scikit-learn-style model whose rows interact: ``a`` minus the mean of its batch (alone, every row is 0)."""
 
