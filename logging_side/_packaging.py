@@ -88,6 +88,10 @@ class Framework:
     def current_device(self, model):
         return "cpu"
 
+    def check_batching(self, model, options, params_schema):
+        """Refuse ``max_batch_size`` where the model's own calls join rows in a way the proof cannot rule out;
+        default: the proof decides."""
+
     def save_native(
         self, model: object, path: object, signature: object, input_example: object, options: dict[str, object]
     ) -> None:
@@ -293,6 +297,7 @@ def _plan(
         validation = _validate_in_memory(layout, tensors, adapter, framework.current_device(model), example_params)
     proof = None
     if batching.enabled:
+        framework.check_batching(model, options, mapped.params)
         predict = _batching.predictor_of_tensors(
             lambda value: _predict(adapter, value, "batching proof", example_params), *codecs_for(layout)
         )

@@ -264,22 +264,49 @@ def test_pytorch_save_model_batches_a_tensor_model_and_joins_its_requests_when_m
 _TEXTS_OF_DIFFERENT_LENGTHS = ["hello", "the model serves text example input", "tiny network"]
 
 
-def test_transformers_save_model_refuses_batching_and_writes_nothing_when_the_pipeline_pads_without_attention_mask(
-    tmp_path,
+@pytest.mark.parametrize(
+    ("options", "where"),
+    [
+        ({"model_config": {"batch_size": 8}}, "model_config has batch_size=8"),
+        (
+            {"input_example": (_TEXTS_OF_DIFFERENT_LENGTHS, {"batch_size": 1})},
+            "the params schema declares batch_size",
+        ),
+    ],
+    ids=["model_config", "params"],
+)
+def test_transformers_save_model_refuses_batching_and_writes_nothing_when_the_pipeline_would_pad_a_joined_batch(
+    tmp_path, options, where
 ):
+    # MLflow's wrapper calls the pipeline with its model_config, overridden by a request's params: a batch_size there
+    # pads the texts of a joined batch to one length, which the proof cannot rule out from any example
     from mlflow_triton import transformers as mt_transformers
     from tests.support import tiny_models
 
-    with pytest.raises(BatchingRefusedError, match="output `score` differs for the example as one batch"):
+    options = {"input_example": _TEXTS_OF_DIFFERENT_LENGTHS, **options}
+    with pytest.raises(BatchingRefusedError) as refused:
         mt_transformers.save_model(
-            tiny_models.text_classification_pipeline_without_attention_mask(),
-            tmp_path / "classifier",
-            input_example=_TEXTS_OF_DIFFERENT_LENGTHS,
-            model_config={"batch_size": 8},  # MLflow's wrapper passes it to the pipeline: texts padded to one length
-            max_batch_size=8,
+            tiny_models.shared_text_classification_pipeline(), tmp_path / "classifier", max_batch_size=8, **options
         )
 
+    assert str(refused.value).startswith(f"Batching refused: {where}, so the pipeline pads the texts")
+    assert str(refused.value).endswith("or with max_batch_size=0")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_transformers_save_model_proves_batching_when_model_config_has_batch_size_one(tmp_path):
+    from mlflow_triton import transformers as mt_transformers
+    from tests.support import tiny_models
+
+    mt_transformers.save_model(
+        tiny_models.shared_text_classification_pipeline(),
+        tmp_path / "classifier",
+        input_example=_TEXTS_OF_DIFFERENT_LENGTHS,
+        model_config={"batch_size": 1},
+        max_batch_size=8,
+    )
+
+    assert (tmp_path / "classifier" / "model_repository" / "classifier" / "validation.json").exists()
 
 
 def test_transformers_save_model_proves_batching_of_the_same_pipeline_when_mlflow_runs_it_text_by_text(tmp_path):
@@ -347,3 +374,20 @@ def test_log_model_refuses_batching_the_sklearn_example_with_the_remedy_when_its
         )
 
     tracking_store.assert_nothing_logged()
+
+
+def test_docs_quote_the_refusal_of_batching_a_text_pipeline_called_with_a_batch_size(tmp_path):
+    from mlflow_triton import transformers as mt_transformers
+    from tests.support import tiny_models
+
+    with pytest.raises(BatchingRefusedError) as refused:
+        mt_transformers.save_model(
+            tiny_models.shared_text_classification_pipeline(),
+            tmp_path / "classifier",
+            input_example=_TEXTS_OF_DIFFERENT_LENGTHS,
+            model_config={"batch_size": 4},
+            max_batch_size=8,
+        )
+
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "batching.md").read_text(encoding="utf-8")
+    assert f"BatchingRefusedError: {refused.value}\n" in text
