@@ -8,13 +8,14 @@ DataFrame's default labels ``0..n-1``): the contract keeps the original label.
 Everything the runtime cannot rebuild faithfully is rejected here, before any
 file is written, with a message naming the field.
 
-Input columns also map two column adapters (mapping version 4): a datetime
+Columns also map two column adapters (mapping version 4): a datetime input
 column is an INT64 tensor of nanoseconds since the epoch (content ``datetime``),
-and an optional column (MLflow infers one from an example with NaN or ``None``)
-gets a companion BOOL tensor ``<tensor>__missing`` marking its missing rows. An
-optional integer or long column gets no mask: MLflow's schema enforcement
-refuses missing values in integer columns, so ``pyfunc.predict`` only ever takes
-complete ones. Output columns map neither (see ``docs/limits.md``).
+and an optional column (MLflow infers one from an example, or a prediction, with
+NaN or ``None``) gets a companion BOOL tensor ``<tensor>__missing`` marking its
+missing rows, on inputs and outputs alike. An optional integer or long input
+column gets no mask: MLflow's schema enforcement refuses missing values in
+integer columns, so ``pyfunc.predict`` only ever takes complete ones; such an
+output column is refused. Datetime output columns are refused (see ``docs/limits.md``).
 """
 
 import contextlib
@@ -54,7 +55,7 @@ COLUMN_TYPES = {
 }
 UNSUPPORTED_COLUMN_TYPES: "dict[DataType, str]" = {}  # every MLflow column type maps now
 SUPPORTED_COLUMN_TYPE_NAMES = ", ".join(t.name for t in COLUMN_TYPES)
-# Output columns: no datetime content, no missing-value masks (the runtime's outputs carry neither).
+# Output columns: no datetime content (the runtime's outputs carry none); optional ones get a mask as inputs do.
 OUTPUT_COLUMN_TYPE_NAMES = ", ".join(t.name for t in COLUMN_TYPES if t != DataType.datetime)
 # Optional columns of these types carry no mask: MLflow's enforcement refuses missing integers.
 UNMASKED_OPTIONAL_TYPES = (DataType.integer, DataType.long)
@@ -177,10 +178,11 @@ def _map_column(spec, side, position, namer):
             f"supported: {SUPPORTED_COLUMN_TYPE_NAMES}; send nested values as JSON text in a string column "
             "(table-question-answering takes its table so: json.dumps(table))"
         )
-    if side == "output" and not spec.required:
+    if side == "output" and not spec.required and spec.type in UNMASKED_OPTIONAL_TYPES:
         raise UnsupportedSchemaError(
-            f"{label}: optional output columns are not mapped (only input columns carry a missing-value mask); "
-            f"mark the column required or return a tensor (supported: required {OUTPUT_COLUMN_TYPE_NAMES} columns)"
+            f"{label}: an optional {spec.type.name} output column is not mapped (a missing-value mask serves "
+            "bool, float, double, string and binary columns); return the column as float (NaN for a missing "
+            "value) or complete"
         )
     if side == "output" and spec.type == DataType.datetime:
         raise UnsupportedSchemaError(
@@ -199,7 +201,7 @@ def _map_column(spec, side, position, namer):
 
 
 def _missing_mask(spec, field, namer):
-    """The name of the BOOL tensor marking the missing rows of an optional input column, or None."""
+    """The name of the BOOL tensor marking the missing rows of an optional column, or None."""
     if spec.required or spec.type in UNMASKED_OPTIONAL_TYPES:
         return None
     return namer.claim(f"{field.tensor}{MISSING_MASK_SUFFIX}", f"{field.tensor}{MISSING_MASK_SUFFIX}")

@@ -284,14 +284,29 @@ def test_layout_raises_naming_field_when_input_is_unsupported(inputs, message):
     [
         (Schema([ColSpec("datetime", "label")]), "Column `label` of the output schema: datetime output columns are"),
         (
-            Schema([ColSpec("double", "score", required=False)]),
-            "Column `score` of the output schema: optional output columns are not mapped",
+            Schema([ColSpec("long", "count", required=False)]),
+            "Column `count` of the output schema: an optional long output column is not mapped",
         ),
     ],
 )
 def test_layout_raises_naming_output_side_when_output_column_is_unsupported(outputs, message):
     with pytest.raises(UnsupportedSchemaError, match=re.escape(message)):
         _layout(outputs=outputs)
+
+
+def test_layout_gives_an_optional_output_column_a_missing_value_mask_as_an_input_column_gets():
+    layout = _layout(outputs=Schema([ColSpec("double", "score", required=False), ColSpec("string", "label")]))
+
+    assert [(f.name, f.tensor, f.missing) for f in layout.contract.outputs.fields] == [
+        ("score", "score", "score__missing"),
+        ("label", "label", None),
+    ]
+    assert [(d.name, d.data_type, d.dims) for d in layout.outputs] == [
+        ("score", "TYPE_FP64", (-1,)),
+        ("label", "TYPE_STRING", (-1,)),
+        ("score__missing", "TYPE_BOOL", (-1,)),
+    ]
+    assert layout.contract.version == 4
 
 
 # --- column adapters: missing-value masks and datetimes (mapping version 4) --------------------

@@ -114,13 +114,6 @@ def expected_rejection(case, example_prediction):
         return Rejection(
             "UnsupportedSchemaError", r"Tensor #0 of the output schema: the prediction of the example is a scalar"
         )
-    if not case.explicit_signature and case.form in ("frame", "series"):
-        for key, values in _prediction_fields(case, example_prediction):
-            if values.dtype.kind == "f" and np.isnan(values).any():
-                return Rejection(
-                    "UnsupportedSchemaError",
-                    rf"Column {_label_of(key)} of the output schema: optional output columns are not mapped",
-                )
     for (key, values), output in zip(_prediction_fields(case, example_prediction), case.outputs):
         kind = declared_kind(case, output)
         datatype = TRITON_DATATYPES[kind]
@@ -132,10 +125,6 @@ def expected_rejection(case, example_prediction):
                 rf"( \(field `{re.escape(str(key))}`\))?: element {problem}",
             )
     return None
-
-
-def _label_of(name):
-    return f"`{re.escape(name)}`" if isinstance(name, str) else re.escape(repr(name))
 
 
 def _prediction_fields(case, prediction):
@@ -263,12 +252,27 @@ def expected_answer(contract, outputs, prediction=None, error=None, empty=False)
         declaration = types[mapped.tensor]
         values = np.asarray(_output_field(contract.outputs.structure, prediction, mapped.name, position))
         if (
+            getattr(mapped, "missing", None) is not None
+        ):  # an optional output column: the docs' placeholder where the mask is true
+            missing = np.array([_is_missing_value(item) for item in values.flat], dtype=bool).reshape(values.shape)
+            answer[mapped.missing] = missing
+            values = np.where(missing, _PLACEHOLDER.get(declaration.data_type, 0), values).astype(values.dtype)
+        if (
             not _shape_fits(values.shape, declaration.dims)
             or first_misfit(values, declaration.data_type, mapped.content) is not None
         ):
             return Failure(500, f"{OUTPUT_DOES_NOT_FIT}Tensor `{mapped.tensor}`")
         answer[mapped.tensor] = _as_configured(values, declaration.data_type)
     return Answer(answer)
+
+
+# What a missing row of an optional output column carries beside its mask (docs/repository.md).
+_PLACEHOLDER = {"TYPE_STRING": b"", "TYPE_BOOL": False}
+
+
+def _is_missing_value(item):
+    """None, pd.NA, NaT or a float NaN: the values pandas and MLflow call missing."""
+    return item is None or item is pd.NA or item is pd.NaT or (isinstance(item, (float, np.floating)) and item != item)
 
 
 def _output_field(structure, prediction, name, position):
