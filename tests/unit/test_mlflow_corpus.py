@@ -28,14 +28,18 @@ MLFLOW_TEST_FILES = {
     "tests/lightgbm/test_lightgbm_model_export.py",
     "tests/statsmodels/test_statsmodels_model_export.py",
     "tests/pyfunc/test_model_export_with_class_and_artifacts.py",
+    "tests/catboost/test_catboost_model_export.py",
+    "tests/sentence_transformers/test_sentence_transformers_model_export.py",
 }
+#: The flavors without an mlflow_triton wrapper of their own (pyfunc has one too: its cases take both routes).
+PLAIN_MLFLOW_FLAVORS = ("xgboost", "lightgbm", "catboost", "statsmodels", "sentence_transformers", "pyfunc")
 
 
 def _outcome(case_id="sklearn-a", flavor="sklearn", **fields):
     return Outcome(case_id, flavor, "tests/sklearn/test_sklearn_model_export.py::test_model_save_load", **fields)
 
 
-def test_corpus_has_at_least_60_cases_over_the_seven_flavors_when_listed():
+def test_corpus_has_at_least_60_cases_over_the_nine_flavors_when_listed():
     cases = run.all_cases()
 
     assert len(cases) >= 60
@@ -57,16 +61,14 @@ def test_corpus_cases_name_a_test_of_the_mlflow_files_the_issue_names_when_liste
 
 
 def test_corpus_cases_of_flavors_without_a_wrapper_are_brought_in_with_add_repository_when_listed():
-    routes = {
-        (case.flavor, case.route)
-        for case in run.all_cases()
-        if case.flavor not in ("sklearn", "pytorch", "transformers")
-    }
+    routes = {(case.flavor, case.route) for case in run.all_cases() if case.flavor in PLAIN_MLFLOW_FLAVORS}
 
     assert routes == {
         ("xgboost", "add-repository"),
         ("lightgbm", "add-repository"),
+        ("catboost", "add-repository"),
         ("statsmodels", "add-repository"),
+        ("sentence_transformers", "add-repository"),
         ("pyfunc", "add-repository"),
         ("pyfunc", "wrapper"),
     }
@@ -88,11 +90,11 @@ def test_corpus_select_exits_with_known_ids_when_an_id_is_unknown():
         run.select(run.all_cases(), ["sklearn-nope"])
 
 
-def test_case_rejects_flavor_when_not_one_of_the_seven():
+def test_case_rejects_flavor_when_not_one_of_the_nine():
     with pytest.raises(
         ValueError,
         match=r"flavor 'keras' is not one of \('sklearn', 'pytorch', 'transformers', 'xgboost', 'lightgbm', "
-        r"'statsmodels', 'pyfunc'\)",
+        r"'catboost', 'statsmodels', 'sentence_transformers', 'pyfunc'\)",
     ):
         Case("keras-a", "keras", "tests/keras/test_keras.py::test_a", lambda: Built(None, {}))
 
