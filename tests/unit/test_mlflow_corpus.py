@@ -28,6 +28,8 @@ MLFLOW_TEST_FILES = {
     "tests/lightgbm/test_lightgbm_model_export.py",
     "tests/statsmodels/test_statsmodels_model_export.py",
     "tests/pyfunc/test_model_export_with_class_and_artifacts.py",
+    "tests/pyfunc/test_model_export_with_loader_module_and_data_path.py",
+    "tests/pyfunc/test_pyfunc_schema_enforcement.py",
     "tests/catboost/test_catboost_model_export.py",
     "tests/sentence_transformers/test_sentence_transformers_model_export.py",
 }
@@ -44,6 +46,15 @@ def test_corpus_has_at_least_60_cases_over_the_nine_flavors_when_listed():
 
     assert len(cases) >= 60
     assert {case.flavor for case in cases} == set(FLAVORS)
+
+
+def test_corpus_has_at_least_64_cases_logged_with_plain_mlflow_when_listed():
+    # issue 32: 24 cases, then at least 40 more rebuilt from MLflow's xgboost, LightGBM, CatBoost, statsmodels,
+    # sentence-transformers and pyfunc tests
+    plain = [case for case in run.all_cases() if case.flavor in PLAIN_MLFLOW_FLAVORS]
+
+    assert len(plain) >= 64
+    assert {case.flavor for case in plain} == set(PLAIN_MLFLOW_FLAVORS)
 
 
 def test_corpus_case_ids_are_unique_and_name_their_flavor_when_listed():
@@ -274,3 +285,21 @@ def test_markdown_shows_the_wrappers_warning_when_a_case_logged_with_one():
     outcome = _outcome(model_uri="models:/m-1", check_passed=True, warnings=["class A is defined in module 'x'\nmore"])
 
     assert "| logged, with a warning: class A is defined in module 'x' | PASS |" in markdown([outcome], {})
+
+
+def test_model_code_files_import_only_mlflow_the_standard_library_and_each_other_when_parsed():
+    # MLflow stores them as code and imports them by their own names where the model loads (Triton's Python
+    # backend included), where this repository is not installed
+    import ast
+
+    from tests.support.mlflow_corpus.cases_pyfunc import MODEL_CODE
+
+    imported = set()
+    for file in MODEL_CODE.glob("*.py"):
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                imported.add((node.module or "").split(".")[0])
+
+    assert imported == {"mlflow", "os", "pickle", "corpus_model_utils"}

@@ -135,8 +135,8 @@ def registered_conda_env() -> Built:
 @case(
     "embeddings-task",
     "test_model_pyfunc_with_dict_input",
-    note="task='llm/v1/embeddings' (OpenAI-style {'input': [...]} in, {'data': [...], 'usage': ...} out); the "
-    "test saves without input_example: its dict input is the example",
+    note="task='llm/v1/embeddings' (an OpenAI-style {'input': [sentences]}: one array-of-strings column); the test "
+    "saves without input_example: its dict input is the example",
     route="add-repository",
 )
 def embeddings_task() -> Built:
