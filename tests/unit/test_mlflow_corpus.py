@@ -28,18 +28,33 @@ MLFLOW_TEST_FILES = {
     "tests/lightgbm/test_lightgbm_model_export.py",
     "tests/statsmodels/test_statsmodels_model_export.py",
     "tests/pyfunc/test_model_export_with_class_and_artifacts.py",
+    "tests/pyfunc/test_model_export_with_loader_module_and_data_path.py",
+    "tests/pyfunc/test_pyfunc_schema_enforcement.py",
+    "tests/catboost/test_catboost_model_export.py",
+    "tests/sentence_transformers/test_sentence_transformers_model_export.py",
 }
+#: The flavors without an mlflow_triton wrapper of their own (pyfunc has one too: its cases take both routes).
+PLAIN_MLFLOW_FLAVORS = ("xgboost", "lightgbm", "catboost", "statsmodels", "sentence_transformers", "pyfunc")
 
 
 def _outcome(case_id="sklearn-a", flavor="sklearn", **fields):
     return Outcome(case_id, flavor, "tests/sklearn/test_sklearn_model_export.py::test_model_save_load", **fields)
 
 
-def test_corpus_has_at_least_60_cases_over_the_seven_flavors_when_listed():
+def test_corpus_has_at_least_60_cases_over_the_nine_flavors_when_listed():
     cases = run.all_cases()
 
     assert len(cases) >= 60
     assert {case.flavor for case in cases} == set(FLAVORS)
+
+
+def test_corpus_has_at_least_64_cases_logged_with_plain_mlflow_when_listed():
+    # issue 32: 24 cases, then at least 40 more rebuilt from MLflow's xgboost, LightGBM, CatBoost, statsmodels,
+    # sentence-transformers and pyfunc tests
+    plain = [case for case in run.all_cases() if case.flavor in PLAIN_MLFLOW_FLAVORS]
+
+    assert len(plain) >= 64
+    assert {case.flavor for case in plain} == set(PLAIN_MLFLOW_FLAVORS)
 
 
 def test_corpus_case_ids_are_unique_and_name_their_flavor_when_listed():
@@ -57,16 +72,14 @@ def test_corpus_cases_name_a_test_of_the_mlflow_files_the_issue_names_when_liste
 
 
 def test_corpus_cases_of_flavors_without_a_wrapper_are_brought_in_with_add_repository_when_listed():
-    routes = {
-        (case.flavor, case.route)
-        for case in run.all_cases()
-        if case.flavor not in ("sklearn", "pytorch", "transformers")
-    }
+    routes = {(case.flavor, case.route) for case in run.all_cases() if case.flavor in PLAIN_MLFLOW_FLAVORS}
 
     assert routes == {
         ("xgboost", "add-repository"),
         ("lightgbm", "add-repository"),
+        ("catboost", "add-repository"),
         ("statsmodels", "add-repository"),
+        ("sentence_transformers", "add-repository"),
         ("pyfunc", "add-repository"),
         ("pyfunc", "wrapper"),
     }
@@ -88,11 +101,11 @@ def test_corpus_select_exits_with_known_ids_when_an_id_is_unknown():
         run.select(run.all_cases(), ["sklearn-nope"])
 
 
-def test_case_rejects_flavor_when_not_one_of_the_seven():
+def test_case_rejects_flavor_when_not_one_of_the_nine():
     with pytest.raises(
         ValueError,
         match=r"flavor 'keras' is not one of \('sklearn', 'pytorch', 'transformers', 'xgboost', 'lightgbm', "
-        r"'statsmodels', 'pyfunc'\)",
+        r"'catboost', 'statsmodels', 'sentence_transformers', 'pyfunc'\)",
     ):
         Case("keras-a", "keras", "tests/keras/test_keras.py::test_a", lambda: Built(None, {}))
 
@@ -272,3 +285,21 @@ def test_markdown_shows_the_wrappers_warning_when_a_case_logged_with_one():
     outcome = _outcome(model_uri="models:/m-1", check_passed=True, warnings=["class A is defined in module 'x'\nmore"])
 
     assert "| logged, with a warning: class A is defined in module 'x' | PASS |" in markdown([outcome], {})
+
+
+def test_model_code_files_import_only_mlflow_the_standard_library_and_each_other_when_parsed():
+    # MLflow stores them as code and imports them by their own names where the model loads (Triton's Python
+    # backend included), where this repository is not installed
+    import ast
+
+    from tests.support.mlflow_corpus.cases_pyfunc import MODEL_CODE
+
+    imported = set()
+    for file in MODEL_CODE.glob("*.py"):
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                imported.add((node.module or "").split(".")[0])
+
+    assert imported == {"mlflow", "os", "pickle", "corpus_model_utils"}

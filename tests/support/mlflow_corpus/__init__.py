@@ -5,7 +5,11 @@ in ``Case.mlflow_test`` as ``<file>::<test>``) -- tiny random models and a local
 download a hub model -- and gives the keyword arguments MLflow's test logs it with.
 
 * :mod:`.case` -- ``Case`` (id, MLflow test, builder) and ``Built`` (the model and its ``log_model`` arguments);
-* :mod:`.cases_sklearn`, :mod:`.cases_pytorch`, :mod:`.cases_transformers` -- the cases, one builder each;
+* :mod:`.cases_sklearn`, :mod:`.cases_pytorch`, :mod:`.cases_transformers` -- the cases of the wrappers' flavors,
+  one builder each; :mod:`.cases_xgboost`, :mod:`.cases_lightgbm`, :mod:`.cases_catboost`, :mod:`.cases_statsmodels`,
+  :mod:`.cases_sentence_transformers`, :mod:`.cases_pyfunc` -- models logged with plain MLflow and brought in with
+  ``add_repository`` (custom pyfunc models also with ``mlflow_triton.pyfunc``); ``model_code/`` -- the files the
+  pyfunc cases log as code;
 * :mod:`.outcomes` -- what happened to a case (built / logged / refused / checked) and the Markdown table;
 * :mod:`.run` -- the runner: log each case with the ``mlflow_triton`` wrapper into a local sqlite store, prove the
   logged ones with the real ``mlflow-triton check`` CLI, try each refused one with plain MLflow and MLflow's own

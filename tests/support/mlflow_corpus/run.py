@@ -42,7 +42,9 @@ SAMPLE = (
     "transformers-classifier-list",
     "xgboost-booster-save-load",
     "lightgbm-booster-save-load",
+    "catboost-regressor-save-load",
     "statsmodels-ols-save-load",
+    "sentence_transformers-serve-one-sentence",
     "pyfunc-class-artifacts-knn-add",
 )
 ADDED_NOTE = "logged with plain MLflow, brought in with add_repository"
@@ -52,9 +54,11 @@ PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 def all_cases() -> tuple[Case, ...]:
     from . import (
+        cases_catboost,
         cases_lightgbm,
         cases_pyfunc,
         cases_pytorch,
+        cases_sentence_transformers,
         cases_sklearn,
         cases_statsmodels,
         cases_transformers,
@@ -67,7 +71,9 @@ def all_cases() -> tuple[Case, ...]:
         *cases_transformers.CASES,
         *cases_xgboost.CASES,
         *cases_lightgbm.CASES,
+        *cases_catboost.CASES,
         *cases_statsmodels.CASES,
+        *cases_sentence_transformers.CASES,
         *cases_pyfunc.CASES,
     )
 
@@ -281,10 +287,18 @@ def write_reports(outcomes: Sequence[Outcome], meta: dict[str, Any], report_dir:
 
 
 def _versions() -> dict[str, str]:
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
     names = ("mlflow", "scikit-learn", "torch", "transformers")
-    return {"Python": platform.python_version(), **{name: version(name) for name in names}}
+    #: the libraries of the cases logged with plain MLflow, where installed (the wrappers' flavors need the above)
+    optional = ("xgboost", "lightgbm", "catboost", "statsmodels", "sentence-transformers")
+    versions = {"Python": platform.python_version(), **{name: version(name) for name in names}}
+    for name in optional:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return versions
 
 
 if __name__ == "__main__":
