@@ -145,6 +145,8 @@ def _plain(value):
     """A param value as JSON takes it: datetimes as ISO text, numpy scalars and arrays as Python values."""
     if hasattr(value, "isoformat"):
         return value.isoformat()
+    if isinstance(value, (np.datetime64, np.ndarray)) and np.asarray(value).dtype.kind == "M":
+        return np.datetime_as_string(value).tolist()  # .tolist() alone gives a datetime, or an int for ns
     if isinstance(value, (np.generic, np.ndarray)):
         return value.tolist()
     return value

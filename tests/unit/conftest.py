@@ -179,7 +179,7 @@ def drive_model_py():
     names); returns the output arrays of one request.
     """
 
-    def drive(repository, arrays):
+    def drive(repository, arrays, parameters=None):
         config = text_format.Parse(
             (repository / "config.pbtxt").read_text(encoding="utf-8"), model_config_pb2.ModelConfig()
         )
@@ -196,7 +196,8 @@ def drive_model_py():
             }
         )
         try:
-            [response] = model.execute([fake_pb_utils.request_from_arrays(arrays)])
+            request = fake_pb_utils.request_from_arrays(arrays, json.dumps(parameters or {}))
+            [response] = model.execute([request])
         finally:
             model.finalize()
         return fake_pb_utils.outputs_of(response)

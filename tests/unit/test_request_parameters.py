@@ -392,3 +392,28 @@ def test_save_model_refuses_naming_the_channel_when_the_params_schema_declares_m
             tiny_models.scripted_scaled_linear(), tmp_path / "package", input_example=example, signature=signature
         )
     assert not (tmp_path / "package").exists()
+
+
+def test_pyfunc_save_model_ships_numpy_datetime_params_as_iso_text_that_reach_predict_as_mlflow_gives_them(
+    tmp_path, drive_model_py, read_request
+):
+    # MLflow's sample_params_basic holds np.datetime64 values: the request was not written (TypeError in json.dumps)
+    import pandas as pd
+
+    from mlflow_triton import pyfunc
+
+    class Echo(mlflow.pyfunc.PythonModel):
+        def predict(self, context, model_input, params=None):
+            return pd.DataFrame({"when": [str(params["when"])] * len(model_input)})
+
+    params = {"when": np.datetime64("2023-06-26T00:00:00")}
+    frame = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
+    signature = infer_signature(frame, pd.DataFrame({"when": ["text"] * 3}), params=params)
+    pyfunc.save_model(Echo(), tmp_path / "echo", input_example=(frame, params), signature=signature)
+
+    repository = tmp_path / "echo" / "model_repository" / "echo"
+    body = json.loads((repository / "request.json").read_text(encoding="utf-8"))
+    assert body["parameters"] == {"when": "2023-06-26T00:00:00"}
+    expected = mlflow.pyfunc.load_model(str(tmp_path / "echo")).predict(frame, params=params)
+    answered = drive_model_py(repository, read_request(repository)[1], parameters=body["parameters"])
+    assert answered[next(iter(answered))].tolist() == [value.encode() for value in expected["when"]]
