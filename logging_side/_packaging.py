@@ -33,7 +33,7 @@ from mlflow_triton.shared_contract import MAPPING_VERSION
 from . import _batching, _config, _model_py, _model_requirements, _requests, _saved_check, _serving_requirements, _undo
 from ._examples import check_example, for_prediction, for_request, input_schema
 from ._names import check_model_name, default_model_name
-from ._schema import layout_from_signature, signature_for_pyfunc
+from ._schema import is_any_schema, layout_from_signature, signature_for_pyfunc
 from .errors import BatchingWarning, CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
 
 REPOSITORY_DIRECTORY = "model_repository"
@@ -482,7 +482,8 @@ def _predict_and_map(framework, model, input_example, example_params, signature,
     examples = None
     mapped = recorded
     output_mapping = None
-    if recorded is None or recorded.outputs is None:
+    outputs_any = recorded is not None and recorded.outputs is not None and is_any_schema(recorded.outputs)
+    if recorded is None or recorded.outputs is None or outputs_any:
         # A copy: a model may change its input (a transformer adding a column in place), never the caller's example.
         # Normalised as MLflow's schema enforcement would for the input schema (the caller's, or the one MLflow
         # infers: records, a list, a dict of scalars or a scalar as a DataFrame: ``_examples``).
@@ -499,7 +500,11 @@ def _predict_and_map(framework, model, input_example, example_params, signature,
             mapped = ModelSignature(inputs=inputs, outputs=inferred.outputs, params=params)
             output_mapping = {
                 "from": "the example's prediction",
-                "why": "the MLflow model records no signature" if recorded is None else "the signature has no outputs",
+                "why": "the MLflow model records no signature"
+                if recorded is None
+                else "the signature's outputs are Any (MLflow could not infer their type)"
+                if outputs_any
+                else "the signature has no outputs",
                 "how": "the output schema MLflow's infer_signature gives for the prediction of the input example; "
                 "the MLflow model's own signature is left as given",
             }

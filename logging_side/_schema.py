@@ -140,7 +140,7 @@ def _map_schema(schema, side, namer, example):
             "tensors: pass infer_signature(example, model's prediction of it), or signature=None with an "
             "input_example (the signature is then inferred from the example and its prediction)"
         )
-    if example is not None and _is_any_schema(schema):
+    if example is not None and is_any_schema(schema):
         reason = _explain_uninferable(example, side)
         if reason is not None:
             raise UnsupportedSchemaError(reason)
@@ -252,7 +252,7 @@ def _field_name(name, label):
     )
 
 
-def _is_any_schema(schema):
+def is_any_schema(schema):
     """Whether MLflow's inference gave up on this side: a single ``Any`` column."""
     return not schema.is_tensor_spec() and len(schema.inputs) == 1 and isinstance(schema.inputs[0].type, AnyType)
 
@@ -278,7 +278,7 @@ def _explain_uninferable(value, side):
         column = value.iloc[:, [position]]
         with _quiet_signature_inference():
             inferred = infer_signature(column).inputs
-        if _is_any_schema(inferred):
+        if is_any_schema(inferred):
             return (
                 f"{_label(label, side, position, 'Column')}: the {kind} holds {column.dtypes.iloc[0]} values, "
                 f"which have no MLflow column type (MLflow's inference then gives up on the whole frame); "

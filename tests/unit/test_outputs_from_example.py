@@ -134,3 +134,22 @@ def test_save_model_maps_the_outputs_of_a_signature_without_outputs_for_a_column
     config = (_repository(path) / "config.pbtxt").read_text(encoding="utf-8")
     assert 'name: "double"' in config and 'name: "label"' in config
     assert Model.load(str(path)).signature.outputs is None
+
+
+def test_save_model_maps_outputs_from_the_example_when_the_signature_outputs_are_any_and_keeps_them(tmp_path):
+    # MLflow records Any for a function from code typed `predict(model_input: list[str])` without a return hint
+    from mlflow.types.schema import AnyType
+
+    class Upper(mlflow.pyfunc.PythonModel):
+        def predict(self, context, model_input, params=None):
+            texts = model_input.iloc[:, 0] if isinstance(model_input, pd.DataFrame) else model_input
+            return [text.upper() for text in texts]
+
+    signature = ModelSignature(inputs=Schema([ColSpec(DataType.string)]), outputs=Schema([ColSpec(AnyType())]))
+    path = tmp_path / "upper"
+
+    pyfunc.save_model(Upper(), path, input_example=["a", "bc"], signature=signature)
+
+    report = json.loads((_repository(path) / "validation.json").read_text(encoding="utf-8"))
+    assert report["output_mapping"]["why"] == "the signature's outputs are Any (MLflow could not infer their type)"
+    assert Model.load(str(path)).signature == signature
