@@ -22,7 +22,7 @@ from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS, ModelInfo
 from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FILE_NAME
 from mlflow.store.artifact.utils.models import _parse_model_uri, get_model_name_and_version
 
-from . import _packaging
+from . import _model_requirements, _packaging
 from .errors import InvalidArgumentError, MlflowTritonError, UnsupportedSchemaError, ValidationError
 
 SOURCE_TAG = "mlflow_triton.source_model_uri"
@@ -118,6 +118,7 @@ def _add_repository(
         lineage.update({key: value for key, value in _ids_in(mlmodel).items() if lineage.get(key) is None})
         example = _example(model_uri, mlmodel, source, read_input)
         loaded = _load(model_uri, source)
+        _check_requirements(model_uri, loaded, source)
         framework = _LoggedModel(_native_flavor(mlmodel), source, read_input is None)
         model_name = name or lineage.get("name") or "model"
         try:
@@ -249,6 +250,29 @@ def _example(model_uri, mlmodel, source, read_input):
             f"Model {model_uri!r}: its saved input example cannot be read ({error}); {_INPUT_REMEDY}"
         ) from None
     return (example, params) if params else example
+
+
+def _check_requirements(model_uri, loaded, source):
+    """Refuse a source whose requirements.txt lacks a distribution its model object comes from: it loads here, where
+    that distribution is installed, but not in Triton's serving environment, which is built from those requirements
+    (a lightgbm model whose conda_env names xgboost, as one of MLflow's tests logs it)."""
+    try:
+        raw = loaded.get_raw_model()
+    except Exception:  # a flavor without a raw model: nothing to look at
+        return
+    needed = _model_requirements.distributions_needed([raw])
+    requirements = source / "requirements.txt"
+    if not needed or not requirements.exists():
+        return
+    missing = _model_requirements.missing_from(needed, requirements.read_text(encoding="utf-8").splitlines())
+    if missing:
+        pinned = ", ".join(repr(_model_requirements.pinned(name)) for name in missing)
+        raise ValidationError(
+            f"Model {model_uri!r}: its requirements.txt does not name {', '.join(missing)}, which its model "
+            f"({'; '.join(needed[missing[0]][:2])}) needs: it loads here, but Triton's serving environment is built "
+            "from those requirements, so loading fails there with ModuleNotFoundError; re-log the model with "
+            f"pip_requirements (or extra_pip_requirements) naming {pinned}"
+        )
 
 
 def _load(model_uri, source):

@@ -87,6 +87,18 @@ def complete_requirements(options, needed, declared_by_caller):
     return options, []
 
 
+def missing_from(needed, requirement_lines):
+    """The distributions of ``needed`` that ``requirement_lines`` (a requirements.txt's lines) do not bring, where
+    ``mlflow`` brings only what ``mlflow-skinny`` does: the serving requirements name that instead."""
+    declared = _names(line for line in requirement_lines if not line.lstrip().startswith("#"))
+    return _pruned(needed, {"mlflow-skinny" if name == "mlflow" else name for name in declared})
+
+
+def pinned(name):
+    """``name==<installed version>``, as MLflow pins a requirement."""
+    return _get_pinned_requirement(name)
+
+
 def _pruned(needed, declared):
     """The distributions of ``needed`` that neither ``declared`` nor another needed one already brings."""
     brought = set()

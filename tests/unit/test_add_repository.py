@@ -249,3 +249,22 @@ def test_add_repository_command_reads_the_input_file_against_the_sources_schema_
         "length": [2.0, 5.5],
         "width": [0.4, 0.6],
     }
+
+
+def test_add_repository_refuses_a_source_whose_requirements_lack_the_distribution_its_model_comes_from(
+    tracking_store, classifier
+):
+    # MLflow's lightgbm test_model_log logs a conda_env naming xgboost: it loads here, not in Triton's environment
+    log_plain(classifier, pip_requirements=["pandas"])
+    before = tree_digest(tracking_store.artifacts)
+
+    with pytest.raises(ValidationError) as refused:
+        mlflow_triton.add_repository("models:/churn/1")
+
+    message = str(refused.value)
+    assert message.startswith(
+        "Model 'models:/churn/1': its requirements.txt does not name scikit-learn, which its model"
+    )
+    assert "loading fails there with ModuleNotFoundError" in message
+    assert "pip_requirements (or extra_pip_requirements) naming 'scikit-learn==" in message
+    assert_only_the_source(tracking_store, before)
