@@ -1,10 +1,11 @@
 """A request with 0 rows on a real Triton 2.51: what docs/batching.md's "Known limit" table states.
 
 The same scikit-learn model is served twice from one server: unbatched (``max_batch_size=0``) and batched
-(``max_batch_size=8``). The unbatched one answers a 0-row request over HTTP and gRPC (this model's 400) and then valid ones; the
-batched one gets no answer and the server exits with ``Signal (11)`` (the Python backend releases an execution
-of 0 rows unanswered). This pins the limit that logging warns about (``ZERO_ROW_REQUESTS``): a Triton that no
-longer crashes fails the test, and the docs, the warning and validation.json should then say so.
+(``max_batch_size=8``). The unbatched one answers a 0-row request over HTTP and gRPC (this model's 400) and
+then valid ones; the batched one gets no answer and the server exits with ``Signal (11)`` (the Python backend
+releases an execution of 0 rows unanswered). This pins the limit that logging warns about
+(``ZERO_ROW_REQUESTS``): a Triton that no longer crashes fails the test, and the docs, the warning and
+validation.json should then say so.
 """
 
 import http.client

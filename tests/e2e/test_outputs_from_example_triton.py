@@ -18,6 +18,7 @@ from sklearn.linear_model import LogisticRegression
 from mlflow_triton import sklearn
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from mlflow_triton.local.compare import compare
+from tests.support.column_models import identity_model
 from tests.support.oracle import expected_example_tensors
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
@@ -25,20 +26,6 @@ pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 EXAMPLE = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": [0.5, 0.1, 0.9, 0.3]})
 SIGNATURES = {"inputs_only": ModelSignature(inputs=infer_signature(EXAMPLE).inputs), "no_signature": False}
 WITH_MISSING = pd.DataFrame({"size": [1.5, np.nan, 3.25], "city": ["Oslo", None, "Pune"]})
-
-
-def identity_model():
-    """Predicts its input frame, as MLflow's ``test_input_examples_with_nan`` model does (pickled by value)."""
-    from sklearn.base import BaseEstimator
-
-    class Identity(BaseEstimator):
-        def fit(self, X, y=None):
-            return self
-
-        def predict(self, X):
-            return X
-
-    return Identity()
 
 
 @pytest.fixture(scope="module")

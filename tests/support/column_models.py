@@ -1,4 +1,4 @@
-"""A scikit-learn Pipeline over optional and datetime columns, and its example (#22.6).
+"""A scikit-learn Pipeline over optional and datetime columns, and its example (#22.6); an identity model.
 
 The example holds NaN (a double column), ``None`` (a string column) and NaT (a datetime column): MLflow
 infers all three columns as optional. The Pipeline imputes the first two and reads the datetimes as int64
@@ -52,3 +52,19 @@ def pipeline() -> Pipeline:
     frame = training_frame()
     target = frame["size"] * 2 + frame["when"].astype("int64") / NANOSECONDS_2020
     return make_pipeline(columns, LinearRegression()).fit(frame, target)
+
+
+def identity_model():
+    """A scikit-learn model that predicts its input frame, as MLflow's ``test_input_examples_with_nan`` model does:
+    its prediction keeps the example's missing values (optional output columns). The class is defined here, inside
+    the function, so cloudpickle stores it by value and Triton's environment needs no ``tests`` package."""
+    from sklearn.base import BaseEstimator
+
+    class Identity(BaseEstimator):
+        def fit(self, X, y=None):
+            return self
+
+        def predict(self, X):
+            return X
+
+    return Identity()

@@ -16,6 +16,7 @@ from mlflow_triton import sklearn
 from mlflow_triton._config import declarations, read_config
 from mlflow_triton.errors import UnsupportedSchemaError
 from mlflow_triton.runtime.codecs import StructureCodec
+from tests.support.column_models import identity_model
 from tests.support.oracle import expected_tensors
 
 EXAMPLE = pd.DataFrame(
@@ -25,20 +26,6 @@ EXAMPLE = pd.DataFrame(
         "ok": [True, None, False],
     }
 )
-
-
-def identity_model():
-    """Predicts its input frame (MLflow's ``test_input_examples_with_nan`` does the same)."""
-    from sklearn.base import BaseEstimator
-
-    class Identity(BaseEstimator):
-        def fit(self, X, y=None):
-            return self
-
-        def predict(self, X):
-            return X
-
-    return Identity()
 
 
 @pytest.fixture(scope="module")
