@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO, TypeAlias
 
+from mlflow_triton._urls import without_user_info
+
 __all__ = ["Progress", "ProgressLike", "as_progress"]
 
 #: What ``progress=`` takes: a :class:`Progress`, a callable taking one line, or ``None`` (quiet).
@@ -60,6 +62,8 @@ class Progress:
         )
 
     def say(self, message: str) -> None:
+        """A line that stays. Every line leaves out the user info (``user:password@``) of the URLs it names: a model
+        URI or an endpoint may carry credentials (``s3://KEY:SECRET@bucket/...``)."""
         self._clear_live_line()
         self._emit(f"{self.prefix}{message}")
         self._last_step = None
@@ -69,7 +73,7 @@ class Progress:
         line = f"{self.prefix}  {elapsed:5.0f}s  {message}" if elapsed is not None else f"{self.prefix}{message}"
         if self.live:
             width = shutil.get_terminal_size().columns - 1
-            self._stream.write(f"\r\x1b[K{line[:width]}")
+            self._stream.write(f"\r\x1b[K{without_user_info(line)[:width]}")
             self._stream.flush()
             self._pending_clear = True
             return
@@ -84,6 +88,7 @@ class Progress:
             self._pending_clear = False
 
     def _emit(self, line):
+        line = without_user_info(line)
         if self._write is not None:
             self._write(line)
         else:

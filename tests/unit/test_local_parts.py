@@ -235,3 +235,17 @@ def test_remove_stale_builds_removes_only_builds_whose_pip_log_is_idle_for_hours
     _remove_stale_builds(tmp_path)
 
     assert sorted(p.name for p in tmp_path.iterdir()) == [".bbbb-new", "cccc"]
+
+
+def test_progress_leaves_out_the_user_info_of_every_url_it_prints():
+    # a model URI typed with credentials ([s3://KEY:SECRET@bucket/...] fetching ...) must not reach the log
+    lines = []
+    progress = Progress(lines.append, prefix="[s3://KEY:SECRET@bucket/model] ")
+
+    progress.say("fetching the model's Triton repository ...")
+    progress.step("reading http://user:pass@127.0.0.1:9000/bucket", elapsed=1.0)
+
+    assert lines == [
+        "[s3://bucket/model] fetching the model's Triton repository ...",
+        "[s3://bucket/model]       1s  reading http://127.0.0.1:9000/bucket",
+    ]
