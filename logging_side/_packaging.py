@@ -492,19 +492,14 @@ def _predict_and_map(framework, model, input_example, example_params, signature,
         prediction = _as_plain(_predict(adapter, model_input, "example", example_params))
         inferred = infer_signature(input_example, prediction, params=example_params)
         examples = {"input": input_example, "output": prediction}
-        if signature is None:
-            mapped = model_meta.signature = inferred
+        # signature=False records none and maps the inferred one; a recorded signature keeps its inputs and params
+        mapped = inferred if recorded is None else ModelSignature(recorded.inputs, inferred.outputs, recorded.params)
+        if signature is None:  # MLflow's own inference, recorded
+            model_meta.signature = mapped
         else:
-            inputs = recorded.inputs if recorded is not None else inferred.inputs
-            params = recorded.params if recorded is not None else inferred.params
-            mapped = ModelSignature(inputs=inputs, outputs=inferred.outputs, params=params)
             output_mapping = {
                 "from": "the example's prediction",
-                "why": "the MLflow model records no signature"
-                if recorded is None
-                else "the signature's outputs are Any (MLflow could not infer their type)"
-                if outputs_any
-                else "the signature has no outputs",
+                "why": _why_outputs_from_example(recorded, outputs_any),
                 "how": "the output schema MLflow's infer_signature gives for the prediction of the input example; "
                 "the MLflow model's own signature is left as given",
             }
@@ -515,6 +510,14 @@ def _predict_and_map(framework, model, input_example, example_params, signature,
         )
     layout = layout_from_signature(mapped, framework.flavor, examples)
     return adapter, (False if signature is False else model_meta.signature), mapped, layout, output_mapping
+
+
+def _why_outputs_from_example(recorded, outputs_any):
+    if recorded is None:
+        return "the MLflow model records no signature"
+    if outputs_any:
+        return "the signature's outputs are Any (MLflow could not infer their type)"
+    return "the signature has no outputs"
 
 
 def _predict(adapter, model_input, what, params=None):

@@ -29,6 +29,7 @@ from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS, ulps_per_element
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from mlflow_triton.local.compare import compare
 from tests.support.oracle import expected_example_tensors
+from tests.support.v2_http import post_infer
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
@@ -80,18 +81,7 @@ def post(server, frame):
         {"name": "city", "datatype": "BYTES", "shape": [len(frame), 1], "data": frame["city"].tolist()},
         {"name": "visits", "datatype": "INT64", "shape": [len(frame), 1], "data": frame["visits"].tolist()},
     ]
-    connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
-    try:
-        connection.request(
-            "POST",
-            f"/v2/models/{NAME}/infer",
-            body=json.dumps({"inputs": inputs}).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        response = connection.getresponse()
-        return response.status, json.loads(response.read())
-    finally:
-        connection.close()
+    return post_infer(server, NAME, inputs)
 
 
 def statistics(server):

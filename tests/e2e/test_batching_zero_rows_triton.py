@@ -9,7 +9,6 @@ validation.json should then say so.
 """
 
 import http.client
-import json
 import shutil
 import time
 
@@ -21,6 +20,7 @@ from sklearn.linear_model import LogisticRegression
 
 from mlflow_triton import sklearn
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env
+from tests.support.v2_http import post_infer
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
@@ -46,21 +46,13 @@ def http_infer(server, model, rows, *, batched):
     """POST ``rows`` rows of the example as v2 JSON (batched: ``[rows, 1]``); (status, body) or ``None`` when
     the connection ends without an answer."""
     shape = [rows, 1] if batched else [rows]
-    body = {
-        "inputs": [
-            {"name": name, "datatype": "FP64", "shape": shape, "data": EXAMPLE[name].tolist()[:rows]}
-            for name in EXAMPLE
-        ]
-    }
-    connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+    inputs = [
+        {"name": name, "datatype": "FP64", "shape": shape, "data": EXAMPLE[name].tolist()[:rows]} for name in EXAMPLE
+    ]
     try:
-        connection.request("POST", f"/v2/models/{model}/infer", json.dumps(body), {"Content-Type": "application/json"})
-        response = connection.getresponse()
-        return response.status, json.loads(response.read())
-    except (http.client.RemoteDisconnected, ConnectionError):
+        return post_infer(server, model, inputs, timeout=30)
+    except (http.client.RemoteDisconnected, OSError):  # closed, refused or timed out: no answer
         return None
-    finally:
-        connection.close()
 
 
 def grpc_infer(server, model, rows, *, batched):
@@ -81,7 +73,7 @@ def grpc_infer(server, model, rows, *, batched):
         client.close()
 
 
-def exits(server, seconds=20.0):
+def exits(server, seconds=60.0):
     deadline = time.monotonic() + seconds
     while server.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)

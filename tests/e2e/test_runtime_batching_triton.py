@@ -29,6 +29,7 @@ from mlflow_triton.local.compare import differences
 from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
 from tests.support import tiny_models
 from tests.support.oracle import expected_example_tensors
+from tests.support.v2_http import post_infer
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
@@ -90,18 +91,7 @@ def served(tmp_path_factory):
 
 def post(server, model, inputs):
     """POST one v2 JSON request of ``inputs`` (already in the batched shapes) to ``model``; (status, body)."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
-    try:
-        connection.request(
-            "POST",
-            f"/v2/models/{model}/infer",
-            body=json.dumps({"inputs": inputs}).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        response = connection.getresponse()
-        return response.status, json.loads(response.read())
-    finally:
-        connection.close()
+    return post_infer(server, model, inputs)
 
 
 def statistics(server, model):
