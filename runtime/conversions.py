@@ -110,13 +110,12 @@ def _always_exact(source, target):
 def _first_changed(values, converted, target):
     """The flat index of the first value that ``converted`` does not hold unchanged, or None."""
     if target.kind in "iu":
-        info = np.iinfo(target)
-        # Python ints: comparing uint64 with int64 bounds in numpy may go through float64.
-        if int(values.min()) < int(info.min):
-            return int(np.argmin(values))
-        if int(values.max()) > int(info.max):
-            return int(np.argmax(values))
-        return None
+        # The target's bounds in the values' own dtype: comparing uint64 with int64 may go through float64.
+        info, own = np.iinfo(target), np.iinfo(values.dtype)
+        low = values.dtype.type(max(int(info.min), int(own.min)))
+        high = values.dtype.type(min(int(info.max), int(own.max)))
+        outside = (values < low) | (values > high)
+        return int(np.argmax(outside)) if outside.any() else None
     if values.dtype.kind == "f":
         same = (converted == values) | (np.isnan(converted) & np.isnan(values))
         return None if same.all() else int(np.argmin(same))

@@ -63,6 +63,9 @@ CHANGED = [
     ([1, -(2**31) - 1], "int64", "int32", r"element 1 \(-2147483649\) does not fit TYPE_INT32"),
     ([2**63, 1], "uint64", "int64", r"element 0 \(9223372036854775808\) does not fit TYPE_INT64"),
     ([1, -1], "int64", "uint32", r"element 1 \(-1\) does not fit TYPE_UINT32"),
+    ([-25, 0, -64], "int64", "uint16", r"element 0 \(-25\) does not fit TYPE_UINT16"),  # the first, not the least
+    ([7, 300, 1, 900], "int64", "uint8", r"element 1 \(300\) does not fit TYPE_UINT8"),
+    ([5, 2**64 - 1, 2**63], "uint64", "int64", r"element 1 \(18446744073709551615\) does not fit TYPE_INT64"),
     ([1.0, 1e6], "float64", "float16", r"element 1 \(1000000\.0\) does not fit TYPE_FP16 \(float16\) unchanged"),
     ([0.1], "float64", "float32", r"element 0 \(0\.1\) does not fit TYPE_FP32"),
     ([2**53 + 1], "int64", "float64", r"element 0 \(9007199254740993\) does not fit TYPE_FP64"),
