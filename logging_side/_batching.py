@@ -91,6 +91,13 @@ def batched_layout(layout, batching: Batching):
     """``layout`` with a version-3 contract recording ``max_batch_size``; refuses tensors without a row axis."""
     if not batching.enabled:
         return layout
+    scalars = [field.tensor for field in layout.contract.outputs.fields if field.scalar]
+    if scalars:
+        raise BatchingRefusedError(
+            f"max_batch_size={batching.max_batch_size}: output tensor `{scalars[0]}` is a scalar prediction (one "
+            "value for the whole request, no rows to split among joined requests); log the model with "
+            "max_batch_size=0 or return one value per row"
+        )
     for side, declarations in (("input", layout.inputs), ("output", layout.outputs)):
         for declaration in declarations:
             if declaration.dims[0] != -1:

@@ -21,6 +21,7 @@ _CONTRACT_DIR = pathlib.Path(contract_package.__file__).resolve().parent
 SOURCES = (
     ("shared_contract/contract.py", _CONTRACT_DIR / "contract.py"),
     ("runtime/conversions.py", _RUNTIME_DIR / "conversions.py"),
+    ("runtime/nested.py", _RUNTIME_DIR / "nested.py"),
     ("runtime/codecs.py", _RUNTIME_DIR / "codecs.py"),
     ("runtime/loading.py", _RUNTIME_DIR / "loading.py"),
     ("runtime/parameters.py", _RUNTIME_DIR / "parameters.py"),

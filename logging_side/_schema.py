@@ -16,6 +16,13 @@ missing rows, on inputs and outputs alike. An optional integer or long input
 column gets no mask: MLflow's schema enforcement refuses missing values in
 integer columns, so ``pyfunc.predict`` only ever takes complete ones; such an
 output column is refused. Datetime output columns are refused (see ``docs/limits.md``).
+
+Nested columns (mapping version 5): a column of MLflow type Array, Object or Map,
+input or output, is a BYTES tensor of one JSON text per row (content ``json``, the
+MLflow type recorded beside it; ``runtime/nested.py``); an optional one marks a
+missing row as ``null``, without a mask. A 0-d prediction (MLflow infers ``Any``
+for it) or an output tensor of shape ``()`` is a one-element tensor restored to
+0-d (``scalar``).
 """
 
 import contextlib
@@ -26,11 +33,12 @@ import numpy as np
 import pandas as pd
 from mlflow.models import ModelSignature, infer_signature
 from mlflow.types import ColSpec, DataType, Schema, TensorSpec
-from mlflow.types.schema import AnyType
+from mlflow.types.schema import AnyType, Array, Map, Object
 
 from mlflow_triton.shared_contract import (
     BYTES_TYPE,
     DATETIME_CONTENT,
+    JSON_CONTENT,
     NUMPY_TO_TRITON,
     Contract,
     FieldMapping,
@@ -60,6 +68,7 @@ OUTPUT_COLUMN_TYPE_NAMES = ", ".join(t.name for t in COLUMN_TYPES if t != DataTy
 # Optional columns of these types carry no mask: MLflow's enforcement refuses missing integers.
 UNMASKED_OPTIONAL_TYPES = (DataType.integer, DataType.long)
 MISSING_MASK_SUFFIX = "__missing"
+NESTED_COLUMN_TYPES = (Array, Object, Map)
 # Flavors whose pyfunc ``predict`` refuses a dict input (see ``signature_for_pyfunc``).
 FLAVORS_WITHOUT_DICT_INPUT = ("sklearn", "pytorch")
 
@@ -86,12 +95,13 @@ def layout_from_signature(signature, flavor, examples=None):
     """Map an MLflow ``ModelSignature`` onto Triton tensors.
 
     Raises UnsupportedSchemaError for a missing input or output schema, optional
-    or datetime output columns, Array/Object/Map/Any types, scalar tensors, dimensions
+    integer or datetime output columns, Any columns, nested values holding binary or
+    datetime leaves, scalar input tensors or a scalar beside other tensors, dimensions
     Triton refuses (anything but -1 or >= 1), dtypes Triton has no datatype for,
     empty names and column labels other than strings and integers.
 
     ``examples`` (``{"input": example, "output": prediction}``, for a signature
-    MLflow inferred from them) only sharpens the message when MLflow's inference
+    MLflow inferred from them) maps a scalar prediction; otherwise it only sharpens the message when MLflow's inference
     gave up on a whole side (an ``Any`` schema): the example names the column or
     scalar at fault.
     """
@@ -140,6 +150,9 @@ def _map_schema(schema, side, namer, example):
             "tensors: pass infer_signature(example, model's prediction of it), or signature=None with an "
             "input_example (the signature is then inferred from the example and its prediction)"
         )
+    if side == "output" and _is_scalar(example) and _is_one_unnamed_column(schema):
+        # A scalar prediction: MLflow infers Any (0-d array) or one column (a number); it is one 0-d value.
+        schema = Schema([TensorSpec(np.asarray(example).dtype, ())])
     if example is not None and is_any_schema(schema):
         reason = _explain_uninferable(example, side)
         if reason is not None:
@@ -149,6 +162,12 @@ def _map_schema(schema, side, namer, example):
         if len(specs) > 1 and not schema.has_input_names():
             raise UnsupportedSchemaError(f"The {side} schema has several unnamed tensors; name them")
         structure = "tensor" if len(specs) == 1 else "tensors"
+        scalar = next((i for i, spec in enumerate(specs) if not spec.shape), None)
+        if structure == "tensors" and scalar is not None:
+            raise UnsupportedSchemaError(
+                f"{_label(specs[scalar].name, side, scalar, 'Tensor')}: a scalar (shape ()) is mapped as the only "
+                "tensor of its side, not beside others; give it a dimension"
+            )
         mapped = [_map_tensor(spec, side, i, namer) for i, spec in enumerate(specs)]
     else:
         structure = "columns"
@@ -171,12 +190,13 @@ def _map_column(spec, side, position, namer):
             f"reads it as an unnamed column and looks for position {position} instead; put the column "
             "first or rename the columns"
         )
+    if isinstance(spec, ColSpec) and isinstance(spec.type, NESTED_COLUMN_TYPES):
+        return _map_nested_column(spec, name, label, side, position, namer)
     if not isinstance(spec, ColSpec) or not isinstance(spec.type, DataType):
         kind = type(spec.type).__name__
         raise UnsupportedSchemaError(
-            f"{label}: {kind} columns (nested/object schemas) need a serving adapter; "
-            f"supported: {SUPPORTED_COLUMN_TYPE_NAMES}; send nested values as JSON text in a string column "
-            "(table-question-answering takes its table so: json.dumps(table))"
+            f"{label}: {kind} columns are not mapped; supported: {SUPPORTED_COLUMN_TYPE_NAMES} and the nested "
+            "types Array, Object and Map"
         )
     if side == "output" and not spec.required and spec.type in UNMASKED_OPTIONAL_TYPES:
         raise UnsupportedSchemaError(
@@ -200,9 +220,58 @@ def _map_column(spec, side, position, namer):
     )
 
 
+def _map_nested_column(spec, name, label, side, position, namer):
+    """An Array, Object or Map column: a BYTES tensor of JSON texts, the MLflow type in the contract."""
+    mlflow_type = spec.type.to_dict()
+    leaf = _leaf_not_mapped(mlflow_type)
+    if leaf is not None:
+        raise UnsupportedSchemaError(
+            f"{label}: a nested value holding {leaf} values is not mapped (each row travels as JSON text, which "
+            f"carries no {leaf}); nested values may hold {', '.join(sorted(_JSON_LEAVES))}"
+        )
+    tensor = namer.claim(name, f"{side}_{position}")
+    return (
+        FieldMapping(name=name, tensor=tensor, content=JSON_CONTENT, type=mlflow_type),
+        TensorDeclaration(name=tensor, data_type=BYTES_TYPE, dims=(-1,)),
+    )
+
+
+# The leaf types JSON text carries inside a nested value (binary and datetime it cannot).
+_JSON_LEAVES = {"boolean", "integer", "long", "float", "double", "string", "any"}
+
+
+def _leaf_not_mapped(mlflow_type):
+    """The first leaf type of a nested MLflow type (as ``to_dict`` writes it) that JSON cannot carry, or None."""
+    kind = mlflow_type.get("type")
+    if kind == "array":
+        return _leaf_not_mapped(mlflow_type["items"])
+    if kind == "map":
+        return _leaf_not_mapped(mlflow_type["values"])
+    if kind == "object":
+        found = (_leaf_not_mapped(prop) for prop in mlflow_type["properties"].values())
+        return next((leaf for leaf in found if leaf is not None), None)
+    return None if kind in _JSON_LEAVES else kind
+
+
+def _is_scalar(value):
+    """A 0-d array, a numpy scalar or a Python number, bool or str (what ``predict`` may return for one value)."""
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0
+    return isinstance(value, (np.generic, int, float, str))
+
+
+def _is_one_unnamed_column(schema):
+    return (
+        isinstance(schema, Schema)
+        and not schema.is_tensor_spec()
+        and len(schema.inputs) == 1
+        and schema.inputs[0].name is None
+    )
+
+
 def _missing_mask(spec, field, namer):
     """The name of the BOOL tensor marking the missing rows of an optional column, or None."""
-    if spec.required or spec.type in UNMASKED_OPTIONAL_TYPES:
+    if spec.required or spec.type in UNMASKED_OPTIONAL_TYPES or isinstance(spec.type, NESTED_COLUMN_TYPES):
         return None
     return namer.claim(f"{field.tensor}{MISSING_MASK_SUFFIX}", f"{field.tensor}{MISSING_MASK_SUFFIX}")
 
@@ -217,9 +286,10 @@ def _map_tensor(spec, side, position, namer):
             "Triton allows integers >= 1, or -1 for a variable-size dimension"
         )
     shape = tuple(int(d) for d in spec.shape)
-    if not shape:
+    if not shape and side == "input":
         raise UnsupportedSchemaError(
-            f"{label}: scalar tensors (shape ()) need a serving adapter; declare at least one dimension"
+            f"{label}: scalar input tensors (shape ()) are not mapped (a request's tensors have at least one "
+            "dimension); declare at least one dimension"
         )
     if side == "input" and np.dtype(spec.type).kind in ("U", "S"):
         raise UnsupportedSchemaError(
@@ -230,8 +300,8 @@ def _map_tensor(spec, side, position, namer):
     data_type, content = triton_type_for_dtype(spec.type, label)
     tensor = namer.claim(name, f"{side}_{position}")
     return (
-        FieldMapping(name=name, tensor=tensor, content=content),
-        TensorDeclaration(name=tensor, data_type=data_type, dims=shape),
+        FieldMapping(name=name, tensor=tensor, content=content, scalar=not shape),
+        TensorDeclaration(name=tensor, data_type=data_type, dims=shape or (1,)),
     )
 
 

@@ -32,13 +32,19 @@ datetime column into). A field with ``missing`` has a companion BOOL tensor of
 the same shape: ``to_tensors`` marks the rows whose value is missing and sends a
 placeholder there; ``from_tensors`` puts the column's missing value back (see
 ``conversions.py``). The mask is a required input: a request without it fails.
+
+Mapping version 5: a field with ``content`` ``json`` (``columns`` only) is a
+BYTES tensor of one JSON text per row, read into lists and dicts and written
+from them by ``nested.py``; a ``scalar`` field (``tensor`` only) is a
+one-element tensor that is a 0-d array on the MLflow side (``to_tensors`` takes
+only a 0-d value for it, ``from_tensors`` gives one back).
 """
 
 import numpy as np
 import pandas as pd
 
 # <mlflow-triton package imports: removed when composing model.py>
-from ..shared_contract.contract import BYTES_TYPE, DATETIME_CONTENT, TRITON_TO_NUMPY
+from ..shared_contract.contract import BYTES_TYPE, DATETIME_CONTENT, JSON_CONTENT, TRITON_TO_NUMPY
 from .conversions import (
     TensorMappingError,
     as_bytes,
@@ -52,6 +58,7 @@ from .conversions import (
     to_numbers,
     with_missing,
 )
+from .nested import from_json_texts, to_json_texts
 
 # </mlflow-triton package imports>
 
@@ -131,12 +138,15 @@ class _TensorSpec:
             )
         is_bytes = data_type == BYTES_TYPE
         self.is_datetime = field.content == DATETIME_CONTENT
-        if is_bytes and field.content not in ("text", "binary"):
-            raise TensorMappingError(f"BYTES tensor `{field.tensor}` needs content text or binary")
+        if is_bytes and field.content not in ("text", "binary", JSON_CONTENT):
+            raise TensorMappingError(f"BYTES tensor `{field.tensor}` needs content text, binary or json")
         if self.is_datetime and data_type != "TYPE_INT64":
             raise TensorMappingError(f"Tensor `{field.tensor}` has content 'datetime' but datatype {data_type}")
         if not is_bytes and not self.is_datetime and field.content is not None:
             raise TensorMappingError(f"Tensor `{field.tensor}` has content {field.content!r} but datatype {data_type}")
+        if field.scalar and tuple(dims) != (1,):
+            raise TensorMappingError(f"Tensor `{field.tensor}` is a scalar: its dims must be [1], got {list(dims)}")
+        self.is_json = field.content == JSON_CONTENT
         self.mask = field.missing
         if self.mask is not None:
             _check_mask(field, data_type, dims, tensor_types)
@@ -160,6 +170,8 @@ class _TensorSpec:
     def decode(self, array, mask=None):
         """The field's values from its tensor and, for a field with a mask, the mask's array."""
         values = self._decode_values(array)
+        if self.field.scalar:
+            return values.reshape(())
         if mask is None:
             return values
         mask = np.asarray(mask)
@@ -184,6 +196,8 @@ class _TensorSpec:
             raise TensorMappingError(f"Tensor {self.label}: dtype {array.dtype} is not BYTES")
         if self.field.content == "binary":
             items = [as_bytes(item) for item in array.ravel()]
+        elif self.is_json:
+            items = from_json_texts(array.ravel(), self.field.type, self.label)
         else:
             items = decode_text(array.ravel(), self.label)
         return object_array(items, array.shape)
@@ -206,7 +220,16 @@ class _TensorSpec:
         return False if self.dtype == np.bool_ else 0
 
     def encode(self, value):
+        if self.is_json:
+            rows = _rows_of(value, self.label)
+            array = object_array(to_json_texts(rows, self.label), (len(rows),))
+            self.check_shape(array.shape)
+            return array
         array = _to_array(value)
+        if self.field.scalar:
+            if array.ndim != 0:
+                raise TensorMappingError(f"Tensor {self.label}: a scalar (shape []), got shape {list(array.shape)}")
+            array = array.reshape(1)
         if self.is_bytes:
             array = object_array(to_bytes_items(array.ravel(), self.field.content, self.label), array.shape)
         elif self.is_datetime:
@@ -288,6 +311,8 @@ def _columns_of(value, specs):
         return [value[spec.field.name] for spec in specs]
     if isinstance(value, pd.DataFrame):
         return [_frame_column(value, spec) for spec in specs]
+    if len(specs) == 1 and specs[0].is_json and isinstance(value, (list, tuple, np.ndarray)):
+        return [value]  # one nested column: each item is a row (``np.array`` would split equal-length lists)
     array = _to_array(value)
     if len(specs) == 1 and array.ndim == 1:
         return [array]
@@ -325,6 +350,17 @@ def _record_column(records, spec):
             raise TensorMappingError(f"Tensor {spec.label}: record {index} has no key `{key}`")
         values.append(record[key])
     return object_array(values, (len(values),))
+
+
+def _rows_of(value, label):
+    """The rows of a nested column, each as it is: a list, a Series' values, an array's first-axis items."""
+    if isinstance(value, (pd.Series, pd.Index)):
+        return list(value.to_numpy(dtype=object))
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        raise TensorMappingError(f"Tensor {label}: a nested column takes one value per row, got a 0-d array")
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return list(value)
+    raise TensorMappingError(f"Tensor {label}: a nested column takes one value per row, got {type(value).__name__}")
 
 
 def _pandas_values(value):

@@ -12,8 +12,9 @@ are answered normally. The error's code says whose fault it is:
 
 * ``INVALID_ARG`` (HTTP 400, gRPC INVALID_ARGUMENT), a ``RequestError``: an
   input tensor missing, of another dtype or shape than configured, column
-  tensors of unequal lengths, invalid UTF-8 in a text tensor, a value MLflow's
-  schema enforcement rejects, or an empty request (a tensor without elements)
+  tensors of unequal lengths, invalid UTF-8 in a text tensor, invalid JSON in a
+  nested column, a value MLflow's schema enforcement rejects (for a nested column
+  with the column and row it refuses), or an empty request (a tensor without elements)
   that the model's ``predict`` fails on, or request parameters the model's
   params schema does not accept (``parameters.py``).
 * ``INTERNAL`` (HTTP 500): the model's own ``predict`` raised
@@ -42,6 +43,7 @@ the text, cut to ``MAX_LOGGED_LENGTH``, under the same reference. Backends whose
 ``TritonError`` has no codes get the message without one (Triton answers 500).
 """
 
+import copy
 import json
 import os
 import pathlib
@@ -53,7 +55,7 @@ import pandas as pd
 import triton_python_backend_utils as pb_utils
 
 # <mlflow-triton package imports: removed when composing model.py>
-from ..shared_contract.contract import MlflowTritonError, contract_from_model_config
+from ..shared_contract.contract import JSON_CONTENT, MlflowTritonError, contract_from_model_config
 from .codecs import StructureCodec, tensor_types_from_model_config
 from .conversions import TensorMappingError
 from .loading import device_for_instance, load_predictor
@@ -201,7 +203,8 @@ class TritonPythonModel:
         except Exception as error:
             reason = _schema_refusal(error)
             if reason is not None:
-                raise RequestError(f"The request does not match the model's input schema: {reason}") from None
+                where = _refused_nested_cell(self.predictor, self.inputs.mapping, model_input)
+                raise RequestError(f"The request does not match the model's input schema: {where}{reason}") from None
             if empty_tensor is not None:
                 # Many models cannot predict zero rows (a scaler, a tokenizer); that is the request's fault.
                 raise RequestError(
@@ -315,6 +318,34 @@ def _schema_refusal(error):
         return None
     lines = str(error.__context__ or "").strip().splitlines()
     return _bounded(lines[0], MAX_SCHEMA_REASON_LENGTH) if lines else "MLflow gave no reason"
+
+
+def _refused_nested_cell(predictor, mapping, model_input):
+    """``"column `c`, row r: "`` for the first nested cell MLflow's enforcement refuses on its own, else ``""``.
+
+    MLflow's reason for a nested value names no column (its Array check reads the
+    values as an unnamed Series), so each JSON column's cells are put through the
+    same enforcement, one by one, to say where.
+    """
+    nested = [f for f in mapping.fields if f.content == JSON_CONTENT]
+    if not nested or not isinstance(model_input, pd.DataFrame):
+        return ""
+    try:
+        from mlflow.models.utils import _enforce_type  # MLflow's own rule, on this error path only
+
+        specs = {spec.name: spec for spec in predictor.metadata.get_input_schema().inputs}
+    except Exception:  # another MLflow, a schema without names: MLflow's reason alone
+        return ""
+    for field in nested:
+        spec = specs.get(field.name)
+        if spec is None or field.name not in model_input.columns:
+            continue
+        for row, cell in enumerate(model_input[field.name]):
+            try:
+                _enforce_type(copy.deepcopy(cell), spec.type, required=spec.required)
+            except Exception:
+                return f"column `{field.name}`, row {row}: "
+    return ""
 
 
 def _withheld(what, error):

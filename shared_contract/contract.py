@@ -31,7 +31,12 @@ ignored and the column holds its missing value, NaN, NaT or None), and content
 ``datetime64[ns]`` column (INT64 -2**63 is NaT, as in numpy). Writers emit
 version 4 only for a contract that uses one of them (``max_batch_size`` is then
 always written, 0 for unbatched models); readers refuse ``missing`` and
-``datetime`` in older versions.
+``datetime`` in older versions. Version 5 adds nested values and scalars: content
+``json`` (``columns`` only) marks a BYTES tensor holding one row's value per element
+as UTF-8 JSON text, with ``type`` the column's MLflow type as MLflow writes it
+(``{"type": "array", "items": {"type": "float"}}``: Array, Object or Map); and
+``scalar`` (``tensor`` only) marks a one-element tensor that is a 0-d value on the
+MLflow side. Writers emit version 5 only for a contract that uses one of them.
 """
 
 import dataclasses
@@ -40,12 +45,16 @@ import json
 MAPPING_VERSION = 2
 BATCHING_MAPPING_VERSION = 3
 COLUMN_ADAPTERS_MAPPING_VERSION = 4
-SUPPORTED_MAPPING_VERSIONS = (1, 2, 3, 4)
+NESTED_MAPPING_VERSION = 5
+SUPPORTED_MAPPING_VERSIONS = (1, 2, 3, 4, 5)
 CONTRACT_PARAMETER = "mlflow_contract"
 
 STRUCTURES = ("columns", "tensor", "tensors")
-CONTENTS = ("text", "binary", "datetime")
+CONTENTS = ("text", "binary", "datetime", "json")
 DATETIME_CONTENT = "datetime"
+JSON_CONTENT = "json"
+# The ``type`` of a JSON field: MLflow's nested types (their ``to_dict()["type"]``).
+NESTED_TYPES = ("array", "object", "map")
 
 # Triton config datatype -> numpy dtype name. The one table both directions
 # are derived from; TYPE_STRING is Triton's BYTES (numpy object arrays).
@@ -91,14 +100,18 @@ class FieldMapping:
     string, an integer (a DataFrame column label such as ``0``), or ``None`` for
     an unnamed column or tensor. ``content`` is ``"text"`` (UTF-8 ``str``) or
     ``"binary"`` (``bytes``) for BYTES tensors, ``"datetime"`` for an INT64
-    tensor of nanoseconds since the epoch, and ``None`` otherwise. ``missing``
-    (version 4, columns only) names the BOOL tensor that marks missing rows.
+    tensor of nanoseconds since the epoch, ``"json"`` for a BYTES tensor of JSON
+    texts (version 5, with ``type``, the MLflow type), and ``None`` otherwise.
+    ``missing`` (version 4, columns only) names the BOOL tensor that marks missing
+    rows; ``scalar`` (version 5) marks a one-element tensor that is a 0-d value.
     """
 
     name: str | int | None
     tensor: str
     content: str | None = None
     missing: str | None = None
+    type: dict | None = None
+    scalar: bool = False
 
     def __post_init__(self):
         # type() rather than isinstance: a bool is not a column label here, and JSON would not keep it an int.
@@ -119,21 +132,47 @@ class FieldMapping:
                 f"Field {self.name!r}: content {self.content!r} is not supported; "
                 f"supported: {', '.join(CONTENTS)} or null"
             )
+        is_nested = isinstance(self.type, dict) and self.type.get("type") in NESTED_TYPES
+        if (self.content == JSON_CONTENT) != is_nested or (self.type is not None and not is_nested):
+            raise ContractError(
+                f"Field {self.name!r}: content 'json' goes with a 'type' whose \"type\" is one of "
+                f"{', '.join(NESTED_TYPES)}, and a 'type' only with content 'json'"
+            )
+        if self.scalar is not True and self.scalar is not False:
+            raise ContractError(f"Field {self.name!r}: 'scalar' must be true or absent, got {self.scalar!r}")
+        if self.missing is not None and self.content == JSON_CONTENT:
+            raise ContractError(f"Field {self.name!r}: a JSON field marks a missing row as null, not with 'missing'")
 
     def to_dict(self):
         data = {"name": self.name, "tensor": self.tensor, "content": self.content}
         if self.missing is not None:
             data["missing"] = self.missing
+        if self.type is not None:
+            data["type"] = self.type
+        if self.scalar:
+            data["scalar"] = True
         return data
 
     @classmethod
     def from_dict(cls, data):
-        _require_keys(data, ("name", "tensor", "content"), "field", optional=("missing",))
-        return cls(name=data["name"], tensor=data["tensor"], content=data["content"], missing=data.get("missing"))
+        _require_keys(data, ("name", "tensor", "content"), "field", optional=("missing", "type", "scalar"))
+        return cls(
+            name=data["name"],
+            tensor=data["tensor"],
+            content=data["content"],
+            missing=data.get("missing"),
+            type=data.get("type"),
+            scalar=data.get("scalar", False),
+        )
 
     @property
     def uses_column_adapters(self):
         return self.missing is not None or self.content == DATETIME_CONTENT
+
+    @property
+    def uses_nested_values(self):
+        """A JSON field or a scalar: mapping version 5."""
+        return self.content == JSON_CONTENT or self.scalar
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,12 +194,15 @@ class StructureMapping:
             unnamed = [f.tensor for f in self.fields if f.name is None]
             if unnamed:
                 raise ContractError(f"Structure 'tensors' needs a name for every field; unnamed: {', '.join(unnamed)}")
-        adapted = [f.tensor for f in self.fields if f.uses_column_adapters]
+        adapted = [f.tensor for f in self.fields if f.uses_column_adapters or f.content == JSON_CONTENT]
         if adapted and self.structure != "columns":
             raise ContractError(
-                f"Structure {self.structure!r}: missing-value masks and datetime content are for 'columns' only; "
-                f"used by: {', '.join(adapted)}"
+                f"Structure {self.structure!r}: missing-value masks, datetime and json content are for 'columns' "
+                f"only; used by: {', '.join(adapted)}"
             )
+        scalars = [f.tensor for f in self.fields if f.scalar]
+        if scalars and self.structure != "tensor":
+            raise ContractError(f"Structure {self.structure!r}: 'scalar' is for 'tensor' only; used by: {scalars[0]}")
         _reject_duplicates(list(self.tensor_names), "tensor name")
         _reject_duplicates([f.name for f in self.fields if f.name is not None], "field name")
 
@@ -206,6 +248,12 @@ class Contract:
             raise ContractError(
                 f"Mapping version {self.version}: missing-value masks and datetime content need version "
                 f"{COLUMN_ADAPTERS_MAPPING_VERSION}; used by: {', '.join(adapted)}"
+            )
+        nested = [f.tensor for f in self.inputs.fields + self.outputs.fields if f.uses_nested_values]
+        if nested and self.version < NESTED_MAPPING_VERSION:
+            raise ContractError(
+                f"Mapping version {self.version}: json content and scalars need version {NESTED_MAPPING_VERSION}; "
+                f"used by: {', '.join(nested)}"
             )
         if self.version < COLUMN_ADAPTERS_MAPPING_VERSION and (self.max_batch_size > 0) != (
             self.version >= BATCHING_MAPPING_VERSION
@@ -288,7 +336,10 @@ class Contract:
 
 def writer_version(inputs, outputs, max_batch_size=0):
     """The mapping version a writer emits: the oldest that can say all of it (see the module docstring)."""
-    if any(f.uses_column_adapters for f in inputs.fields + outputs.fields):
+    fields = inputs.fields + outputs.fields
+    if any(f.uses_nested_values for f in fields):
+        return NESTED_MAPPING_VERSION
+    if any(f.uses_column_adapters for f in fields):
         return COLUMN_ADAPTERS_MAPPING_VERSION
     return BATCHING_MAPPING_VERSION if max_batch_size > 0 else MAPPING_VERSION
 

@@ -344,9 +344,42 @@ def _distinct_numbers(kind):
     return st.integers(-1000, 1000)
 
 
+@st.composite
+def optional_output_cases(draw):
+    """An inferred frame whose example has NaN in the column the model echoes: an optional output column (masks)."""
+    count = draw(st.integers(1, 4))
+    labels = draw(_column_labels(count))
+    kinds = [draw(st.sampled_from(("float32", "float64")))] + [draw(st.sampled_from(COLUMN_KINDS)) for _ in labels[1:]]
+    fields = tuple(Field(label, kind) for label, kind in zip(labels, kinds))
+    example, *extra = draw(_inputs(fields, finite_example=range(count)))
+    column = list(example.values[0])
+    for row in draw(st.sets(st.integers(0, len(column) - 1), min_size=1)):
+        column[row] = float("nan")
+    example = Input(example.shapes, (tuple(column),) + example.values[1:])
+    options = (("serialization", "cloudpickle"),)
+    return Case(
+        "sklearn-recipe", "columns", fields, (Output("out", 0, "echo"),), "frame", False, (example, *extra), options
+    )
+
+
+@st.composite
+def scalar_output_cases(draw):
+    """A module whose ``forward`` returns ``x.sum()``: MLflow infers ``Any``; Triton answers one element."""
+    kind = draw(st.sampled_from(("float32", "float64", "int64")))
+    fields = (Field(None, kind, (-1, 2)),)
+    return Case("pytorch-recipe", "tensor", fields, (Output(None, 0, "scalar"),), "array", False, draw(_inputs(fields)))
+
+
 def served_cases():
     """Cases MLflow-Triton must log and serve (a few turn out rejected; the test filters those)."""
-    return st.one_of(sklearn_recipe_cases(), pytorch_recipe_cases(), sklearn_recipe_cases(), sklearn_pipeline_cases())
+    return st.one_of(
+        sklearn_recipe_cases(),
+        pytorch_recipe_cases(),
+        sklearn_recipe_cases(),
+        sklearn_pipeline_cases(),
+        optional_output_cases(),
+        scalar_output_cases(),
+    )
 
 
 # -- rejections ------------------------------------------------------------------------------------------
@@ -361,20 +394,13 @@ def rejected_cases(draw):
                 "label-0-later",
                 "empty-name",
                 "float-label",
-                "nan-example-echoed",
                 "fixed-width-input",
-                "scalar-output",
                 "example-misfit",
                 "timezone-aware-column",
                 "empty-output-key",
             )
         )
     )
-    if mutation == "scalar-output":
-        kind = draw(st.sampled_from(("float32", "float64", "int64")))
-        fields = (Field(None, kind, (-1, 2)),)
-        inputs = (draw(_input(fields, example=True)),)
-        return Case("pytorch-recipe", "tensor", fields, (Output(None, 0, "scalar"),), "array", False, inputs)
     if mutation == "fixed-width-input":
         kind = draw(st.sampled_from(("fixed-text", "fixed-binary")))
         name = draw(st.one_of(st.none(), string_names))
@@ -424,8 +450,6 @@ def rejected_cases(draw):
         labels[draw(st.integers(0, count - 1))] = ""
     elif mutation == "float-label":
         labels[draw(st.integers(0, count - 1))] = draw(st.sampled_from((1.5, -0.25, 2.0)))
-    elif mutation == "nan-example-echoed":  # the input column maps (optional); the echoed output column does not
-        kinds[0] = draw(st.sampled_from(("float32", "float64")))
     elif mutation == "timezone-aware-column":
         kinds[draw(st.integers(0, count - 1))] = "datetime-utc"
     else:  # "empty-output-key"
@@ -447,10 +471,6 @@ def rejected_cases(draw):
                 for kind, values in zip(kinds, example.values)
             ),
         )
-    if mutation == "nan-example-echoed":
-        column = list(example.values[0])
-        column[draw(st.integers(0, len(column) - 1))] = float("nan")
-        example = Input(example.shapes, (tuple(column),) + example.values[1:])
     source = next(i for i, kind in enumerate(kinds) if kind != "datetime-utc")
     return Case(
         "sklearn-recipe",

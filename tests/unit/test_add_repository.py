@@ -15,7 +15,6 @@ import pandas as pd
 import pytest
 from mlflow.models import Model, ModelSignature, infer_signature
 from mlflow.types import ColSpec, DataType, Schema
-from mlflow.types.schema import Array
 from sklearn.linear_model import LogisticRegression
 
 import mlflow_triton
@@ -193,11 +192,13 @@ def test_add_repository_leaves_nothing_logged_when_the_prediction_fails(tracking
 
 
 def test_add_repository_leaves_nothing_logged_when_the_signature_does_not_map(tracking_store, classifier):
-    nested_output = ModelSignature(inputs=infer_signature(X).inputs, outputs=Schema([ColSpec(Array(DataType.long))]))
-    log_plain(classifier, signature=nested_output)
+    datetime_output = ModelSignature(inputs=infer_signature(X).inputs, outputs=Schema([ColSpec(DataType.datetime)]))
+    log_plain(classifier, signature=datetime_output)
     before = tree_digest(tracking_store.artifacts)
 
-    with pytest.raises(UnsupportedSchemaError, match=r"Array columns.*re-log it with a signature from infer_signature"):
+    with pytest.raises(
+        UnsupportedSchemaError, match=r"datetime output columns are not mapped.*re-log it with a signature from"
+    ):
         mlflow_triton.add_repository("models:/churn/1")
 
     assert_only_the_source(tracking_store, before)

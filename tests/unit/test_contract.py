@@ -153,7 +153,7 @@ def test_structure_mapping_stores_tuple_when_given_list_of_fields():
         ({"name": "price", "tensor": None}, "Field 'price': tensor name must be a non-empty string"),
         (
             {"name": "price", "tensor": "t", "content": "utf16"},
-            "Field 'price': content 'utf16' is not supported; supported: text, binary, datetime or null",
+            "Field 'price': content 'utf16' is not supported; supported: text, binary, datetime, json or null",
         ),
     ],
 )
@@ -201,9 +201,9 @@ def test_structure_mapping_raises_when_structure_is_malformed(structure, fields,
         StructureMapping(structure, fields)
 
 
-@pytest.mark.parametrize("version", [0, 5, "1", 1.0, True, None])
+@pytest.mark.parametrize("version", [0, 6, "1", 1.0, True, None])
 def test_contract_raises_when_mapping_version_is_unsupported(version):
-    message = f"Mapping version {version!r} is not supported; supported: 1, 2, 3, 4"
+    message = f"Mapping version {version!r} is not supported; supported: 1, 2, 3, 4, 5"
     with pytest.raises(ContractError, match=re.escape(message)):
         _contract(version=version)
 
@@ -233,7 +233,7 @@ def _edited(edit):
     [
         ([], "Contract must be a JSON object, got list"),
         ({}, "Contract has no 'version'"),
-        ({"version": 5}, "Mapping version 5 is not supported; supported: 1, 2, 3, 4"),
+        ({"version": 6}, "Mapping version 6 is not supported; supported: 1, 2, 3, 4, 5"),
         ({"version": True}, "Mapping version True is not supported"),
         ({"version": 1.0}, "Mapping version 1.0 is not supported"),
         (_edited(lambda d: d.pop("flavor")), "A contract entry lacks flavor"),
@@ -307,10 +307,10 @@ def test_contract_from_model_config_raises_when_parameter_is_missing(parameters)
 
 def test_contract_from_model_config_raises_when_mapping_version_is_unsupported():
     data = _contract().to_dict()
-    data["version"] = 5
+    data["version"] = 6
     config = _model_config(json.dumps(data))
 
-    with pytest.raises(ContractError, match=re.escape("Mapping version 5 is not supported; supported: 1, 2, 3, 4")):
+    with pytest.raises(ContractError, match=re.escape("Mapping version 6 is not supported; supported: 1, 2, 3, 4, 5")):
         contract_from_model_config(config)
 
 

@@ -36,9 +36,11 @@ BLOCK_END = "# </mlflow-triton package imports>"
 # Everything model.py may import: the standard library it uses, numpy, pandas, MLflow and Triton.
 ALLOWED_IMPORTS = {
     "contextlib",
+    "copy",
     "dataclasses",
     "datetime",
     "json",
+    "math",
     "os",
     "pathlib",
     "sys",

@@ -21,6 +21,7 @@ from sklearn.pipeline import make_pipeline
 
 from mlflow_triton import pytorch, sklearn
 from mlflow_triton.errors import UnsupportedSchemaError
+from mlflow_triton.local.compare import output_codec
 from mlflow_triton.shared_contract import Contract
 from tests.support import tiny_models
 from tests.support.shipped_request import arrays_from_binary_request, read_headers_file
@@ -113,16 +114,21 @@ class SumToScalar(torch.nn.Module):
         return x.sum()
 
 
-def test_save_model_names_the_scalar_when_a_pytorch_forward_returns_one(tmp_path):
-    with pytest.raises(
-        UnsupportedSchemaError,
-        match=re.escape(
-            "Tensor #0 of the output schema: the prediction of the example is a scalar (float32, shape ())"
-        ),
-    ):
-        pytorch.save_model(SumToScalar().eval(), tmp_path / "package", input_example=tiny_models.mlp_example())
+def test_save_model_maps_a_scalar_prediction_as_one_element_that_decodes_to_the_0d_array(tmp_path):
+    example = tiny_models.mlp_example()
+    pytorch.save_model(SumToScalar().eval(), tmp_path / "package", input_example=example)
 
-    assert not (tmp_path / "package").exists()
+    repository = repository_of(tmp_path / "package")
+    contract = contract_of(repository)
+    assert contract.version == 5 and contract.outputs.fields[0].scalar
+    config = tiny_models.triton_model_config(repository)
+    assert [(o["data_type"], o["dims"]) for o in config["output"]] == [("TYPE_FP32", ["1"])]
+    codec = output_codec(repository)
+    expected = mlflow.pyfunc.load_model(str(tmp_path / "package")).predict(example)
+    assert expected.shape == ()
+    decoded = codec.from_tensors(codec.to_tensors(expected))
+    assert decoded.shape == () and decoded.dtype == expected.dtype and decoded == expected
+    assert json.loads((repository / "validation.json").read_text())["tensor_mapping"]["outputs"] == {"output_0": [1]}
 
 
 # -- #18.1: a single named tensor with an ndarray example (the README's explicit signature) ----------

@@ -69,17 +69,19 @@ def test_save_model_with_a_full_signature_records_no_output_mapping(tmp_path, fi
 
 
 class _Records(mlflow.pyfunc.PythonModel):
-    """A prediction with a list per row: MLflow infers an Array column, which does not map yet (nested types)."""
+    """A prediction with a time per row: MLflow infers a datetime column, which no output maps (docs/limits.md)."""
 
     def predict(self, context, model_input, params=None):
-        return [{"label": "a", "scores": [float(value), 1.0]} for value in model_input["x"]]
+        return pd.DataFrame({"label": "a", "at": pd.to_datetime(model_input["x"], unit="D")})
 
 
 def test_save_model_refuses_outputs_from_the_example_that_do_not_map_and_writes_nothing(tmp_path):
     example = pd.DataFrame({"x": [0.5, 1.5, 2.5]})
     path = tmp_path / "records"
 
-    with pytest.raises(UnsupportedSchemaError, match="Column `scores` of the output schema: Array columns"):
+    with pytest.raises(
+        UnsupportedSchemaError, match="Column `at` of the output schema: datetime output columns are not mapped"
+    ):
         pyfunc.save_model(
             _Records(),
             path,

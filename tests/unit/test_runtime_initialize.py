@@ -74,7 +74,7 @@ def edit_contract(config, edit):
 
 
 def unsupported_version(config):
-    edit_contract(config, lambda contract: contract.update(version=5))
+    edit_contract(config, lambda contract: contract.update(version=6))
 
 
 def batching(config):
@@ -130,7 +130,7 @@ def column_of_rank_two(config):
 
 
 BROKEN_CONFIGS = {
-    unsupported_version: r"Mapping version 5 is not supported; supported: 1, 2, 3, 4",
+    unsupported_version: r"Mapping version 6 is not supported; supported: 1, 2, 3, 4, 5",
     contract_without_version: r"Contract has no 'version'",
     batching: r"max_batch_size must be 0 .*got 8",
     extra_config_input: r"Config input tensor\(s\) extra have no entry in 'mlflow_contract'",
@@ -140,7 +140,7 @@ BROKEN_CONFIGS = {
     no_contract_parameter: r"Model config has no 'mlflow_contract' parameter",
     no_parameters: r"Model config has no 'mlflow_contract' parameter",
     contract_not_json: r"Parameter 'mlflow_contract' is not valid JSON",
-    bytes_tensor_without_content: r"BYTES tensor `age` needs content text or binary",
+    bytes_tensor_without_content: r"BYTES tensor `age` needs content text, binary or json",
     content_on_numeric_tensor: r"Tensor `city` has content 'text' but datatype TYPE_FP32",
     unsupported_datatype: r"Tensor `age`: datatype TYPE_BF16 is not supported",
     column_of_rank_two: r"Column tensor\(s\) age must have rank one",

@@ -228,29 +228,25 @@ def test_layout_records_flavor_when_mapped():
     ("inputs", "message"),
     [
         (
-            Schema([ColSpec(Array("long"), "history")]),
-            "Column `history` of the input schema: Array columns (nested/object schemas) need a serving adapter",
+            Schema([ColSpec(Array("binary"), "blobs")]),
+            "Column `blobs` of the input schema: a nested value holding binary values is not mapped (each row "
+            "travels as JSON text, which carries no binary)",
         ),
         (
-            Schema([ColSpec(Object([Property("a", "long")]), "record")]),
-            "Column `record` of the input schema: Object columns",
+            Schema([ColSpec(Object([Property("at", "datetime")]), "record")]),
+            "Column `record` of the input schema: a nested value holding datetime values is not mapped",
         ),
         (
-            Schema([ColSpec(Object([Property("name", Array("string"))]), "table")]),
-            "send nested values as JSON text in a string column (table-question-answering takes its table so: "
-            "json.dumps(table))",
-        ),
-        (
-            Schema([ColSpec(Map("double"), "lookup")]),
-            "Column `lookup` of the input schema: Map columns",
+            Schema([ColSpec(Map(Array("binary")), "lookup")]),
+            "Column `lookup` of the input schema: a nested value holding binary values",
         ),
         (
             Schema([ColSpec(AnyType(), "anything")]),
-            "Column `anything` of the input schema: AnyType columns",
+            "Column `anything` of the input schema: AnyType columns are not mapped; supported: boolean, integer",
         ),
         (
             Schema([TensorSpec(np.dtype("float32"), (), "scalar")]),
-            "Tensor `scalar` of the input schema: scalar tensors (shape ()) need a serving adapter",
+            "Tensor `scalar` of the input schema: scalar input tensors (shape ()) are not mapped",
         ),
         (
             Schema([TensorSpec(np.dtype("complex128"), (-1,), "z")]),
@@ -354,9 +350,49 @@ def test_layout_writes_mapping_version_2_when_no_column_needs_an_adapter():
     assert _layout().contract.version == 2
 
 
-def test_layout_raises_naming_output_side_when_output_tensor_is_scalar():
-    with pytest.raises(UnsupportedSchemaError, match=re.escape("Tensor #0 of the output schema: scalar tensors")):
-        _layout(outputs=Schema([TensorSpec(np.dtype("float64"), ())]))
+def test_layout_maps_an_output_tensor_of_shape_empty_as_a_one_element_scalar_with_version_5():
+    layout = _layout(outputs=Schema([TensorSpec(np.dtype("float64"), ())]))
+
+    assert layout.contract.outputs.fields == (FieldMapping(name=None, tensor="output_0", scalar=True),)
+    assert layout.outputs == (TensorDeclaration("output_0", "TYPE_FP64", (1,)),)
+    assert layout.contract.version == 5
+
+
+def test_layout_raises_naming_the_tensor_when_a_scalar_stands_beside_other_output_tensors():
+    outputs = Schema([TensorSpec(np.dtype("float64"), (), "total"), TensorSpec(np.dtype("float64"), (-1,), "parts")])
+
+    with pytest.raises(UnsupportedSchemaError, match=re.escape("Tensor `total` of the output schema: a scalar")):
+        _layout(outputs=outputs)
+
+
+@pytest.mark.parametrize(
+    ("column", "mlflow_type"),
+    [
+        (ColSpec(Array("string"), "candidate_labels"), {"type": "array", "items": {"type": "string"}}),
+        (
+            ColSpec(Object([Property("a", "long"), Property("b", Array("double"), required=False)]), "record"),
+            {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "long", "required": True},
+                    "b": {"type": "array", "items": {"type": "double"}, "required": False},
+                },
+            },
+        ),
+        (
+            ColSpec(Map(Array("float")), "lookup", required=False),
+            {"type": "map", "values": {"type": "array", "items": {"type": "float"}}},
+        ),
+    ],
+)
+def test_layout_maps_a_nested_column_as_json_text_with_its_mlflow_type_and_no_mask(column, mlflow_type):
+    layout = _layout(inputs=Schema([column, ColSpec("double", "x")]), outputs=Schema([column]))
+
+    [nested, _] = layout.contract.inputs.fields
+    assert nested == FieldMapping(name=column.name, tensor=column.name, content="json", type=mlflow_type)
+    assert layout.contract.outputs.fields[0].content == "json"
+    assert [d.data_type for d in layout.inputs] == ["TYPE_STRING", "TYPE_FP64"]  # no __missing mask
+    assert layout.contract.version == 5
 
 
 @pytest.mark.parametrize(

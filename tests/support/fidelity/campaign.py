@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 import mlflow
+import numpy as np
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -260,7 +261,7 @@ class Campaign:
             planned = []
             for number, model_input in enumerate(case.inputs):
                 value = model_value(case, model_input)
-                arrays = dict(zip(model.input_tensors, raw_arrays(case, model_input)))
+                arrays = _with_masks(model.contract, dict(zip(model.input_tensors, raw_arrays(case, model_input))))
                 try:
                     expected = expected_answer(
                         model.contract, model.outputs, prediction=model.pyfunc_model.predict(value)
@@ -397,6 +398,17 @@ class Campaign:
             "triton_version": self.server.version(),
             "serving_env": str(self.env),
         }
+
+
+def _with_masks(contract, arrays):
+    """``arrays`` plus the missing-value mask of each optional input column: ``True`` where a float is NaN
+    (the value sent there stays NaN: the runtime must ignore it, docs/repository.md)."""
+    masks = {}
+    for field in contract.inputs.fields:
+        if field.missing is not None:
+            values = arrays[field.tensor]
+            masks[field.missing] = np.isnan(values) if values.dtype.kind == "f" else np.zeros(values.shape, bool)
+    return {**arrays, **masks}
 
 
 class Loaded:

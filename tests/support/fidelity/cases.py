@@ -221,7 +221,9 @@ def declared_kind(case, output):
 def output_dims(case, output):
     """The declared dims of ``output``: the source's dims, reduced by ``sum``, resized by ``linear``."""
     source = case.fields[output.source]
-    if case.structure == "columns" or output.operation == "scalar":
+    if output.operation == "scalar":
+        return ()  # a 0-d prediction (Triton: one element, docs/repository.md)
+    if case.structure == "columns":
         return (-1,)
     if output.operation == "sum":
         return source.dims[:1]

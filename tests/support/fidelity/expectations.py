@@ -11,6 +11,7 @@
 """
 
 import dataclasses
+import json
 import math
 import re
 
@@ -110,10 +111,6 @@ def expected_rejection(case, example_prediction):
             return Rejection(
                 "UnsupportedSchemaError", f"{kind_label} '' of the output schema: an empty name cannot be served"
             )
-    if any(output.operation == "scalar" for output in case.outputs):
-        return Rejection(
-            "UnsupportedSchemaError", r"Tensor #0 of the output schema: the prediction of the example is a scalar"
-        )
     for (key, values), output in zip(_prediction_fields(case, example_prediction), case.outputs):
         kind = declared_kind(case, output)
         datatype = TRITON_DATATYPES[kind]
@@ -250,7 +247,18 @@ def expected_answer(contract, outputs, prediction=None, error=None, empty=False)
     answer = {}
     for position, mapped in enumerate(contract.outputs.fields):
         declaration = types[mapped.tensor]
-        values = np.asarray(_output_field(contract.outputs.structure, prediction, mapped.name, position))
+        field = _output_field(contract.outputs.structure, prediction, mapped.name, position)
+        if getattr(mapped, "content", None) == "json":  # one compact UTF-8 JSON text per row (docs/repository.md)
+            texts = _json_rows(field)
+            if texts is None:
+                return Failure(500, f"{OUTPUT_DOES_NOT_FIT}Tensor `{mapped.tensor}`")
+            answer[mapped.tensor] = np.array(texts, dtype=object)
+            continue
+        values = np.asarray(field)
+        if getattr(mapped, "scalar", False):  # a 0-d prediction travels as one element
+            if values.ndim != 0:
+                return Failure(500, f"{OUTPUT_DOES_NOT_FIT}Tensor `{mapped.tensor}`")
+            values = values.reshape(1)
         if (
             getattr(mapped, "missing", None) is not None
         ):  # an optional output column: the docs' placeholder where the mask is true
@@ -264,6 +272,31 @@ def expected_answer(contract, outputs, prediction=None, error=None, empty=False)
             return Failure(500, f"{OUTPUT_DOES_NOT_FIT}Tensor `{mapped.tensor}`")
         answer[mapped.tensor] = _as_configured(values, declaration.data_type)
     return Answer(answer)
+
+
+def _json_rows(column):
+    """Each row's value as JSON text, numpy values as the Python values they hold; None if one has no JSON form."""
+
+    def plain(value):
+        if isinstance(value, np.ndarray):
+            return [plain(item) for item in value.tolist()]
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, (list, tuple)):
+            return [plain(item) for item in value]
+        if isinstance(value, dict):
+            if not all(isinstance(key, str) for key in value):
+                raise TypeError("a key JSON would turn into text")
+            return {key: plain(item) for key, item in value.items()}
+        if value is None or isinstance(value, (str, bool, int, float)):
+            return value
+        raise TypeError(f"{type(value).__name__} has no JSON form")
+
+    rows = list(column.to_numpy(dtype=object)) if isinstance(column, pd.Series) else list(column)
+    try:
+        return [json.dumps(plain(row), ensure_ascii=False, separators=(",", ":")).encode() for row in rows]
+    except TypeError:
+        return None
 
 
 # What a missing row of an optional output column carries beside its mask (docs/repository.md).
