@@ -152,7 +152,9 @@ def _map_schema(schema, side, namer, example):
         )
     if side == "output" and _is_scalar(example) and _is_one_unnamed_column(schema):
         # A scalar prediction: MLflow infers Any (0-d array) or one column (a number); it is one 0-d value.
-        schema = Schema([TensorSpec(np.asarray(example).dtype, ())])
+        dtype = np.asarray(example).dtype
+        # Text is an object tensor: MLflow's TensorSpec refuses sized string dtypes ('<U5').
+        schema = Schema([TensorSpec(np.dtype(object) if dtype.kind in "US" else dtype, ())])
     if example is not None and is_any_schema(schema):
         reason = _explain_uninferable(example, side)
         if reason is not None:

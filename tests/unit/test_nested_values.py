@@ -372,3 +372,21 @@ def test_save_model_refuses_batching_naming_the_scalar_output_and_writes_nothing
         )
 
     assert list(tmp_path.iterdir()) == []
+
+
+class Describe(mlflow.pyfunc.PythonModel):
+    def predict(self, context, model_input, params=None):
+        return f"This was the input: {model_input.iloc[0, 0]}"
+
+
+def test_save_model_maps_a_text_prediction_as_one_text_element(tmp_path):
+    from mlflow_triton import pyfunc as triton_pyfunc
+    from mlflow_triton.local.compare import output_codec
+
+    triton_pyfunc.save_model(Describe(), tmp_path / "describe", input_example="asdf")
+
+    [repository] = (tmp_path / "describe" / "model_repository").iterdir()
+    codec = output_codec(repository)
+    [field] = codec.mapping.fields
+    assert field.scalar and field.content == "text"
+    assert codec.to_tensors("This was the input: asdf")["output_0"].tolist() == [b"This was the input: asdf"]
