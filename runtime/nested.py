@@ -77,7 +77,8 @@ def _narrow_number(value, numpy_type, kind, label, row):
                 narrowed = np.float32(value)
         except OverflowError:  # an int beyond float64's range
             narrowed = None
-        if narrowed is not None and (narrowed == value or (math.isnan(value) and np.isnan(narrowed))):
+        # float() first: numpy 2 compares a float32 with a Python float in float32, where 0.1 equals np.float32(0.1).
+        if narrowed is not None and (float(narrowed) == value or (math.isnan(value) and np.isnan(narrowed))):
             return narrowed
     raise TensorMappingError(
         f"Tensor {label}: row {row} holds a number that does not fit MLflow's {kind} "
