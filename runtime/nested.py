@@ -40,14 +40,25 @@ NARROW_LEAVES = {"float": np.float32, "integer": np.int32}
 
 def from_json_texts(items, mlflow_type, label):
     """The rows' values from BYTES elements of JSON text (see the module docstring)."""
+    narrows = _has_narrow_leaf(mlflow_type)  # else every value is handed on as json.loads gives it, unwalked
     values = []
     for row, text in enumerate(decode_text(items, label)):
         try:
             value = json.loads(text)
         except (ValueError, RecursionError) as error:  # JSONDecodeError names the position only, not the text
             raise TensorMappingError(f"Tensor {label}: row {row} is not valid JSON ({error})") from None
-        values.append(_narrowed(value, mlflow_type, label, row))
+        values.append(_narrowed(value, mlflow_type, label, row) if narrows else value)
     return values
+
+
+def _has_narrow_leaf(mlflow_type):
+    """Whether the MLflow type holds a ``float`` or ``integer`` element anywhere."""
+    if not isinstance(mlflow_type, dict):
+        return False
+    if mlflow_type.get("type") in NARROW_LEAVES:
+        return True
+    children = [mlflow_type.get("items"), mlflow_type.get("values"), *(mlflow_type.get("properties") or {}).values()]
+    return any(_has_narrow_leaf(child) for child in children)
 
 
 def _narrowed(value, mlflow_type, label, row):
