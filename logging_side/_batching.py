@@ -214,7 +214,8 @@ def _take(tensors, indices):
 def ulps_per_element(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
     """How many units in the last place each element of two float arrays of one shape are apart, measured at the
     scale of its row: ``np.spacing`` of the largest finite magnitude of that row (first axis) on either side, in the
-    arrays' own float type. NaN equals NaN; ``inf`` where one side is not finite and the other differs.
+    precision the values carry (:func:`carried_float_type`). NaN equals NaN; ``inf`` where one side is not finite
+    and the other differs.
 
     The row's scale, not the element's own: a value derived from others of its row (``1 - p`` of a binary
     ``predict_proba``, a softmax share) carries their rounding, so one ulp of ``p = 0.886`` is eight ulps of
@@ -222,15 +223,33 @@ def ulps_per_element(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
     (one rule for both)."""
     expected, got = np.asarray(expected), np.asarray(got)
     same = (expected == got) | (np.isnan(expected) & np.isnan(got))
+    carried = carried_float_type(expected, got)
     with np.errstate(all="ignore"):
         magnitude = np.maximum(np.abs(expected), np.abs(got))
-        magnitude = np.where(np.isfinite(magnitude), magnitude, 0).astype(magnitude.dtype)
+        magnitude = np.where(np.isfinite(magnitude), magnitude, 0).astype(carried)
         if magnitude.ndim > 1 and magnitude.size:
             rows = magnitude.reshape(len(magnitude), -1).max(axis=1)
             magnitude = np.broadcast_to(rows.reshape((-1,) + (1,) * (magnitude.ndim - 1)), magnitude.shape)
         spacing = np.spacing(magnitude).astype(np.float64)
         ulps = np.where(same, 0.0, np.abs(expected.astype(np.float64) - got.astype(np.float64)) / spacing)
     return np.where(np.isfinite(ulps), ulps, np.inf)
+
+
+def carried_float_type(expected: np.ndarray, got: np.ndarray) -> np.dtype:
+    """The float type whose ulps measure two arrays: their own, except float32 for float64 arrays whose finite values
+    are all float32 values. Those are float32 results widened (a Transformers pipeline's scores reach MLflow as
+    Python floats): one rounding step of the float32 computation is 2**29 float64 ulps, so measuring them in float64
+    would refuse a one-ulp difference the tolerance promises to allow."""
+    kind = np.result_type(expected.dtype, got.dtype)
+    if kind != np.float64 or not (_holds_float32_only(expected) and _holds_float32_only(got)):
+        return kind
+    return np.dtype(np.float32)
+
+
+def _holds_float32_only(values: np.ndarray) -> bool:
+    finite = values[np.isfinite(values)]
+    with np.errstate(over="ignore"):
+        return bool(np.all(finite.astype(np.float32).astype(np.float64) == finite))
 
 
 def _difference_in_ulps(name, what, expected, batch):

@@ -174,3 +174,45 @@ def test_docs_quote_the_refusal_of_an_example_with_too_few_distinct_rows():
 
     quoted = " ".join(text.split(f"BatchingRefusedError: {str(refused.value)[:20]}")[1].split("```")[0].split())
     assert f"{str(refused.value)[:20]}{quoted}" == str(refused.value)
+
+
+def widened_float32_scores(float32_ulps_off_in_a_batch):
+    """``predict_tensors`` answering float32 scores widened to float64 (a Transformers pipeline's Python floats), in
+    a batch of more than one row off by ``float32_ulps_off_in_a_batch`` float32 ulps (padding, another sum order)."""
+
+    def predict_tensors(tensors):
+        score = (1.0 / (1.0 + np.exp(-tensors["x"]))).astype(np.float32)
+        if len(score) > 1:
+            score = score + np.float32(float32_ulps_off_in_a_batch) * np.spacing(score)
+        return {"score": score.astype(np.float64)}
+
+    return predict_tensors
+
+
+def test_prove_row_independence_measures_float32_ulps_when_a_float64_output_holds_widened_float32_values():
+    example = {"x": np.array([2.05, -1.3, 0.4, 2.6])}
+
+    proof = prove_row_independence(widened_float32_scores(1), example)
+
+    assert proof["largest_difference_ulps"]["score"] == pytest.approx(1.0, abs=0.5)  # 2**29 float64 ulps
+
+
+def test_prove_row_independence_refuses_widened_float32_values_off_by_more_float32_ulps_than_stated():
+    with pytest.raises(BatchingRefusedError, match=r"output `score` differs .* by [0-9.]+ ulps"):
+        prove_row_independence(widened_float32_scores(ROW_INDEPENDENCE_ULPS + 4), {"x": np.array([2.05, -1.3, 0.4])})
+
+
+@pytest.mark.parametrize(
+    ("expected", "got", "carried"),
+    [
+        (np.array([0.5, 0.25]), np.array([0.5, np.float32(0.25) + np.spacing(np.float32(0.25))]), "float32"),
+        (np.array([0.1, 0.25]), np.array([0.1, 0.25]), "float64"),  # 0.1 is no float32 value
+        (np.array([0.5, np.nan]), np.array([0.5 + 2**-40, np.nan]), "float64"),  # a float64 difference
+        (np.array([0.5], dtype=np.float32), np.array([0.25], dtype=np.float32), "float32"),
+        (np.array([1e39]), np.array([1e39]), "float64"),  # beyond float32's range
+    ],
+)
+def test_carried_float_type_is_float32_only_when_float64_arrays_hold_float32_values_alone(expected, got, carried):
+    from mlflow_triton._batching import carried_float_type
+
+    assert carried_float_type(expected, got) == np.dtype(carried)
