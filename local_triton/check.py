@@ -27,7 +27,15 @@ from mlflow_triton._urls import without_user_info
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from ._download import empty_download_dir
-from .compare import compare, expected_outputs, load_input_example, load_input_example_params, predict_outputs
+from .compare import (
+    VOLATILE,
+    compare,
+    expected_outputs,
+    load_input_example,
+    load_input_example_params,
+    predict_outputs,
+    volatile_outputs,
+)
 from .errors import InferenceError, ModelSourceError, OraclePredictionError, TritonStartError
 from .installation import TritonInstallation
 from .progress import ProgressLike, as_progress
@@ -325,9 +333,10 @@ def validate_repository(
                 return report
             report.seconds["inference"] = round(time.monotonic() - started, 2)
         report.request_form = response.form
-        report.comparison = compare(expected, response.outputs)
+        volatile = volatile_outputs(model_dir)
+        report.comparison = compare(expected, response.outputs, volatile=volatile)
         for extra, answer in answers:
-            comparison = compare(extra.expected, answer.outputs)
+            comparison = compare(extra.expected, answer.outputs, volatile=volatile)
             report.inputs.append(
                 {
                     "label": extra.label,
@@ -370,9 +379,11 @@ def _verdict(report):
             + "; ".join(f"{n}: {r['how']}" for n, r in entry["comparison"].items() if not r["equal"])
             for entry in failed_inputs
         )
+    volatile = sorted(n for n, result in report.comparison.items() if result["how"].startswith(VOLATILE))
+    per_call = f"; {', '.join(volatile)}: filled by MLflow on every call, checked as such" if volatile else ""
     reason = (
         f"Triton {report.triton_version} answered the shipped {report.request_form} request like "
-        f"pyfunc.predict ({', '.join(sorted(report.comparison))})"
+        f"pyfunc.predict ({', '.join(sorted(report.comparison))}{per_call})"
     )
     for entry in report.inputs:
         reason += f"; and the {entry['label']} ({entry['rows']} rows, {entry['form']}) like pyfunc.predict of it"

@@ -98,6 +98,12 @@ def batched_layout(layout, batching: Batching):
             "value for the whole request, no rows to split among joined requests); log the model with "
             "max_batch_size=0 or return one value per row"
         )
+    optional = [field.tensor for field in layout.contract.inputs.fields if field.optional]
+    if optional:
+        raise BatchingRefusedError(
+            f"max_batch_size={batching.max_batch_size}: input column `{optional[0]}` may be left out of a request, "
+            "and joined requests must all send the same columns; log the model with max_batch_size=0"
+        )
     for side, declarations in (("input", layout.inputs), ("output", layout.outputs)):
         for declaration in declarations:
             if declaration.dims[0] != -1:

@@ -55,6 +55,8 @@ def _tensor_entry(message, declaration, batched=False):
     )
     if batched and len(declaration.dims) == 1:
         entry.reshape.SetInParent()  # reshape { shape: [] }: the model sees [rows]
+    if declaration.optional:
+        entry.optional = True  # a request may leave it out (inputs only: the contract refuses optional outputs)
     return entry
 
 
@@ -113,7 +115,12 @@ def declarations(config):
 
     def convert(entries):
         return tuple(
-            TensorDeclaration(name=e.name, data_type=model_config_pb2.DataType.Name(e.data_type), dims=logged_dims(e))
+            TensorDeclaration(
+                name=e.name,
+                data_type=model_config_pb2.DataType.Name(e.data_type),
+                dims=logged_dims(e),
+                optional=getattr(e, "optional", False),
+            )
             for e in entries
         )
 

@@ -12,10 +12,12 @@ them into the DataFrame a model with a column schema is given; :func:`for_predic
 * a list (records ``df.to_dict("records")``, scalars, lists) or a Series becomes ``pd.DataFrame(example)``.
 
 Refused, because MLflow's own enforcement does not give the model rows from them (see :func:`for_prediction`): a
-dict of equal-length lists that becomes one row (MLflow infers Array columns for it; nested columns are not served
-yet), a list of lists for a single Array column (MLflow logs such a model without a signature), a datetime on its
-own, a Series and a tuple other than ``(input, params)`` (MLflow does not take them as examples), and bytes in an
-example MLflow saves as JSON (:func:`check_example`: MLflow keeps them only as base64 text).
+dict of equal-length lists that becomes one row whose cells hold the lists for scalar columns (for Array columns,
+as MLflow infers them from such a dict, that one row is what the schema says and is served, unless the model cannot
+predict it: :func:`lists_in_one_row` then names the remedy), a list of lists for a single Array column (MLflow logs
+such a model without a signature), a datetime on its own, a Series and a tuple other than ``(input, params)``
+(MLflow does not take them as examples), and bytes in an example MLflow saves as JSON (:func:`check_example`: MLflow
+keeps them only as base64 text).
 
 A scipy sparse matrix (``csr_matrix``, ``csc_matrix``) is predicted as it is, and MLflow's serving example holds its
 dense array (``_Example``: ``toarray()``), which is what a request carries.
@@ -26,6 +28,7 @@ codecs encode into the shipped request. The signature is still inferred from the
 
 from __future__ import annotations
 
+import copy
 import datetime
 import sys
 from typing import Any
@@ -160,23 +163,49 @@ def _dict_is_one_row(example: dict, schema: Schema) -> bool:
 
 
 def _refuse_lists_in_one_row(example: dict, schema: Schema) -> None:
-    """A dict of equal-length lists made one row: each cell holds a whole list, where the lists were columns."""
+    """A dict of equal-length lists made one row for scalar columns: each cell holds a whole list, where the lists
+    were columns. For Array columns, as MLflow infers them from such a dict, that one row is what the schema says
+    and is served; the prediction decides (:func:`lists_in_one_row` names the remedy where it fails)."""
+    name = _first_list_column(example)
+    if name is None:
+        return
+    kind = _column_type(name, schema)
+    if kind is not None and not isinstance(kind, DataType):
+        return
+    raise InvalidArgumentError(f"{lists_in_one_row(example, schema)}; {DATAFRAME_REMEDY}")
+
+
+def lists_in_one_row(example: Any, schema: Schema | None) -> str | None:
+    """Where ``example`` is a dict of equal-length lists that MLflow's schema enforcement makes one row, what it
+    became (the start of a refusal, without the remedy); None for any other example."""
+    if not isinstance(example, dict) or schema is None or schema.is_tensor_spec():
+        return None
+    name = _first_list_column(example)
+    if name is None or not _dict_is_one_row(example, schema):
+        return None
+    kind = _column_type(name, schema)
+    inferred = f"column `{name}` holding a list" if kind is None else f"column `{name}` as {_type_name(kind)}"
+    return (
+        "input_example is a dict of equal-length lists: MLflow's schema enforcement makes it one row whose cells "
+        f"hold the whole lists (pd.DataFrame([input_example])), with {inferred}, not one row per item"
+    )
+
+
+def _first_list_column(example: dict) -> Any:
+    """The first key of a dict whose values are all lists of one length (None otherwise: nested values, a list
+    beside scalars, lists of unequal lengths are the mapping's to decide)."""
     lengths = {len(value) for value in example.values() if isinstance(value, list)}
     if len(lengths) != 1 or not all(isinstance(value, list) for value in example.values()):
-        return  # nested values (a list beside scalars, lists of unequal lengths): the mapping decides
-    name = next(iter(example))
-    kind = schema.input_dict()[name].type if schema.has_input_names() and name in schema.input_dict() else None
-    if kind is None:
-        inferred, nested = f"column `{name}` holding a list", ""
-    elif isinstance(kind, DataType):
-        inferred, nested = f"column `{name}` as {kind.name}", ""
-    else:
-        inferred, nested = f"column `{name}` as {kind}", f" (nested {type(kind).__name__} columns are not served yet)"
-    raise InvalidArgumentError(
-        f"input_example is a dict of equal-length lists: MLflow's schema enforcement makes it one row whose cells "
-        f"hold the whole lists (pd.DataFrame([input_example])), with {inferred}{nested}, not one row per item; "
-        f"{DATAFRAME_REMEDY}"
-    )
+        return None
+    return next(iter(example))
+
+
+def _column_type(name: Any, schema: Schema) -> Any:
+    return schema.input_dict()[name].type if schema.has_input_names() and name in schema.input_dict() else None
+
+
+def _type_name(kind: Any) -> str:
+    return kind.name if isinstance(kind, DataType) else str(kind)
 
 
 def _refuse_rows_for_an_array_column(example: list, schema: Schema) -> None:
@@ -191,6 +220,15 @@ def _refuse_rows_for_an_array_column(example: list, schema: Schema) -> None:
         "pd.DataFrame(input_example)), so MLflow logs such a model without a signature; pass "
         "np.array(input_example) for a tensor, or pd.DataFrame(input_example) for columns 0, 1, ..."
     )
+
+
+def example_columns(example: Any, schema: Schema | None) -> set[Any] | None:
+    """The column names ``example`` gives for a column ``schema`` (as its schema enforcement frames it), or None
+    where it is no frame (a tensor schema, an array)."""
+    if schema is None or schema.is_tensor_spec():
+        return None
+    framed = for_prediction(copy.deepcopy(example), schema)
+    return set(framed.columns) if isinstance(framed, pd.DataFrame) else None
 
 
 def for_request(example: Any, schema: Schema | None) -> Any:

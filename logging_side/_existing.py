@@ -9,7 +9,6 @@ experiment and run, and a new version of the same registered model when the
 source came from the Registry. Nothing is written when a step fails.
 """
 
-import os
 import pathlib
 import shutil
 import tempfile
@@ -53,11 +52,7 @@ class _LoggedModel(_packaging.Framework):
     def save_native(self, model, path, signature, input_example, options):
         shutil.copytree(self._source_dir, path, symlinks=False)
         if not self._example_saved:  # the given input becomes the new model's example (check predicts it)
-            from mlflow.models.utils import _save_example
-
-            mlmodel = Model.load(os.path.join(path, "MLmodel"))
-            _save_example(mlmodel, input_example, str(path))
-            mlmodel.save(os.path.join(path, "MLmodel"))
+            _packaging.save_example(path, input_example)
 
 
 def add_repository(

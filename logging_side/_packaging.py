@@ -31,9 +31,17 @@ from mlflow_triton.runtime.parameters import PARAMS_CHANNEL
 from mlflow_triton.shared_contract import MAPPING_VERSION
 
 from . import _batching, _config, _model_py, _model_requirements, _requests, _saved_check, _serving_requirements, _undo
-from ._examples import check_example, for_prediction, for_request, input_schema
+from ._examples import (
+    DATAFRAME_REMEDY,
+    check_example,
+    example_columns,
+    for_prediction,
+    for_request,
+    input_schema,
+    lists_in_one_row,
+)
 from ._names import check_model_name, default_model_name
-from ._schema import is_any_schema, layout_from_signature, signature_for_pyfunc
+from ._schema import is_any_schema, layout_from_signature, may_be_a_scalar_prediction, signature_for_pyfunc
 from .errors import BatchingWarning, CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
 
 REPOSITORY_DIRECTORY = "model_repository"
@@ -87,6 +95,10 @@ class Framework:
 
     def current_device(self, model):
         return "cpu"
+
+    def task_signature(self, options):
+        """The signature the native flavor sets itself for these options (and refuses any other), or None."""
+        return None
 
     def check_batching(self, model, options, params_schema):
         """Refuse ``max_batch_size`` where the model's own calls join rows in a way the proof cannot rule out;
@@ -277,6 +289,14 @@ def _plan(
     check_example(data)
     triton_model_name = check_model_name(triton_model_name)
     framework.check_native_options(options)
+    forced = framework.task_signature(options)
+    if forced is not None:
+        if signature is not None:
+            raise InvalidArgumentError(
+                f"signature: MLflow sets the signature of task {options.get('task')!r} itself and refuses any "
+                "other; leave signature unset"
+            )
+        signature = forced
     framework.check_model(model)
     declared_by_caller = options.get("pip_requirements") is not None or options.get("conda_env") is not None
     options = framework.native_options(options)
@@ -395,6 +415,16 @@ def _remove_empty(directories):
             return
 
 
+def save_example(package, input_example):
+    """Save ``input_example`` as the example of the MLflow package saved at ``package`` (MLmodel rewritten), as it
+    is: where a flavor's own saving would change it, or did not save one."""
+    from mlflow.models.utils import _save_example
+
+    mlmodel = Model.load(os.path.join(package, "MLmodel"))
+    _save_example(mlmodel, input_example, str(package))
+    mlmodel.save(os.path.join(package, "MLmodel"))
+
+
 def with_default_requirements(options, default_requirements):
     """Record the flavor's default requirements instead of letting MLflow infer them.
 
@@ -483,13 +513,13 @@ def _predict_and_map(framework, model, input_example, example_params, signature,
     mapped = recorded
     output_mapping = None
     outputs_any = recorded is not None and recorded.outputs is not None and is_any_schema(recorded.outputs)
+    if recorded is not None and recorded.outputs is not None and may_be_a_scalar_prediction(recorded.outputs):
+        # One unnamed output column: the prediction may be one value for the whole input, mapped as a scalar.
+        prediction = _predict_example(adapter, input_example, recorded.inputs, example_params)
+        examples = {"input": input_example, "output": prediction}
     if recorded is None or recorded.outputs is None or outputs_any:
-        # A copy: a model may change its input (a transformer adding a column in place), never the caller's example.
-        # Normalised as MLflow's schema enforcement would for the input schema (the caller's, or the one MLflow
-        # infers: records, a list, a dict of scalars or a scalar as a DataFrame: ``_examples``).
         schema = recorded.inputs if recorded is not None else input_schema(input_example)
-        model_input = for_prediction(copy.deepcopy(input_example), schema)
-        prediction = _as_plain(_predict(adapter, model_input, "example", example_params))
+        prediction = _predict_example(adapter, input_example, schema, example_params)
         inferred = infer_signature(input_example, prediction, params=example_params)
         examples = {"input": input_example, "output": prediction}
         # signature=False records none and maps the inferred one; a recorded signature keeps its inputs and params
@@ -508,7 +538,7 @@ def _predict_and_map(framework, model, input_example, example_params, signature,
             f"The params schema declares a parameter `{PARAMS_CHANNEL}`: that request parameter carries all of a "
             "request's params as JSON text (docs/request-parameters.md), so a request could not set it; rename it"
         )
-    layout = layout_from_signature(mapped, framework.flavor, examples)
+    layout = layout_from_signature(mapped, framework.flavor, examples, example_columns(input_example, mapped.inputs))
     return adapter, (False if signature is False else model_meta.signature), mapped, layout, output_mapping
 
 
@@ -518,6 +548,23 @@ def _why_outputs_from_example(recorded, outputs_any):
     if outputs_any:
         return "the signature's outputs are Any (MLflow could not infer their type)"
     return "the signature has no outputs"
+
+
+def _predict_example(adapter, input_example, schema, params):
+    """The prediction of ``input_example`` as MLflow's schema enforcement gives it to the model for the input
+    ``schema`` (records, a list, a dict of scalars or a scalar as a DataFrame: ``_examples``), on a copy: a model
+    may change its input (a transformer adding a column in place), never the caller's example. A dict of
+    equal-length lists that MLflow makes one row of Array cells, which the model cannot predict, is refused with the
+    remedy: the caller most likely meant one row per item."""
+    try:
+        return _as_plain(_predict(adapter, for_prediction(copy.deepcopy(input_example), schema), "example", params))
+    except ValidationError as error:
+        meant_rows = lists_in_one_row(input_example, schema)
+        if meant_rows is None:
+            raise
+        raise InvalidArgumentError(
+            f"{meant_rows}, which the model failed to predict ({error.__cause__!r}); {DATAFRAME_REMEDY}"
+        ) from error.__cause__
 
 
 def _predict(adapter, model_input, what, params=None):

@@ -22,7 +22,12 @@ input or output, is a BYTES tensor of one JSON text per row (content ``json``, t
 MLflow type recorded beside it; ``runtime/nested.py``); an optional one marks a
 missing row as ``null``, without a mask. A 0-d prediction (MLflow infers ``Any``
 for it) or an output tensor of shape ``()`` is a one-element tensor restored to
-0-d (``scalar``).
+0-d (``scalar``). In a version 5 contract every optional input column (MLflow's
+``required: false``) may be left out of a request (``optional``: its tensors are
+declared ``optional: true``), as MLflow's LLM tasks expect of their generation
+fields; so may an optional column the input example leaves out, which makes the
+contract version 5 (a request could not send values the example never showed).
+Contracts of older versions keep every input required, byte for byte as before.
 """
 
 import contextlib
@@ -39,6 +44,7 @@ from mlflow_triton.shared_contract import (
     BYTES_TYPE,
     DATETIME_CONTENT,
     JSON_CONTENT,
+    NESTED_MAPPING_VERSION,
     NUMPY_TO_TRITON,
     Contract,
     FieldMapping,
@@ -80,6 +86,7 @@ class TensorDeclaration:
     name: str
     data_type: str
     dims: "tuple[int, ...]"
+    optional: bool = False  # a request may leave the tensor out (config.pbtxt: ``optional: true``)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +98,7 @@ class TensorLayout:
     outputs: "tuple[TensorDeclaration, ...]"
 
 
-def layout_from_signature(signature, flavor, examples=None):
+def layout_from_signature(signature, flavor, examples=None, example_columns=None):
     """Map an MLflow ``ModelSignature`` onto Triton tensors.
 
     Raises UnsupportedSchemaError for a missing input or output schema, optional
@@ -103,7 +110,8 @@ def layout_from_signature(signature, flavor, examples=None):
     ``examples`` (``{"input": example, "output": prediction}``, for a signature
     MLflow inferred from them) maps a scalar prediction; otherwise it only sharpens the message when MLflow's inference
     gave up on a whole side (an ``Any`` schema): the example names the column or
-    scalar at fault.
+    scalar at fault. ``example_columns`` (the input example's column names, None
+    if not a frame) marks the optional columns the example leaves out.
     """
     if signature is None:
         raise UnsupportedSchemaError("The model has no signature; pass signature= or an input_example")
@@ -111,9 +119,27 @@ def layout_from_signature(signature, flavor, examples=None):
     examples = examples or {}
     inputs_mapping, inputs = _map_schema(signature.inputs, "input", namer, examples.get("input"))
     outputs_mapping, outputs = _map_schema(signature.outputs, "output", namer, examples.get("output"))
+    inputs_mapping, inputs = _mark_optional(signature.inputs, inputs_mapping, inputs, outputs_mapping, example_columns)
     version = writer_version(inputs_mapping, outputs_mapping)
     contract = Contract(flavor=flavor, inputs=inputs_mapping, outputs=outputs_mapping, version=version)
     return TensorLayout(contract=contract, inputs=inputs, outputs=outputs)
+
+
+def _mark_optional(schema, mapping, declarations, outputs_mapping, example_columns):
+    """The input side with its optional columns marked omittable, where the contract is version 5 (see the
+    module docstring); unchanged otherwise."""
+    if mapping.structure != "columns":
+        return mapping, declarations
+    specs = schema.inputs
+    left_out = example_columns is not None and any(
+        not spec.required and spec.name not in example_columns for spec in specs
+    )
+    if not left_out and writer_version(mapping, outputs_mapping) < NESTED_MAPPING_VERSION:
+        return mapping, declarations
+    fields = tuple(dataclasses.replace(f, optional=not spec.required) for spec, f in zip(specs, mapping.fields))
+    omitted = {t for f in fields if f.optional for t in (f.tensor, f.missing) if t is not None}
+    declarations = tuple(dataclasses.replace(d, optional=d.name in omitted) for d in declarations)
+    return StructureMapping(structure=mapping.structure, fields=fields), declarations
 
 
 def signature_for_pyfunc(signature, flavor):
@@ -260,6 +286,12 @@ def _is_scalar(value):
     if isinstance(value, np.ndarray):
         return value.ndim == 0
     return isinstance(value, (np.generic, int, float, str))
+
+
+def may_be_a_scalar_prediction(schema):
+    """Whether a prediction for this output schema may be a scalar: one unnamed column (what MLflow infers, and
+    records, for a model that returns one value, such as a models-from-code sample returning a string)."""
+    return _is_one_unnamed_column(schema)
 
 
 def _is_one_unnamed_column(schema):

@@ -10,6 +10,12 @@ weights).
 Serving follows MLflow's transformers pyfunc interface for the pipeline's task
 (text-generation returns strings, text-classification ``label``/``score``
 columns), which can differ from the raw pipeline or ``forward()`` outputs.
+
+MLflow's LLM inference tasks (``task="llm/v1/chat"``, ``"llm/v1/completions"``,
+``"llm/v1/embeddings"``) log with the OpenAI-style signature MLflow sets for
+them: the request's generation fields (``max_tokens``, ``temperature``, ...) are
+optional input columns a request may leave out, and the answer is one row per
+request row, with ``id`` and ``created`` filled by MLflow on every call.
 """
 
 from __future__ import annotations
@@ -35,8 +41,16 @@ if TYPE_CHECKING:
 
 FLAVOR_NAME = "transformers"
 _LLM_INFERENCE_TASK_PREFIX = "llm/"
+# Where mlflow.transformers.save_model records an LLM task in the flavor configuration its pyfunc reads.
+_LLM_INFERENCE_TASK_KEY = "inference_task"
 
 __all__ = ["FLAVOR_NAME", "TRITON_FLAVOR_NAME", "log_model", "save_model"]
+
+
+def _llm_task(options: dict[str, Any]) -> str | None:
+    """``options["task"]`` when it names one of MLflow's LLM inference tasks (``llm/v1/...``), else None."""
+    task = options.get("task")
+    return task if isinstance(task, str) and task.startswith(_LLM_INFERENCE_TASK_PREFIX) else None
 
 
 def _import_transformers() -> ModuleType:
@@ -69,12 +83,6 @@ class _Transformers(_packaging.Framework):
 
     def check_native_options(self, options: dict[str, Any]) -> None:
         super().check_native_options(options)
-        task = options.get("task")
-        if isinstance(task, str) and task.startswith(_LLM_INFERENCE_TASK_PREFIX):
-            raise InvalidArgumentError(
-                f"task {task!r}: MLflow's LLM inference tasks use nested request/response schemas that need a "
-                "serving adapter; use the pipeline's own task (e.g. 'text-generation')"
-            )
         if options.get("save_pretrained") is False or options.get("base_model_path") is not None:
             raise InvalidArgumentError(
                 "save_pretrained=False and base_model_path leave the weights outside the package; the Triton "
@@ -86,6 +94,21 @@ class _Transformers(_packaging.Framework):
         if isinstance(options.get("model_config"), dict):
             options["model_config"] = dict(options["model_config"])  # MLflow may add to it while saving
         return options
+
+    def task_signature(self, options: dict[str, Any]) -> ModelSignature | None:
+        """The signature MLflow sets for an LLM inference task (it refuses any other), else None."""
+        task = _llm_task(options)
+        if task is None:
+            return None
+        from mlflow.transformers.llm_inference_utils import infer_signature_from_llm_inference_task
+
+        try:
+            return infer_signature_from_llm_inference_task(task)
+        except KeyError:
+            raise InvalidArgumentError(
+                f"task {task!r} is not one of MLflow's LLM inference tasks; supported: llm/v1/chat, "
+                "llm/v1/completions, llm/v1/embeddings (or the pipeline's own task)"
+            ) from None
 
     def check_model(self, model: Any) -> None:
         transformers = _import_transformers()
@@ -128,6 +151,10 @@ class _Transformers(_packaging.Framework):
         from mlflow.transformers.flavor_config import build_flavor_config
 
         flavor_config = build_flavor_config(model, options.get("processor"), options.get("torch_dtype"))
+        task = _llm_task(options)
+        if task is not None:
+            _check_llm_task_fits(task, model.task)
+            flavor_config[_LLM_INFERENCE_TASK_KEY] = task
         model_config = dict(options.get("model_config") or {})
         prompt_template = options.get("prompt_template")
         if prompt_template is not None and model.task == "text-generation":
@@ -140,21 +167,59 @@ class _Transformers(_packaging.Framework):
     def save_native(
         self, model: Pipeline, path: Any, signature: ModelSignature, input_example: Any, options: dict[str, Any]
     ) -> None:
-        # The defaults depend on the model (its engine, PEFT), so they are settled here.
-        options = _packaging.with_default_requirements(options, lambda _options: _default_requirements(model.model))
+        # The defaults depend on the model (its engine, PEFT) and the pipeline (an image processor), so they are
+        # settled here.
+        reads_images = getattr(model, "image_processor", None) is not None
+        options = _packaging.with_default_requirements(
+            options, lambda _options: _default_requirements(model.model, reads_images=reads_images)
+        )
+        if _labels_are_an_array(model, signature):
+            # MLflow saves a zero-shot example's candidate_labels as JSON text (for its default string signature),
+            # which its own schema enforcement then refuses for an Array column: the example is saved as given.
+            super().save_native(model, path, signature, None, options)
+            _packaging.save_example(path, input_example)
+            return
         super().save_native(model, path, signature, input_example, options)
 
     def architecture(self, model: Pipeline, package_path: Any, declared_init_kwargs: Any) -> dict[str, Any]:
         return _architecture.describe_transformers(model, package_path, declared_init_kwargs)
 
 
-def _default_requirements(model: Any) -> list[str]:
+def _check_llm_task_fits(task: str, pipeline_task: str) -> None:
+    """MLflow's own refusal of an LLM task the pipeline does not support, before anything is saved, in the error
+    family (its message names the tasks the pipeline takes)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        _mlflow_transformers()._validate_llm_inference_task_type(task, pipeline_task)
+    except MlflowException as error:
+        raise InvalidArgumentError(
+            f"task {task!r}: {error.message} (llm/v1/chat and llm/v1/completions take a text-generation pipeline, "
+            "llm/v1/embeddings a feature-extraction one)"
+        ) from None
+
+
+def _labels_are_an_array(model: Any, signature: Any) -> bool:
+    """A zero-shot classification pipeline whose signature types ``candidate_labels`` as an Array."""
+    if getattr(model, "task", None) != "zero-shot-classification" or not signature:
+        return False
+    from mlflow.types.schema import Array
+
+    inputs = signature.inputs
+    spec = inputs.input_dict().get("candidate_labels") if inputs is not None and inputs.has_input_names() else None
+    return spec is not None and isinstance(spec.type, Array)
+
+
+def _default_requirements(model: Any, *, reads_images: bool = False) -> list[str]:
     """MLflow's default transformers requirements for ``model``, pinned to the installed versions.
 
     ``mlflow.transformers.get_default_pip_requirements`` lists torchvision (and
     accelerate where installed) for every PyTorch model and fails where
     torchvision is not installed; the same list is then pinned without the
-    optional packages that are absent here.
+    optional packages that are absent here. Without torchvision, a pipeline that
+    ``reads_images`` (it has an image processor) gets Pillow, which torchvision
+    would have brought: Transformers' "vision" backend, which such a pipeline and
+    its processor need to load and to read an image (a base64 PNG).
     """
     mlflow_transformers = _mlflow_transformers()
     try:
@@ -169,6 +234,8 @@ def _default_requirements(model: Any) -> list[str]:
         packages += [name for name in ("torchvision", "accelerate") if importlib.util.find_spec(name)]
     if is_peft_model(model):
         packages.append("peft")
+    if reads_images and "torchvision" not in packages:
+        packages.append("pillow")
     return [_get_pinned_requirement(package) for package in packages]
 
 

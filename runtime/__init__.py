@@ -6,4 +6,4 @@ composes ``conversions.py``, ``codecs.py``, ``loading.py``, ``parameters.py`` an
 logging side exercise the very same codecs.
 """
 
-RUNTIME_VERSION = "2.4.0"
+RUNTIME_VERSION = "2.5.0"

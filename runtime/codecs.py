@@ -37,7 +37,14 @@ Mapping version 5: a field with ``content`` ``json`` (``columns`` only) is a
 BYTES tensor of one JSON text per row, read into lists and dicts and written
 from them by ``nested.py``; a ``scalar`` field (``tensor`` only) is a
 one-element tensor that is a 0-d array on the MLflow side (``to_tensors`` takes
-only a 0-d value for it, ``from_tensors`` gives one back).
+only a 0-d value for it, ``from_tensors`` gives one back). An ``optional`` input
+column may be absent: ``from_tensors`` then builds the frame without it (a
+request that sends its mask but not its values fails), and ``to_tensors`` sends
+no tensor for a column the value does not hold.
+
+Records (a list of dicts, as MLflow's LLM tasks predict) may leave out a JSON
+field's key; the row is then ``null``, as for a missing row. A dict whose scalar
+columns hold single values is one record (one row), not a dict of columns.
 """
 
 import numpy as np
@@ -100,14 +107,15 @@ class StructureCodec:
     # -- Triton tensors -> MLflow value -------------------------------------------------
 
     def from_tensors(self, arrays):
-        values = [spec.decode(_lookup(arrays, spec), _mask(arrays, spec)) for spec in self.specs]
+        specs = [spec for spec in self.specs if not _left_out(arrays, spec)]
+        values = [spec.decode(_lookup(arrays, spec), _mask(arrays, spec)) for spec in specs]
         structure = self.mapping.structure
         if structure == "tensor":
             return values[0]
         if structure == "tensors":
-            return {spec.field.name: value for spec, value in zip(self.specs, values)}
-        _check_equal_lengths(self.specs, values, "Column tensors")
-        return pd.DataFrame({spec.column_key: value for spec, value in zip(self.specs, values)})
+            return {spec.field.name: value for spec, value in zip(specs, values)}
+        _check_equal_lengths(specs, values, "Column tensors")
+        return pd.DataFrame({spec.column_key: value for spec, value in zip(specs, values)})
 
     # -- MLflow value -> Triton tensors -------------------------------------------------
 
@@ -121,9 +129,11 @@ class StructureCodec:
             raw = _columns_of(value, self.specs)
         tensors = {}
         for spec, item in zip(self.specs, raw):
-            tensors.update(spec.encode_with_mask(item))
+            if item is not _ABSENT:
+                tensors.update(spec.encode_with_mask(item))
         if structure == "columns":
-            _check_equal_lengths(self.specs, [tensors[spec.tensor] for spec in self.specs], "Column values")
+            sent = [spec for spec in self.specs if spec.tensor in tensors]
+            _check_equal_lengths(sent, [tensors[spec.tensor] for spec in sent], "Column values")
         return tensors
 
 
@@ -269,6 +279,15 @@ def _mask(arrays, spec):
     return mask
 
 
+# An optional column the value to encode does not hold: no tensor is sent for it.
+_ABSENT = object()
+
+
+def _left_out(arrays, spec):
+    """Whether a request left out an optional column: neither its tensor nor its mask was sent."""
+    return spec.field.optional and spec.tensor not in arrays and (spec.mask is None or spec.mask not in arrays)
+
+
 def _lookup(arrays, spec):
     array = arrays.get(spec.tensor)
     if array is None:
@@ -307,8 +326,10 @@ def _columns_of(value, specs):
         value = value.to_frame()
     elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         return [_record_column(value, spec) for spec in specs]
-    elif isinstance(value, dict) and all(spec.field.name in value for spec in specs):
-        return [value[spec.field.name] for spec in specs]
+    elif isinstance(value, dict) and _is_one_record(value, specs):
+        return [_record_column([value], spec) for spec in specs]
+    elif isinstance(value, dict) and all(spec.field.name in value or spec.field.optional for spec in specs):
+        return [value.get(spec.field.name, _ABSENT) for spec in specs]
     if isinstance(value, pd.DataFrame):
         return [_frame_column(value, spec) for spec in specs]
     if len(specs) == 1 and specs[0].is_json and isinstance(value, (list, tuple, np.ndarray)):
@@ -324,8 +345,16 @@ def _columns_of(value, specs):
     )
 
 
+def _is_one_record(value, specs):
+    """A dict that is one row, not columns: a scalar column holds a single value (MLflow's embeddings task
+    answers a whole request with one such dict)."""
+    return any(not spec.is_json and spec.field.name in value and np.ndim(value[spec.field.name]) == 0 for spec in specs)
+
+
 def _frame_column(frame, spec):
     if spec.field.name is not None:
+        if spec.field.name not in frame.columns and spec.field.optional:
+            return _ABSENT
         if spec.field.name not in frame.columns:
             available = ", ".join(map(str, frame.columns))
             raise TensorMappingError(f"Column `{spec.field.name}` is missing; columns: {available}")
@@ -344,11 +373,13 @@ def _record_column(records, spec):
         if spec.column_key >= len(keys):
             raise TensorMappingError(f"Column #{spec.column_key} is missing; the records have {len(keys)} key(s)")
         key = keys[spec.column_key]
+    if spec.field.optional and not any(key in record for record in records):
+        return _ABSENT
     values = []
     for index, record in enumerate(records):
-        if key not in record:
+        if key not in record and not spec.is_json:
             raise TensorMappingError(f"Tensor {spec.label}: record {index} has no key `{key}`")
-        values.append(record[key])
+        values.append(record.get(key))  # a JSON field's left-out key: null, as for a missing row
     return object_array(values, (len(values),))
 
 

@@ -184,7 +184,8 @@ class TritonPythonModel:
             model_input = self.inputs.from_tensors(arrays)
         except TensorMappingError as error:
             raise RequestError(str(error)) from None
-        empty = next((spec.label for spec in self.inputs.specs if arrays[spec.tensor].size == 0), None)
+        sent = [spec for spec in self.inputs.specs if spec.tensor in arrays]  # an optional column may be left out
+        empty = next((spec.label for spec in sent if arrays[spec.tensor].size == 0), None)
         return model_input, empty
 
     def _params(self, request):

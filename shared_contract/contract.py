@@ -36,7 +36,10 @@ always written, 0 for unbatched models); readers refuse ``missing`` and
 as UTF-8 JSON text, with ``type`` the column's MLflow type as MLflow writes it
 (``{"type": "array", "items": {"type": "float"}}``: Array, Object or Map); and
 ``scalar`` (``tensor`` only) marks a one-element tensor that is a 0-d value on the
-MLflow side. Writers emit version 5 only for a contract that uses one of them.
+MLflow side; and ``optional`` (``columns`` inputs only) marks a column a request may
+leave out (the config declares its tensors ``optional: true``; without them the
+model gets no such column, as when a JSON request to MLflow's scoring server leaves
+the field out). Writers emit version 5 only for a contract that uses one of them.
 """
 
 import dataclasses
@@ -103,7 +106,8 @@ class FieldMapping:
     tensor of nanoseconds since the epoch, ``"json"`` for a BYTES tensor of JSON
     texts (version 5, with ``type``, the MLflow type), and ``None`` otherwise.
     ``missing`` (version 4, columns only) names the BOOL tensor that marks missing
-    rows; ``scalar`` (version 5) marks a one-element tensor that is a 0-d value.
+    rows; ``scalar`` (version 5) marks a one-element tensor that is a 0-d value;
+    ``optional`` (version 5, input columns only) marks a column a request may omit.
     """
 
     name: str | int | None
@@ -112,6 +116,7 @@ class FieldMapping:
     missing: str | None = None
     type: dict | None = None
     scalar: bool = False
+    optional: bool = False
 
     def __post_init__(self):
         # type() rather than isinstance: a bool is not a column label here, and JSON would not keep it an int.
@@ -138,8 +143,11 @@ class FieldMapping:
                 f"Field {self.name!r}: content 'json' goes with a 'type' whose \"type\" is one of "
                 f"{', '.join(NESTED_TYPES)}, and a 'type' only with content 'json'"
             )
-        if self.scalar is not True and self.scalar is not False:
-            raise ContractError(f"Field {self.name!r}: 'scalar' must be true or absent, got {self.scalar!r}")
+        for flag in ("scalar", "optional"):
+            if getattr(self, flag) is not True and getattr(self, flag) is not False:
+                raise ContractError(
+                    f"Field {self.name!r}: {flag!r} must be true or absent, got {getattr(self, flag)!r}"
+                )
         if self.missing is not None and self.content == JSON_CONTENT:
             raise ContractError(f"Field {self.name!r}: a JSON field marks a missing row as null, not with 'missing'")
 
@@ -151,11 +159,13 @@ class FieldMapping:
             data["type"] = self.type
         if self.scalar:
             data["scalar"] = True
+        if self.optional:
+            data["optional"] = True
         return data
 
     @classmethod
     def from_dict(cls, data):
-        _require_keys(data, ("name", "tensor", "content"), "field", optional=("missing", "type", "scalar"))
+        _require_keys(data, ("name", "tensor", "content"), "field", optional=("missing", "type", "scalar", "optional"))
         return cls(
             name=data["name"],
             tensor=data["tensor"],
@@ -163,6 +173,7 @@ class FieldMapping:
             missing=data.get("missing"),
             type=data.get("type"),
             scalar=data.get("scalar", False),
+            optional=data.get("optional", False),
         )
 
     @property
@@ -170,9 +181,9 @@ class FieldMapping:
         return self.missing is not None or self.content == DATETIME_CONTENT
 
     @property
-    def uses_nested_values(self):
-        """A JSON field or a scalar: mapping version 5."""
-        return self.content == JSON_CONTENT or self.scalar
+    def uses_version_5(self):
+        """A JSON field, a scalar or an optional field: mapping version 5."""
+        return self.content == JSON_CONTENT or self.scalar or self.optional
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,6 +214,11 @@ class StructureMapping:
         scalars = [f.tensor for f in self.fields if f.scalar]
         if scalars and self.structure != "tensor":
             raise ContractError(f"Structure {self.structure!r}: 'scalar' is for 'tensor' only; used by: {scalars[0]}")
+        optional = [f.tensor for f in self.fields if f.optional]
+        if optional and self.structure != "columns":
+            raise ContractError(
+                f"Structure {self.structure!r}: 'optional' is for 'columns' only; used by: {optional[0]}"
+            )
         _reject_duplicates(list(self.tensor_names), "tensor name")
         _reject_duplicates([f.name for f in self.fields if f.name is not None], "field name")
 
@@ -249,12 +265,15 @@ class Contract:
                 f"Mapping version {self.version}: missing-value masks and datetime content need version "
                 f"{COLUMN_ADAPTERS_MAPPING_VERSION}; used by: {', '.join(adapted)}"
             )
-        nested = [f.tensor for f in self.inputs.fields + self.outputs.fields if f.uses_nested_values]
+        nested = [f.tensor for f in self.inputs.fields + self.outputs.fields if f.uses_version_5]
         if nested and self.version < NESTED_MAPPING_VERSION:
             raise ContractError(
-                f"Mapping version {self.version}: json content and scalars need version {NESTED_MAPPING_VERSION}; "
-                f"used by: {', '.join(nested)}"
+                f"Mapping version {self.version}: json content, scalars and optional fields need version "
+                f"{NESTED_MAPPING_VERSION}; used by: {', '.join(nested)}"
             )
+        omittable = [f.tensor for f in self.outputs.fields if f.optional]
+        if omittable:
+            raise ContractError(f"'optional' marks input fields only; output: {omittable[0]}")
         if self.version < COLUMN_ADAPTERS_MAPPING_VERSION and (self.max_batch_size > 0) != (
             self.version >= BATCHING_MAPPING_VERSION
         ):
@@ -337,7 +356,7 @@ class Contract:
 def writer_version(inputs, outputs, max_batch_size=0):
     """The mapping version a writer emits: the oldest that can say all of it (see the module docstring)."""
     fields = inputs.fields + outputs.fields
-    if any(f.uses_nested_values for f in fields):
+    if any(f.uses_version_5 for f in fields):
         return NESTED_MAPPING_VERSION
     if any(f.uses_column_adapters for f in fields):
         return COLUMN_ADAPTERS_MAPPING_VERSION

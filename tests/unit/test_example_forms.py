@@ -11,6 +11,7 @@ keeps them only as base64 text.
 
 import copy
 import datetime
+import json
 import re
 
 import numpy as np
@@ -115,26 +116,42 @@ def test_sklearn_save_model_serves_like_pyfunc_when_the_example_is_a_list_mlflow
 COLUMNS_REMEDY = "pass pd.DataFrame(input_example) instead: one row per list item"
 
 
-@pytest.mark.parametrize(
-    ("model", "options"),
-    [
-        (example_forms.scalar_record_regressor, {}),
-        (example_forms.RowSum, {"serialization_format": "cloudpickle"}),
-    ],
-    ids=["sklearn", "custom"],
-)
-def test_log_model_refuses_a_dict_of_equal_length_lists_naming_the_array_column_and_leaves_nothing_behind(
-    tracking_store, workspace, model, options
+def test_log_model_refuses_a_dict_of_equal_length_lists_naming_the_array_column_when_the_model_cannot_predict_it(
+    tracking_store, workspace
 ):
     with pytest.raises(
         InvalidArgumentError,
-        match=rf"^input_example is a dict of equal-length lists: .* column `a` as Array\(double\) \(nested Array "
-        rf"columns are not served yet\), .*{re.escape(COLUMNS_REMEDY)}",
+        match=rf"^input_example is a dict of equal-length lists: .* column `a` as Array\(double\), not one row per "
+        rf"item, which the model failed to predict \(ValueError\(.*\)\); {re.escape(COLUMNS_REMEDY)}",
     ):
-        sklearn.log_model(model(), input_example=example_forms.COLUMNS, registered_model_name="refused", **options)
+        sklearn.log_model(
+            example_forms.scalar_record_regressor(),
+            input_example=example_forms.COLUMNS,
+            registered_model_name="refused",
+        )
 
     assert list(workspace.iterdir()) == []
     tracking_store.assert_nothing_logged()
+
+
+def test_save_model_serves_one_row_of_array_cells_like_pyfunc_when_the_model_predicts_a_dict_of_lists(
+    tmp_path, read_request
+):
+    package = tmp_path / "package"
+
+    sklearn.save_model(
+        example_forms.RowSum(), package, input_example=example_forms.COLUMNS, serialization_format="cloudpickle"
+    )
+
+    arrays, answer, expected = _answer_and_expected(package, read_request)
+    # one row, each cell the JSON text of its list (nested columns)
+    assert {name: [json.loads(cell) for cell in array.tolist()] for name, array in arrays.items()} == {
+        "a": [[1.5, 0.25, -1.0]],
+        "b": [[-2.0, 3.0, 0.5]],
+    }
+    assert answer.keys() == expected.keys()
+    for name, array in expected.items():
+        np.testing.assert_array_equal(answer[name], array)
 
 
 def test_save_model_refuses_a_dict_of_text_lists_when_mlflow_makes_it_one_row_for_a_string_column(tmp_path):
@@ -321,7 +338,9 @@ FORMS_CHECKED_BY = {
         f"{HERE}::test_sklearn_save_model_ships_the_dense_array_when_the_example_is_sparse"
     ],
     "dict of equal-length lists, signature inferred": [
-        f"{HERE}::test_log_model_refuses_a_dict_of_equal_length_lists_naming_the_array_column_and_leaves_nothing_behind"
+        f"{HERE}::test_save_model_serves_one_row_of_array_cells_like_pyfunc_when_the_model_predicts_a_dict_of_lists",
+        f"{HERE}::test_log_model_refuses_a_dict_of_equal_length_lists_naming_the_array_column_when_the_model_cannot_"
+        "predict_it",
     ],
     "dict of equal-length lists of strings": [
         f"{HERE}::test_save_model_refuses_a_dict_of_text_lists_when_mlflow_makes_it_one_row_for_a_string_column"

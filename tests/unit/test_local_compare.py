@@ -242,3 +242,68 @@ def test_compare_finds_outputs_equal_when_their_dtypes_are_equal_but_distinct_ob
     assert tagged == np.dtype(np.float64) and tagged is not np.dtype(np.float64)
 
     assert compare({"y": np.array([1.5])}, {"y": np.array([1.5], dtype=tagged)})["y"]["equal"] is True
+
+
+# --- fields MLflow fills afresh on every call (its LLM tasks' id and created) ---------------------
+
+ANSWERED_AT = 1_800_000_000
+PER_CALL = {
+    "id": np.array([b"0b6e1c1e-4d5f-4c3a-9a0e-3f7d2b9c8a11", b"5a1f7c2e-8b3d-4e6f-a1b2-c3d4e5f60718"], dtype=object),
+    "created": np.array([ANSWERED_AT, ANSWERED_AT], dtype=np.int64),
+    "model": np.array([b"", b""], dtype=object),
+}
+VOLATILE = {"id": "a fresh UUID per row", "created": "the time of the call, in epoch seconds"}
+
+
+def test_compare_checks_per_call_fields_by_what_they_must_be_when_named_volatile():
+    answer = {
+        "id": np.array(
+            [b"9c8a7b6d-1e2f-4a3b-8c4d-5e6f7a8b9c0d", b"1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"], dtype=object
+        ),
+        "created": np.array([ANSWERED_AT + 7, ANSWERED_AT + 7], dtype=np.int64),
+        "model": PER_CALL["model"].copy(),
+    }
+
+    results = compare(PER_CALL, answer, volatile=VOLATILE)
+
+    assert all(result["equal"] for result in results.values()), results
+    assert results["id"]["how"] == "volatile (a fresh UUID per row): checked as such, not by value"
+    assert not all(result["equal"] for result in compare(PER_CALL, answer).values())  # by value they differ
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        (
+            "id",
+            np.array([b"not-a-uuid", b"5a1f7c2e-8b3d-4e6f-a1b2-c3d4e5f60718"], dtype=object),
+            "element 0 is not one",
+        ),
+        (
+            "created",
+            np.array([ANSWERED_AT, ANSWERED_AT - 7200], dtype=np.int64),
+            "element 1 is not one (got 1799992800)",
+        ),
+        ("created", np.array([ANSWERED_AT], dtype=np.int64), "shape [1] != expected [2]"),
+    ],
+)
+def test_compare_fails_a_volatile_field_that_is_not_what_mlflow_fills_in(field, value, message):
+    answer = {**PER_CALL, field: value}
+
+    [problem] = differences(PER_CALL, answer, volatile=VOLATILE)
+
+    assert problem.startswith(f"{field}: ") and message in problem
+
+
+def test_verdict_names_the_fields_checked_as_filled_per_call():
+    report = ValidationReport(
+        model="models:/m/1",
+        triton_version="2.51.0",
+        request_form="json",
+        comparison=compare(PER_CALL, {k: v.copy() for k, v in PER_CALL.items()}, volatile=VOLATILE),
+    )
+
+    passed, reason = _verdict(report)
+
+    assert passed
+    assert reason.endswith("(created, id, model; created, id: filled by MLflow on every call, checked as such)")

@@ -197,7 +197,7 @@ def test_contract_needs_version_5_and_the_right_structure_for_json_fields_and_sc
     nested = StructureMapping("columns", (FieldMapping("c", "c", "json", type=FLOATS),))
     scalar = StructureMapping("tensor", (FieldMapping(None, "s", scalar=True),))
 
-    with pytest.raises(ContractError, match="json content and scalars need version 5; used by: c"):
+    with pytest.raises(ContractError, match="json content, scalars and optional fields need version 5; used by: c"):
         Contract("pyfunc", nested, scalar, version=4)
     with pytest.raises(ContractError, match="datetime and json content are for 'columns' only"):
         StructureMapping("tensor", (FieldMapping("c", "c", "json", type=FLOATS),))

@@ -4,6 +4,7 @@ import inspect
 import json
 import os
 import sys
+from pathlib import Path
 
 import mlflow
 import numpy as np
@@ -261,7 +262,11 @@ def test_validate_saved_model_reloads_the_pipeline_offline_in_a_clean_process_wh
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"task": "llm/v1/completions"}, r"task 'llm/v1/completions': MLflow's LLM inference tasks"),
+        (
+            {"task": "llm/v1/completions"},
+            r"task 'llm/v1/completions': .* not a supported task for the text-classification pipeline\. .*"
+            r"llm/v1/completions take a text-generation pipeline",
+        ),
         ({"save_pretrained": False}, "save_pretrained=False and base_model_path leave the weights outside"),
         ({"artifact_path": "model"}, "artifact_path is not supported; use name="),
     ],
@@ -340,3 +345,100 @@ def test_generated_model_py_answers_like_pyfunc_on_the_text_when_the_example_is_
     assert sorted(answered) == sorted(expected)
     for name, array in expected.items():
         np.testing.assert_array_equal(answered[name], array)
+
+
+# --- MLflow's LLM inference tasks ----------------------------------------------------------------
+
+
+def test_log_model_logs_an_llm_task_with_the_signature_mlflow_sets_and_optional_generation_fields(
+    experiment_id, tmp_path
+):
+    from mlflow.transformers.llm_inference_utils import infer_signature_from_llm_inference_task
+
+    from tests.support import llm_models
+
+    info = mt_transformers.log_model(
+        llm_models.completions_pipeline(),
+        task=llm_models.COMPLETIONS,
+        input_example={"prompt": "hello"},
+        model_config=llm_models.model_config(llm_models.COMPLETIONS),
+        pip_requirements=llm_models.pip_requirements(),
+    )
+
+    assert info.signature == infer_signature_from_llm_inference_task(llm_models.COMPLETIONS)
+    package = Path(mlflow.artifacts.download_artifacts(info.model_uri, dst_path=str(tmp_path / "download")))
+    repository = package / "model_repository" / "model"
+    config, contract = read_config(repository / "config.pbtxt")
+    assert [(e.name, e.optional) for e in config.input] == [
+        ("prompt", False),
+        ("temperature", True),
+        ("max_tokens", True),
+        ("stop", True),
+        ("n", True),
+        ("stream", True),
+        ("temperature__missing", True),
+        ("stream__missing", True),
+    ]
+    assert set(tiny_models.request_arrays(repository)) == {"prompt"}
+    [answer] = [json.loads(t) for t in tiny_models.serve_request(repository)["choices"].tolist()]
+    expected = mlflow.pyfunc.load_model(info.model_uri).predict({"prompt": "hello"})
+    assert answer == expected[0]["choices"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"signature": "given"},
+            r"signature: MLflow sets the signature of task 'llm/v1/chat' itself and refuses any other",
+        ),
+        ({"task": "llm/v1/embeddings"}, r"'llm/v1/embeddings' is not a supported task for the text-generation"),
+        ({"task": "llm/v2/chat"}, r"task 'llm/v2/chat' is not one of MLflow's LLM inference tasks"),
+    ],
+)
+def test_log_model_refuses_an_llm_task_it_cannot_log_and_logs_nothing(experiment_id, tmp_path, options, message):
+    from tests.support import llm_models
+
+    options = {"task": llm_models.CHAT, **options}
+    if options.get("signature") == "given":
+        options["signature"] = mlflow.models.infer_signature({"messages": "hi"})
+
+    with pytest.raises(InvalidArgumentError, match=message):
+        mt_transformers.log_model(
+            llm_models.chat_pipeline(), input_example=llm_models.CANONICAL_INPUTS[llm_models.CHAT], **options
+        )
+
+    _assert_nothing_logged(experiment_id, tmp_path)
+
+
+def test_save_model_saves_a_zero_shot_example_as_given_when_the_signature_types_the_labels_as_an_array(tmp_path):
+    from mlflow.models import Model
+
+    from tests.support.mlflow_corpus.cases_transformers import zero_shot
+
+    built = zero_shot()
+    example = built.log_kwargs["input_example"]
+
+    mt_transformers.save_model(built.model, tmp_path / "package", input_example=example)
+
+    saved = Model.load(str(tmp_path / "package" / "MLmodel"))
+    assert saved.signature.inputs.input_dict()["candidate_labels"].type.to_dict()["type"] == "array"
+    loaded = saved.load_input_example(str(tmp_path / "package"))
+    assert loaded["candidate_labels"] == ["happy", "sad"]  # not MLflow's JSON text, which the Array would refuse
+    mlflow.pyfunc.load_model(str(tmp_path / "package")).predict(loaded)  # what check predicts
+
+
+def test_save_model_requires_pillow_for_an_image_pipeline_when_torchvision_would_not_bring_it(tmp_path):
+    # Without it the serving environment had no PIL and Triton could not load the image processor (make corpus)
+    import importlib.util
+
+    from tests.support.mlflow_corpus.cases_transformers import image_classification_base64
+
+    built = image_classification_base64()
+    assert importlib.util.find_spec("torchvision") is None  # MLflow's own default list would name torchvision
+
+    mt_transformers.save_model(built.model, tmp_path / "package", input_example=built.log_kwargs["input_example"])
+
+    [repository] = (tmp_path / "package" / "model_repository").iterdir()
+    requirements = (repository / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    assert [line for line in requirements if line.lower().startswith("pillow==")] != []

