@@ -362,7 +362,9 @@ def _withheld(what, error):
 
 
 def _error_response(message, code_name):
-    error = _triton_error(_bounded(message, MAX_MESSAGE_LENGTH), code_name)
+    # Triton carries the message as a C string: a U+0000 (a column name, a quoted value) would end it there, and
+    # the tensor, row and reason after it would never reach the client.
+    error = _triton_error(_bounded(message, MAX_MESSAGE_LENGTH).replace("\x00", "\\x00"), code_name)
     return pb_utils.InferenceResponse(output_tensors=[], error=error)
 
 

@@ -15,7 +15,15 @@ the README's mapping table:
 * declared output dtypes other than the produced ones (explicit signatures): the prediction is
   answered when every value fits, else the request fails naming the output tensor;
 * values at the edges: NaN and infinities (binary requests), extreme integers, empty strings,
-  NUL bytes and trailing zeros, non-ASCII text, invalid UTF-8 in binary fields, empty batches.
+  NUL bytes and trailing zeros, non-ASCII text, invalid UTF-8 in binary fields, empty batches;
+* nested columns (``nested_cases``, one served draw in seven): 1-3 Array(float / double / long / integer /
+  string / boolean), Object and Array(Object) columns beside 0-2 plain ones, rows with empty lists,
+  unicode keys and text, extreme integers, float32-exact ``float`` leaves, NaN and infinities, each sent
+  as the tests' own JSON text (compact, spaced or ASCII-escaped); echoed, reversed, measured or wrapped
+  into an Object by the model; plus requests with one malformed nested row (not JSON, a number a
+  ``float`` / ``integer`` leaf cannot hold, a wrong element type, a missing Object property), answered
+  400 naming the tensor or column and the row -- or, where ``pyfunc.predict`` accepts it, like it.
+  ``rejected_cases`` adds nested columns holding bytes, refused at logging naming the column.
 
 Models: ``RecipeEstimator`` (scikit-learn, custom, saved with cloudpickle or skops and packaged with
 ``code_paths``), ``RecipeModule`` (PyTorch) and real Pipelines (scaling, one-hot encoding,
@@ -31,11 +39,17 @@ from tests.support.fidelity.cases import (
     COLUMN_KINDS,
     FLOAT_KINDS,
     INTEGER_KINDS,
+    NESTED_LEAVES,
     NUMBER_KINDS,
     Case,
     Field,
     Input,
+    Malformed,
     Output,
+    is_nested,
+    json_text,
+    nested_kind,
+    nested_type,
     produced_kind,
 )
 from tests.support.fidelity.pipelines import ESTIMATORS, VOCABULARY
@@ -379,6 +393,7 @@ def served_cases():
         sklearn_pipeline_cases(),
         optional_output_cases(),
         scalar_output_cases(),
+        nested_cases(),  # one draw in seven (Array / Object / Array(Object) columns, malformed rows)
     )
 
 
@@ -398,9 +413,12 @@ def rejected_cases(draw):
                 "example-misfit",
                 "timezone-aware-column",
                 "empty-output-key",
+                "nested-binary-leaf",
             )
         )
     )
+    if mutation == "nested-binary-leaf":  # JSON text carries no bytes: refused at logging, naming the column
+        return _nested_binary_case(draw)
     if mutation == "fixed-width-input":
         kind = draw(st.sampled_from(("fixed-text", "fixed-binary")))
         name = draw(st.one_of(st.none(), string_names))
@@ -484,4 +502,272 @@ def rejected_cases(draw):
     )
 
 
-__all__ = ["rejected_cases", "served_cases", "values"]
+@st.composite
+def _nested_binary(draw):
+    return draw(
+        st.sampled_from(
+            (
+                {"type": "array", "items": {"type": "binary"}},
+                {"type": "object", "properties": {"k": {"type": "binary", "required": True}}},
+                {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"k": {"type": "binary", "required": True}}},
+                },
+            )
+        )
+    )
+
+
+def _nested_binary_case(draw):
+    """A column of lists (or dicts) of bytes: MLflow infers a nested type holding binary, which logging refuses."""
+    mlflow_type = draw(_nested_binary())
+    labels = draw(_column_labels(2))
+    rows = draw(st.integers(1, 3))
+    leaf = st.binary(min_size=1, max_size=4)
+    if mlflow_type["type"] == "object":
+        cells = st.fixed_dictionaries({"k": leaf})
+    elif mlflow_type["items"]["type"] == "object":
+        cells = st.lists(st.fixed_dictionaries({"k": leaf}), min_size=1, max_size=2)
+    else:
+        cells = st.lists(leaf, min_size=1, max_size=3)
+    nested = tuple(draw(st.lists(cells, min_size=rows, max_size=rows)))
+    numbers = tuple(draw(st.lists(values("int64"), min_size=rows, max_size=rows)))
+    fields = (Field(labels[0], nested_kind(mlflow_type)), Field(labels[1], "int64"))
+    return Case(
+        "sklearn-recipe",
+        "columns",
+        fields,
+        (Output("out", 1, "echo"),),
+        "frame",
+        False,
+        (Input(((rows,), (rows,)), (nested, numbers)),),
+        (("serialization", "cloudpickle"),),
+    )
+
+
+__all__ = ["nested_cases", "rejected_cases", "served_cases", "values"]
+
+
+# -- nested columns (mapping version 5) --------------------------------------------------------------------
+
+NESTED_OPERATIONS = ("echo", "length", "nonzero", "reverse", "wrap")
+# Property names of generated Objects: unicode, quotes, spaces, backslashes (JSON keys).
+property_names = st.text(st.sampled_from("ab_ü名\"' \\{"), min_size=1, max_size=4)
+# A float leaf's values are float32-exact (MLflow's ``float``): these are not, or overflow float32.
+NOT_FLOAT32 = (0.1, 1e39, -3.5e38, 1.0000001, 16777217, 2**64)
+NOT_INT32 = (2**31, -(2**31) - 1, 2**40, 2**63)
+MALFORMED_PROBLEMS = ("bad-json", "narrow", "wrong-type", "missing-property")
+
+
+@st.composite
+def nested_types(draw):
+    """An MLflow type dict: Array(leaf) (most often), Object({1-3 properties: leaf or Array(leaf)}), or
+    Array(Object({1-3 leaf properties})); every property required (the example holds each)."""
+    shape = draw(st.sampled_from(("array", "array", "array", "object", "array-of-object")))
+    if shape == "array":
+        return {"type": "array", "items": {"type": draw(st.sampled_from(NESTED_LEAVES))}}
+    properties = {}
+    for name in draw(st.lists(property_names, min_size=1, max_size=3, unique=True)):
+        leaf = {"type": draw(st.sampled_from(NESTED_LEAVES))}
+        if shape == "object" and draw(st.integers(0, 2)) == 0:
+            leaf = {"type": "array", "items": leaf}
+        properties[name] = {**leaf, "required": True}
+    record = {"type": "object", "properties": properties}
+    return record if shape == "object" else {"type": "array", "items": record}
+
+
+def _leaf_values(leaf, *, example):
+    """Values of an MLflow leaf type, as plain Python: float leaves float32-exact; NaN (and, beyond the
+    example, infinities) for float and double; integers over their whole range; hostile text."""
+    if leaf == "float":
+        return st.floats(width=32, allow_nan=True, allow_infinity=not example)
+    if leaf == "double":
+        return st.one_of(
+            st.floats(allow_nan=True, allow_infinity=not example),
+            st.sampled_from((0.1, -0.0, 5e-324, 1.7976931348623157e308, 123456789012345.67)),
+        )
+    if leaf == "long":
+        return _integer_values("int64")
+    if leaf == "integer":
+        return _integer_values("int32")
+    if leaf == "string":
+        return texts
+    return st.booleans()
+
+
+def nested_values(mlflow_type, *, example=False):
+    """Row values of ``mlflow_type``: lists (empty ones beyond the example), dicts with every property."""
+    kind = mlflow_type["type"]
+    if kind == "array":
+        return st.lists(nested_values(mlflow_type["items"], example=example), min_size=1 if example else 0, max_size=4)
+    if kind == "object":
+        return st.fixed_dictionaries(
+            {name: nested_values(spec, example=example) for name, spec in mlflow_type["properties"].items()}
+        )
+    return _leaf_values(kind, example=example)
+
+
+def _leaf_paths(value, mlflow_type, path=()):
+    """``[(path, leaf type)]`` of every leaf in ``value``; a path is a tuple of list indices and dict keys."""
+    kind = mlflow_type["type"]
+    if kind == "array":
+        return [p for i, item in enumerate(value) for p in _leaf_paths(item, mlflow_type["items"], path + (i,))]
+    if kind == "object":
+        properties = mlflow_type["properties"]
+        return [p for key, item in value.items() for p in _leaf_paths(item, properties[key], path + (key,))]
+    return [(path, kind)]
+
+
+def _object_paths(value, mlflow_type, path=()):
+    """Paths of every Object in ``value``."""
+    kind = mlflow_type["type"]
+    if kind == "array":
+        return [p for i, item in enumerate(value) for p in _object_paths(item, mlflow_type["items"], path + (i,))]
+    if kind == "object":
+        properties = mlflow_type["properties"]
+        inner = [p for key, item in value.items() for p in _object_paths(item, properties[key], path + (key,))]
+        return [path] + inner
+    return []
+
+
+def _replaced(value, path, new):
+    """``value`` with the element at ``path`` replaced by ``new(old)`` (copies along the path)."""
+    if not path:
+        return new(value)
+    head, rest = path[0], path[1:]
+    if isinstance(value, list):
+        return [_replaced(item, rest, new) if i == head else item for i, item in enumerate(value)]
+    return {key: _replaced(item, rest, new) if key == head else item for key, item in value.items()}
+
+
+@st.composite
+def _malformed_text(draw, mlflow_type, problem, style):
+    """JSON text (``str``) of a row with ``problem``, or None where the type has no place for it."""
+    template = draw(nested_values(mlflow_type, example=True))  # every list non-empty: every leaf type has a place
+    if problem == "bad-json":
+        return draw(
+            st.one_of(
+                st.just(json_text(template, style).decode()[:-1]),  # cut short
+                st.sampled_from(("", " ", "[1,]", "{'a': 1}", "nul", '"open', "[] []", "tru", '{"a" 1}', "[NaN")),
+            )
+        )
+    if problem == "narrow":
+        leaves = [(path, leaf) for path, leaf in _leaf_paths(template, mlflow_type) if leaf in ("float", "integer")]
+        if not leaves:
+            return None
+        path, leaf = draw(st.sampled_from(leaves))
+        number = draw(st.sampled_from(NOT_FLOAT32 if leaf == "float" else NOT_INT32))
+        return json_text(_replaced(template, path, lambda _: number), style).decode()
+    if problem == "missing-property":
+        objects = _object_paths(template, mlflow_type)
+        if not objects:
+            return None
+        path = draw(st.sampled_from(objects))
+        record = template
+        for step in path:
+            record = record[step]
+        gone = draw(st.sampled_from(sorted(record)))
+        value = _replaced(template, path, lambda old: {k: v for k, v in old.items() if k != gone})
+        return json_text(value, style).decode()
+    # "wrong-type": a leaf of another type, or a row that is not the column's container at all
+    leaves = _leaf_paths(template, mlflow_type)
+    if draw(st.integers(0, 3)) == 0 or not leaves:
+        wrong = draw(st.sampled_from(({"a": 1}, [1], "text", 1, None, True)))
+        if (isinstance(wrong, dict) and mlflow_type["type"] == "object") or (
+            isinstance(wrong, list) and mlflow_type["type"] == "array"
+        ):
+            wrong = "text"
+        return json_text(wrong, style).decode()
+    path, leaf = draw(st.sampled_from(leaves))
+    if leaf == "string":
+        wrong = draw(st.sampled_from((1, 2.5, True, [], {"a": "b"})))
+    elif leaf == "boolean":
+        wrong = draw(st.sampled_from(("true", 2, [True], {"a": True})))
+    elif leaf in ("long", "integer"):
+        wrong = draw(st.sampled_from(("1", [1], {"a": 1}, 1.5)))
+    else:
+        wrong = draw(st.sampled_from(("1.5", [1.5], {"a": 1.5}, "NaN")))
+    return json_text(_replaced(template, path, lambda _: wrong), style).decode()
+
+
+@st.composite
+def nested_cases(draw):
+    """A ``RecipeEstimator`` over a DataFrame with 1-3 nested columns (Array of every leaf type, Object,
+    Array(Object)) and 0-2 plain ones, echoing or transforming them (nested outputs among them), with
+    inferred signatures; and 0-3 requests with one malformed nested row each."""
+    nested_count = draw(st.integers(1, 3))
+    plain_count = draw(st.integers(0, 2))
+    labels = draw(_column_labels(nested_count + plain_count))
+    kinds = [nested_kind(draw(nested_types())) for _ in range(nested_count)]
+    kinds += [draw(st.sampled_from(COLUMN_KINDS)) for _ in range(plain_count)]
+    order = draw(st.permutations(range(len(kinds))))
+    fields = tuple(Field(label, kinds[i]) for label, i in zip(labels, order))
+    rows = draw(st.integers(1, 4))
+    example = Input(
+        tuple((rows,) for _ in fields),
+        tuple(
+            tuple(
+                draw(
+                    st.lists(
+                        nested_values(nested_type(field.kind), example=True)
+                        if is_nested(field.kind)
+                        else values(field.kind, finite=True),
+                        min_size=rows,
+                        max_size=rows,
+                    )
+                )
+            )
+            for field in fields
+        ),
+    )
+    extra = []
+    for _ in range(draw(st.integers(2, MAX_EXTRA_INPUTS))):
+        count = draw(st.integers(0, 4))
+        extra.append(
+            Input(
+                tuple((count,) for _ in fields),
+                tuple(
+                    tuple(
+                        draw(
+                            st.lists(
+                                nested_values(nested_type(field.kind)) if is_nested(field.kind) else values(field.kind),
+                                min_size=count,
+                                max_size=count,
+                            )
+                        )
+                    )
+                    for field in fields
+                ),
+            )
+        )
+    inputs = (example, *extra)
+    form = draw(st.sampled_from(("frame", "frame", "frame", "series")))
+    count = 1 if form == "series" else draw(st.integers(1, 3))
+    keys = draw(_column_labels(count)) if form == "frame" else [draw(st.one_of(st.none(), string_names))]
+    nested_positions = [i for i, field in enumerate(fields) if is_nested(field.kind)]
+    outputs = []
+    for key in keys:
+        # Most outputs read a nested column; the others a plain one, as the other recipes do.
+        source = draw(st.sampled_from(nested_positions if draw(st.integers(0, 3)) else range(len(fields))))
+        if is_nested(fields[source].kind):
+            operation = draw(st.sampled_from(NESTED_OPERATIONS))
+        else:
+            operation = draw(
+                st.sampled_from([op for op, kinds in RECIPE_ACCEPTS.items() if fields[source].kind in kinds])
+            )
+        outputs.append(Output(key, source, operation))
+    style = draw(st.sampled_from(("compact", "spaced", "ascii")))
+    malformed = []
+    bases = [number for number, model_input in enumerate(inputs) if model_input.rows > 0]
+    for _ in range(draw(st.sampled_from((0, 1, 1, 2, 3)))):
+        base = draw(st.sampled_from(bases))
+        field = draw(st.sampled_from(nested_positions))
+        problem = draw(st.sampled_from(MALFORMED_PROBLEMS))
+        text = draw(_malformed_text(nested_type(fields[field].kind), problem, style))
+        if text is None:  # no float / integer leaf, or no Object: bad JSON instead
+            problem = "bad-json"
+            text = draw(_malformed_text(nested_type(fields[field].kind), problem, style))
+        row = draw(st.integers(0, inputs[base].rows - 1))
+        malformed.append(Malformed(base, field, row, text, problem))
+    options = (("serialization", draw(st.sampled_from(("cloudpickle", "skops")))), ("json_style", style))
+    return Case("sklearn-recipe", "columns", fields, tuple(outputs), form, False, inputs, options, tuple(malformed))

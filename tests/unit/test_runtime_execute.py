@@ -297,6 +297,23 @@ def test_execute_names_the_field_and_its_tensor_when_an_input_with_a_sanitized_n
     assert predictor.seen == []
 
 
+def test_execute_writes_a_nul_of_an_error_message_as_an_escape_so_triton_carries_all_of_it(monkeypatch):
+    # Triton carries the message as a C string: before, it ended at the column name's U+0000, without the row
+    named = ModelSignature(
+        inputs=Schema([ColSpec(DataType.double, "a\x00b"), ColSpec(DataType.string, "label")]),
+        outputs=PRICES.outputs,
+    )
+    model, predictor, inputs, _ = serve(monkeypatch, named, lambda frame: np.arange(len(frame)))
+    tensors = inputs.to_tensors(pd.DataFrame({"a\x00b": [1.5], "label": ["a"]}))
+    [tensor] = [name for name in tensors if name != "label"]
+    del tensors[tensor]
+
+    [response] = model.execute([fake_pb_utils.request_from_arrays(tensors)])
+
+    assert error_message(response) == f"Tensor `{tensor}` (field `a\\x00b`) is missing"
+    assert predictor.seen == []
+
+
 def test_execute_hands_predict_a_frame_with_the_original_column_names_when_inputs_are_columns(monkeypatch):
     model, predictor, inputs, _ = serve(monkeypatch, PRICES, lambda frame: np.arange(len(frame)))
 

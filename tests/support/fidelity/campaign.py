@@ -53,16 +53,22 @@ from .cases import (
     Output,
     build_model,
     import_fidelity_models,
+    is_nested,
     model_value,
+    nested_type,
     raw_arrays,
     signature,
 )
+from .cases import malformed_input as _malformed_input
 from .expectations import (
+    SCHEMA_REFUSED,
     Answer,
     check_config,
+    enforcement_failure,
     exact_arithmetic,
     expected_answer,
     expected_rejection,
+    malformed_failure,
     own_prediction,
 )
 
@@ -270,6 +276,7 @@ class Campaign:
                     empty = any(array.size == 0 for array in arrays.values())
                     expected = expected_answer(model.contract, model.outputs, error=error, empty=empty)
                 planned.append((number, model_input, arrays, model.as_answered(expected)))
+            malformed = [self._malformed_plan(case, model, entry, planned) for entry in case.malformed]
             seconds["oracle"] = _lap(clock)
             model.wait()
             clock = time.monotonic()
@@ -288,9 +295,50 @@ class Campaign:
                         with self._lock:
                             self.counts[f"requests: {encoding}"] += 1
                             self.counts[f"answers: {_outcome(expected)}"] += 1
+                for entry, arrays, expected in malformed:
+                    encodings = ["binary"] + (["json"] if client.json_carries(arrays, model.datatypes) else [])
+                    for encoding in encodings:
+                        status, answer = model.infer(arrays, encoding)
+                        self._compare(
+                            f"malformed {entry.problem} request (input {entry.base}, field {entry.field}, row "
+                            f"{entry.row} sent as {entry.text!r}, {encoding})",
+                            expected,
+                            status,
+                            answer,
+                            exact,
+                        )
+                        with self._lock:
+                            self.counts[f"malformed nested: {entry.problem} -> {_malformed_outcome(expected)}"] += 1
             finally:
                 seconds["requests"] = _lap(clock)
         self._record(case, seconds)
+
+    def _malformed_plan(self, case, model, entry, planned):
+        """``(entry, arrays, expected)`` for a :class:`~.cases.Malformed` request of ``case``.
+
+        Bad JSON and numbers a narrow leaf cannot hold are the runtime's refusals (the docs' messages);
+        for a wrong element type or a missing property ``pyfunc.predict`` of the same value judges: where
+        its schema enforcement refuses it, a 400 naming the column and the row, else its prediction.
+        """
+        base = case.inputs[entry.base]
+        if not isinstance(planned[entry.base][3], Answer):
+            raise CaseFailure(f"malformed request on input {entry.base}, which itself is not answered (a draw defect)")
+        arrays = raw_arrays(case, base)
+        texts = arrays[entry.field].copy()
+        texts[entry.row] = entry.text.encode("utf-8")
+        arrays[entry.field] = texts
+        arrays = _with_masks(model.contract, dict(zip(model.input_tensors, arrays)))
+        mapped = model.contract.inputs.fields[entry.field]
+        if entry.problem in ("bad-json", "narrow"):
+            return entry, arrays, malformed_failure(entry, mapped)
+        value = model_value(case, _malformed_input(case, entry))
+        try:
+            expected = expected_answer(model.contract, model.outputs, prediction=model.pyfunc_model.predict(value))
+        except Exception as error:
+            expected = expected_answer(model.contract, model.outputs, error=error)
+            if getattr(expected, "message_start", None) == SCHEMA_REFUSED:
+                expected = enforcement_failure(entry, mapped)
+        return entry, arrays, model.as_answered(expected)
 
     # -- checks ------------------------------------------------------------------------------------------
 
@@ -361,6 +409,11 @@ class Campaign:
             self.case_seconds.append((sum(seconds.values()), seconds, case.describe()))
             self.counts["served"] += 1
             self.counts[f"family: {case.family}/{case.structure}/{case.form}"] += 1
+            nested = [_nested_shape(nested_type(field.kind)) for field in case.fields if is_nested(field.kind)]
+            if nested:
+                self.counts["nested columns: cases"] += 1
+                for kind in nested:
+                    self.counts[f"nested columns: {kind}"] += 1
 
     def wait_for_unloads(self):
         with self._lock:
@@ -536,6 +589,23 @@ def _outcome(expected):
     if expected.contains:
         return f"HTTP {expected.status} empty request the model cannot predict"
     return f"HTTP {expected.status} {expected.message_start.split(':')[0]}"
+
+
+def _malformed_outcome(expected):
+    if isinstance(expected, Answer):
+        return "prediction (pyfunc.predict accepts the row)"
+    if expected.message_start == SCHEMA_REFUSED:
+        return f"HTTP {expected.status} MLflow's enforcement, naming the column and row"
+    if expected.message_start.startswith("Tensor `"):
+        return f"HTTP {expected.status} the runtime's refusal, naming the tensor and row"
+    return _outcome(expected)
+
+
+def _nested_shape(mlflow_type):
+    """``array(<leaf>)``, ``object`` or ``array(object)``, for the counts."""
+    if mlflow_type["type"] == "array":
+        return f"array({mlflow_type['items']['type']})"
+    return mlflow_type["type"]
 
 
 def _lap(started):

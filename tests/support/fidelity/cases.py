@@ -18,12 +18,17 @@ Families:
 ``pytorch-recipe``
     ``RecipeModule`` over one tensor (``tensor``), or over a numeric DataFrame (``columns``), which
     MLflow's PyTorch flavor turns into a float32 matrix and answers with a DataFrame labelled 0..k-1.
+``sklearn-recipe`` with nested columns
+    ``RecipeEstimator`` over a DataFrame with Array / Object / Array(Object) columns (a field of kind
+    ``json:<MLflow type dict>``, its row values plain Python lists, dicts, numbers, text, booleans);
+    ``Case.malformed`` lists requests with one malformed row (:class:`Malformed`).
 ``sklearn-pipeline``
     a real fitted Pipeline (scaling, one-hot encoding, LogisticRegression / Ridge / DecisionTree)
     over numeric and text columns; ``options`` name the estimator and ``pyfunc_predict_fn``.
 """
 
 import dataclasses
+import json
 import pathlib
 
 import numpy as np
@@ -104,6 +109,23 @@ class Input:
 
 
 @dataclasses.dataclass(frozen=True)
+class Malformed:
+    """A request made of input ``base``'s tensors with row ``row`` of field ``field`` sent as ``text``.
+
+    ``problem``: ``bad-json`` (not JSON: 400 naming the tensor and the row), ``narrow`` (a number a
+    ``float`` / ``integer`` leaf cannot hold unchanged: 400 naming the tensor and the row), or
+    ``wrong-type`` / ``missing-property`` (MLflow's schema enforcement is the judge: if ``pyfunc.predict``
+    refuses the value, a 400 naming the column and the row, else the prediction).
+    """
+
+    base: int
+    field: int
+    row: int
+    text: str
+    problem: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Case:
     family: str
     structure: str
@@ -113,6 +135,7 @@ class Case:
     explicit_signature: bool
     inputs: tuple  # inputs[0] is the input_example; the others are sent afterwards
     options: tuple = ()
+    malformed: tuple = ()  # Malformed requests, sent after the inputs (nested columns)
 
     def option(self, name, default=None):
         return dict(self.options).get(name, default)
@@ -122,21 +145,75 @@ class Case:
         return self.inputs[0]
 
     def describe(self):
-        """One line: family, structure, field kinds and shapes, outputs."""
+        """One line: family, structure, field kinds and shapes, outputs (and malformed requests)."""
         fields = ", ".join(f"{field.name!r}:{field.kind}{list(field.dims)}" for field in self.fields)
         outputs = ", ".join(
             f"{output.key!r}={output.operation}({output.source})" + (f"->{output.declared}" if output.declared else "")
             for output in self.outputs
         )
         signature = "explicit" if self.explicit_signature else "inferred"
-        return f"{self.family} {self.structure}[{fields}] -> {self.form}[{outputs}] ({signature} signature)"
+        malformed = f" + {len(self.malformed)} malformed" if self.malformed else ""
+        return f"{self.family} {self.structure}[{fields}] -> {self.form}[{outputs}] ({signature} signature){malformed}"
+
+
+# -- nested columns ----------------------------------------------------------------------------------
+
+NESTED_PREFIX = "json:"
+# MLflow leaf types inside a nested value, and the numpy scalar a user's value holds there.
+NESTED_LEAVES = ("float", "double", "long", "integer", "string", "boolean")
+NARROW_LEAF_TYPES = {"float": np.float32, "integer": np.int32}
+
+
+def nested_kind(mlflow_type):
+    """The field kind of a nested column of ``mlflow_type`` (an MLflow type dict, as ``to_dict`` writes it)."""
+    return NESTED_PREFIX + json.dumps(mlflow_type, sort_keys=True, separators=(",", ":"))
+
+
+def is_nested(kind):
+    return isinstance(kind, str) and kind.startswith(NESTED_PREFIX)
+
+
+def nested_type(kind):
+    """The MLflow type dict of a nested kind."""
+    return json.loads(kind[len(NESTED_PREFIX) :])
+
+
+def user_value(value, mlflow_type):
+    """A plain row value as a user's DataFrame holds it: ``float`` / ``integer`` leaves as numpy float32 / int32
+    (what MLflow infers those types from, and what its schema enforcement wants there)."""
+    kind = mlflow_type.get("type")
+    if kind == "array" and isinstance(value, list):
+        return [user_value(item, mlflow_type["items"]) for item in value]
+    if kind == "object" and isinstance(value, dict):
+        properties = mlflow_type["properties"]
+        return {key: user_value(item, properties[key]) if key in properties else item for key, item in value.items()}
+    if kind == "float" and type(value) in (int, float):
+        return np.float32(value)
+    if kind == "integer" and type(value) is int:  # a float stays a float there: MLflow's enforcement refuses it
+        return np.int32(value)
+    return value
+
+
+def json_text(value, style="compact"):
+    """The tests' own JSON text of a plain row value (``json.dumps``, never the runtime's codec), UTF-8.
+
+    ``style``: ``compact`` (no spaces, UTF-8 as is), ``spaced`` (``json.dumps``'s default separators) or
+    ``ascii`` (non-ASCII text as ``\\u`` escapes): the server must read them all alike.
+    """
+    separators = (",", ":") if style == "compact" else (", ", ": ")
+    return json.dumps(value, ensure_ascii=style == "ascii", separators=separators, allow_nan=True).encode("utf-8")
 
 
 # -- arrays ------------------------------------------------------------------------------------------
 
 
 def field_array(kind, shape, values):
-    """The ndarray a field holds: numbers in their dtype, text and binary as object arrays."""
+    """The ndarray a field holds: numbers in their dtype, text, binary and nested rows as object arrays."""
+    if is_nested(kind):
+        mlflow_type = nested_type(kind)
+        array = np.empty(len(values), dtype=object)
+        array[:] = [user_value(value, mlflow_type) for value in values]
+        return array.reshape(shape)
     if kind in ("text", "binary"):
         array = np.empty(len(values), dtype=object)
         array[:] = list(values)
@@ -152,10 +229,24 @@ def raw_arrays(case, model_input):
     """The arrays a Triton client sends for ``model_input``, one per field in order (BYTES as bytes)."""
     arrays = []
     for field, shape, values in zip(case.fields, model_input.shapes, model_input.values):
+        if is_nested(field.kind):  # one JSON text per row, written here (docs/repository.md), not by the runtime
+            style = case.option("json_style", "compact")
+            arrays.append(field_array("binary", shape, tuple(json_text(value, style) for value in values)))
+            continue
         if field.kind == "text":
             values = tuple(text.encode("utf-8") for text in values)
         arrays.append(field_array("binary" if field.kind == "text" else field.kind, shape, values))
     return arrays
+
+
+def malformed_input(case, malformed):
+    """Input ``malformed.base`` with the malformed row as ``json.loads`` reads its text (a ``wrong-type`` or
+    ``missing-property`` row: valid JSON), for ``pyfunc.predict`` to judge."""
+    base = case.inputs[malformed.base]
+    column = list(base.values[malformed.field])
+    column[malformed.row] = json.loads(malformed.text)
+    values = base.values[: malformed.field] + (tuple(column),) + base.values[malformed.field + 1 :]
+    return Input(base.shapes, values)
 
 
 def model_value(case, model_input):
@@ -172,6 +263,8 @@ def model_value(case, model_input):
 
 
 def _column(kind, array):
+    if is_nested(kind):
+        return pd.Series(array, dtype=object)
     if kind == "text":
         return pd.Series(array, dtype="str")  # what pd.DataFrame({"c": ["x", ...]}) gives under pandas 3
     if kind == "binary":
@@ -202,6 +295,13 @@ def produced_kind(case, output):
             "linear": "float32",
             "scalar": "float64",
         }[output.operation]
+    if is_nested(source.kind):
+        if output.operation == "wrap":  # {"size": len(row), "value": row}
+            inner = {**nested_type(source.kind), "required": True}
+            return nested_kind(
+                {"type": "object", "properties": {"size": {"type": "long", "required": True}, "value": inner}}
+            )
+        return ops.result_kind(output.operation, source.kind)
     kind = ops.result_kind(output.operation, source.kind)
     if case.option("fixed_width") and case.form in ("array", "dict") and kind in ("text", "binary"):
         return f"fixed-{kind}"
@@ -230,6 +330,11 @@ def output_dims(case, output):
     if output.operation == "linear":
         return source.dims[:-1] + (2,)
     return source.dims
+
+
+def triton_datatype(kind):
+    """The README's mapping table: a nested column is one BYTES element of JSON text per row."""
+    return "TYPE_STRING" if is_nested(kind) else TRITON_DATATYPES[kind]
 
 
 def numpy_dtype(kind):

@@ -18,7 +18,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from .cases import TRITON_DATATYPES, declared_kind, field_array
+from .cases import TRITON_DATATYPES, declared_kind, field_array, is_nested, nested_type, triton_datatype
 
 NUMPY_OF_TRITON = {
     "TYPE_BOOL": "bool",
@@ -99,6 +99,12 @@ def expected_rejection(case, example_prediction):
                 "UnsupportedSchemaError",
                 rf"{label} of the input schema: fixed-width {width} input tensors need a serving adapter",
             )
+        if is_nested(field.kind) and "binary" in _leaf_types(nested_type(field.kind)):
+            label = rf"Column `{re.escape(name)}`" if isinstance(name, str) else f"Column {name!r}"
+            return Rejection(
+                "UnsupportedSchemaError",
+                rf"{label} of the input schema: a nested value holding binary values is not mapped",
+            )
         if field.kind == "datetime-utc":
             return Rejection(
                 "ValidationError",
@@ -113,6 +119,8 @@ def expected_rejection(case, example_prediction):
             )
     for (key, values), output in zip(_prediction_fields(case, example_prediction), case.outputs):
         kind = declared_kind(case, output)
+        if is_nested(kind):  # JSON text per row: no element to misfit (an unwritable row is the server's 500)
+            continue
         datatype = TRITON_DATATYPES[kind]
         problem = first_misfit(values, datatype, CONTENT_OF_KIND.get(kind))
         if problem is not None:
@@ -122,6 +130,18 @@ def expected_rejection(case, example_prediction):
                 rf"( \(field `{re.escape(str(key))}`\))?: element {problem}",
             )
     return None
+
+
+def _leaf_types(mlflow_type):
+    """The leaf types of an MLflow type dict."""
+    kind = mlflow_type["type"]
+    if kind == "array":
+        return _leaf_types(mlflow_type["items"])
+    if kind == "map":
+        return _leaf_types(mlflow_type["values"])
+    if kind == "object":
+        return {leaf for spec in mlflow_type["properties"].values() for leaf in _leaf_types(spec)}
+    return {kind}
 
 
 def _prediction_fields(case, prediction):
@@ -210,9 +230,12 @@ def check_config(case, contract, inputs, outputs):
     for mapped, field in zip(contract.inputs.fields, case.fields):
         declaration = declared[mapped.tensor]
         assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", mapped.tensor), mapped.tensor
-        assert declaration.data_type == TRITON_DATATYPES[field.kind], (field, declaration)
+        assert declaration.data_type == triton_datatype(field.kind), (field, declaration)
         assert tuple(declaration.dims) == tuple(field.dims), (field, declaration)
-        assert mapped.content == CONTENT_OF_KIND.get(field.kind), (field, mapped)
+        assert mapped.content == content_of_kind(field.kind), (field, mapped)
+        if is_nested(field.kind):  # the contract records the column's MLflow type (mapping version 5)
+            assert mapped.type == nested_type(field.kind), (field, mapped.type)
+            assert mapped.missing is None, mapped  # a nested column has no mask
     tensors = [f.tensor for f in contract.inputs.fields] + [f.tensor for f in contract.outputs.fields]
     assert len(set(tensors)) == len(tensors), tensors
     if case.family != "sklearn-recipe":
@@ -221,9 +244,40 @@ def check_config(case, contract, inputs, outputs):
     output_types = {d.name: d for d in outputs}
     for mapped, output in zip(contract.outputs.fields, case.outputs):
         kind = declared_kind(case, output)
-        assert output_types[mapped.tensor].data_type == TRITON_DATATYPES[kind], (output, output_types[mapped.tensor])
+        assert output_types[mapped.tensor].data_type == triton_datatype(kind), (output, output_types[mapped.tensor])
+        if is_nested(kind):
+            assert mapped.content == "json", (output, mapped)
+            assert mapped.type == nested_type(kind), (output, mapped.type)
         if case.form in ("frame", "series"):
             assert tuple(output_types[mapped.tensor].dims) == (-1,)
+
+
+def content_of_kind(kind):
+    return "json" if is_nested(kind) else CONTENT_OF_KIND.get(kind)
+
+
+# -- malformed nested rows --------------------------------------------------------------------------------------
+
+
+def malformed_failure(malformed, mapped):
+    """What Triton must answer for a request whose row ``malformed.row`` of nested field ``mapped`` is broken.
+
+    ``bad-json`` and ``narrow`` are the runtime's own refusals (docs/repository.md): a 400 naming the tensor and
+    the row. For ``wrong-type`` and ``missing-property`` MLflow's enforcement judges: the caller asks
+    ``pyfunc.predict`` first and, where it refuses, expects :func:`enforcement_failure`.
+    """
+    if malformed.problem == "bad-json":
+        return Failure(400, f"Tensor `{mapped.tensor}`", f": row {malformed.row} is not valid JSON (")
+    if malformed.problem == "narrow":
+        return Failure(
+            400, f"Tensor `{mapped.tensor}`", f": row {malformed.row} holds a number that does not fit MLflow's "
+        )
+    raise ValueError(f"{malformed.problem!r} is judged by pyfunc.predict")
+
+
+def enforcement_failure(malformed, mapped):
+    """MLflow's enforcement refused the malformed row: a 400 with its reason, naming the column and the row."""
+    return Failure(400, SCHEMA_REFUSED, f"column `{mapped.name}`, row {malformed.row}: ")
 
 
 # -- answers ---------------------------------------------------------------------------------------------

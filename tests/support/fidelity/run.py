@@ -1,6 +1,6 @@
 """``make fidelity``: the long real-Triton campaign, with a report.
 
-    python -m tests.support.fidelity.run [--cases 1000] [--rejections 100] [--seed S] [--work-dir DIR]
+    python -m tests.support.fidelity.run [--cases 1000] [--rejections 100] [--seed S] [--work-dir DIR] [--nested]
 
 Draws ``--cases`` served cases and ``--rejections`` rejected ones from the same strategies as
 ``tests/e2e/test_fidelity_generated.py``, with the seed ``--seed`` (default: ``FIDELITY_SEED``, else a
@@ -9,7 +9,8 @@ time (default 2). Unlike the test, a mismatch does not stop the campaign:
 it is recorded with the case (a ``Case(...)`` to paste into ``@example``) and the campaign goes on;
 the exit status is 1 when any case failed. Writes ``report.json`` and ``report.md`` (cases,
 failures, time per phase, the slowest cases) into the work directory (default
-``.work/fidelity/<seed>``) and prints the summary.
+``.work/fidelity/<seed>``) and prints the summary. ``--nested`` draws the served cases from the nested-column
+strategy only (``nested_cases``: Array / Object / Array(Object) columns and malformed nested rows).
 """
 
 import argparse
@@ -28,7 +29,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from tests.property.fidelity_strategies import rejected_cases, served_cases
+from tests.property.fidelity_strategies import nested_cases, rejected_cases, served_cases
 
 from .campaign import Campaign
 from .seed import SEED
@@ -46,6 +47,7 @@ def main(argv=None):
         default=2,
         help="served cases in flight at once (default 2: Triton loads one model while the next is logged and loaded)",
     )
+    parser.add_argument("--nested", action="store_true", help="served cases from the nested-column strategy only")
     args = parser.parse_args(argv)
     rejections = args.rejections if args.rejections is not None else max(10, args.cases // 10)
     work_dir = (args.work_dir or Path(".work") / "fidelity" / str(args.seed)).resolve()
@@ -58,7 +60,8 @@ def main(argv=None):
     started = datetime.datetime.now(datetime.timezone.utc)
     failures = []
     with Campaign.open(work_dir / "campaign", progress=lambda line: print(line, flush=True)) as campaign:
-        _run(campaign, served_cases(), args.cases, args.seed, failures, serve=True, workers=args.workers)
+        served = nested_cases() if args.nested else served_cases()
+        _run(campaign, served, args.cases, args.seed, failures, serve=True, workers=args.workers)
         _run(campaign, rejected_cases(), rejections, args.seed, failures, serve=False)
         report = campaign.report(args.seed, failures)
     report.update(started=started.isoformat(timespec="seconds"), machine=_machine(), workers=args.workers)

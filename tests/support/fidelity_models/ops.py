@@ -5,8 +5,9 @@ operations keep the shape; ``sum`` reduces every axis but the first. Every opera
 every value of the kinds it accepts (no overflow errors, NaN and infinities pass through), so a
 model built from them never fails on a valid input.
 
-Kinds: ``bool``, numpy integer and float dtype names, ``text`` (``str`` elements in an object array)
-and ``binary`` (``bytes`` elements in an object array).
+Kinds: ``bool``, numpy integer and float dtype names, ``text`` (``str`` elements in an object array),
+``binary`` (``bytes`` elements in an object array) and nested rows (lists and dicts in an object array:
+``echo``, ``length``, ``nonzero``, ``reverse`` and ``wrap`` take them).
 """
 
 import numpy as np
@@ -30,7 +31,8 @@ OBJECT_KINDS = ("text", "binary")
 
 def _elements(values, function):
     result = np.empty(values.shape, dtype=object)
-    result.flat[:] = [function(item) for item in values.flat]
+    for index, item in enumerate(values.flat):  # one by one: numpy would spread a list result over elements
+        result.flat[index] = function(item)
     return result
 
 
@@ -59,6 +61,16 @@ def _binary(values):
     if values.dtype == object:
         return _elements(values, lambda item: (item.encode("utf-8") if isinstance(item, str) else item) + b"\x00")
     return _elements(values, lambda item: item.tobytes() + b"\x00")
+
+
+def _reverse(values):
+    """Nested rows: a list reversed, a dict with its keys in reverse order (values unchanged)."""
+    return _elements(values, lambda item: dict(reversed(item.items())) if isinstance(item, dict) else item[::-1])
+
+
+def _wrap(values):
+    """Nested rows: ``{"size": len(row), "value": row}`` (an Object holding the row)."""
+    return _elements(values, lambda item: {"size": len(item), "value": item})
 
 
 def _nonzero(values):
@@ -92,6 +104,8 @@ OPERATIONS = {
     "length": _length,
     "wide": _wide,
     "sum": _sum,
+    "reverse": _reverse,
+    "wrap": _wrap,
 }
 
 # Which operations accept which input kinds.
@@ -104,6 +118,8 @@ ACCEPTS = {
     "length": OBJECT_KINDS,
     "wide": NUMBER_KINDS,
     "sum": NUMBER_KINDS,
+    "reverse": ("nested",),
+    "wrap": ("nested",),
 }
 
 
@@ -114,7 +130,7 @@ def apply(operation, values):
 
 def result_kind(operation, kind):
     """The kind ``operation`` produces from ``kind``."""
-    if operation in ("echo", "flip"):
+    if operation in ("echo", "flip", "reverse"):
         return kind
     return {
         "text": "text",
