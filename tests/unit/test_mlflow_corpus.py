@@ -32,6 +32,7 @@ MLFLOW_TEST_FILES = {
     "tests/pyfunc/test_pyfunc_schema_enforcement.py",
     "tests/catboost/test_catboost_model_export.py",
     "tests/sentence_transformers/test_sentence_transformers_model_export.py",
+    "tests/models/test_signature.py",
 }
 #: The flavors without an mlflow_triton wrapper of their own (pyfunc has one too: its cases take both routes).
 PLAIN_MLFLOW_FLAVORS = ("xgboost", "lightgbm", "catboost", "statsmodels", "sentence_transformers", "pyfunc")

@@ -8,7 +8,8 @@ download a hub model -- and gives the keyword arguments MLflow's test logs it wi
 * :mod:`.cases_sklearn`, :mod:`.cases_pytorch`, :mod:`.cases_transformers` -- the cases of the wrappers' flavors,
   one builder each; :mod:`.cases_xgboost`, :mod:`.cases_lightgbm`, :mod:`.cases_catboost`, :mod:`.cases_statsmodels`,
   :mod:`.cases_sentence_transformers`, :mod:`.cases_pyfunc` -- models logged with plain MLflow and brought in with
-  ``add_repository`` (custom pyfunc models also with ``mlflow_triton.pyfunc``); ``model_code/`` -- the files the
+  ``add_repository`` (custom pyfunc models also with ``mlflow_triton.pyfunc``); :mod:`.cases_nested` -- custom
+  pyfunc models with MLflow's nested column types (Array, Object, Map); ``model_code/`` -- the files the
   pyfunc cases log as code;
 * :mod:`.outcomes` -- what happened to a case (built / logged / refused / checked) and the Markdown table;
 * :mod:`.run` -- the runner: log each case with the ``mlflow_triton`` wrapper into a local sqlite store, prove the

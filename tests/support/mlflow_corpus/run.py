@@ -56,6 +56,7 @@ def all_cases() -> tuple[Case, ...]:
     from . import (
         cases_catboost,
         cases_lightgbm,
+        cases_nested,
         cases_pyfunc,
         cases_pytorch,
         cases_sentence_transformers,
@@ -75,6 +76,7 @@ def all_cases() -> tuple[Case, ...]:
         *cases_statsmodels.CASES,
         *cases_sentence_transformers.CASES,
         *cases_pyfunc.CASES,
+        *cases_nested.CASES,
     )
 
 
