@@ -554,7 +554,7 @@ NESTED_OPERATIONS = ("echo", "length", "nonzero", "reverse", "wrap")
 # Property names of generated Objects: unicode, quotes, spaces, backslashes (JSON keys).
 property_names = st.text(st.sampled_from("ab_ü名\"' \\{"), min_size=1, max_size=4)
 # A float leaf's values are float32-exact (MLflow's ``float``): these are not, or overflow float32.
-NOT_FLOAT32 = (0.1, 1e39, -3.5e38, 1.0000001, 16777217, 2**64)
+NOT_FLOAT32 = (0.1, 1e39, -3.5e38, 1.0000001, 16777217, 2**64 + 1)  # 2**64 itself is a float32 value
 NOT_INT32 = (2**31, -(2**31) - 1, 2**40, 2**63)
 MALFORMED_PROBLEMS = ("bad-json", "narrow", "wrong-type", "missing-property")
 

@@ -69,3 +69,21 @@ def test_readme_links_reach_an_existing_file_and_heading_when_relative():
             broken.append(match.group(0))
 
     assert broken == []
+
+
+def test_the_auditors_guide_states_the_line_counts_and_the_runtime_version_of_the_code_it_describes():
+    from mlflow_triton.runtime import RUNTIME_VERSION
+
+    text = " ".join(GUIDE.read_text(encoding="utf-8").split())
+    stated = dict(
+        re.findall(r"`(?:[a-z_]+/)?([a-z_]+\.py)` \(?(\d+)(?: lines)?\)?", text.split("an hour is enough")[0])
+    )
+    root = docs_pages.ROOT
+    actual = {
+        path.name: len(path.read_text(encoding="utf-8").splitlines())
+        for path in [*(root / "runtime").glob("*.py"), root / "shared_contract" / "contract.py"]
+        if path.name != "__init__.py"
+    }
+
+    assert {name: int(count) for name, count in stated.items()} == actual
+    assert f"runtime version {RUNTIME_VERSION} " in text

@@ -85,6 +85,7 @@ def _t5(task):
 
 
 GENERATION = {"max_new_tokens": 4, "do_sample": False}
+_CHAT, _COMPLETIONS = "llm/v1/chat", "llm/v1/completions"
 
 
 @case("classifier-list", "test_classifier_pipeline")
@@ -107,11 +108,74 @@ def generation_string() -> Built:
     return Built(_generator(), {"input_example": "hello world", "model_config": dict(GENERATION)})
 
 
-@case("generation-completions-task", "test_text_generation_save_model_with_inference_task", note="llm/v1/completions")
+@case(
+    "generation-completions-task",
+    "test_text_generation_save_model_with_inference_task",
+    note="llm/v1/completions; model_config greedy (the tiny GPT-2 samples otherwise)",
+)
 def generation_completions_task() -> Built:
     return Built(
         _generator(),
-        {"input_example": {"prompt": "hello world", "max_tokens": 4}, "task": "llm/v1/completions"},
+        {
+            "input_example": {"prompt": "hello world", "max_tokens": 4},
+            "task": _COMPLETIONS,
+            "model_config": dict(GENERATION),
+        },
+    )
+
+
+@case(
+    "generation-completions-max-tokens",
+    "test_text_generation_task_completions_predict_with_max_tokens",
+    note="llm/v1/completions; max_tokens=10 over model_config's greedy 4 new tokens",
+)
+def generation_completions_max_tokens() -> Built:
+    return Built(
+        _generator(),
+        {
+            "input_example": {"prompt": "how to learn python in 3 weeks?", "max_tokens": 10},
+            "task": _COMPLETIONS,
+            "model_config": dict(GENERATION),
+        },
+    )
+
+
+def _chat_generator():
+    """``_generator()``'s model with a chat template on its tokenizer (MLflow's chat task renders the messages)."""
+    tokenizer = word_level_tokenizer(_WORDS, _SPECIAL)
+    tokenizer.chat_template = (
+        "{% for message in messages %}{{ message['role'] }} {{ message['content'] }} {% endfor %}"
+        "{% if add_generation_prompt %}answer{% endif %}"
+    )
+    return text_generation_pipeline(tokenizer, n_positions=64)
+
+
+@case(
+    "generation-chat-task",
+    "test_text_generation_task_chat_predict",
+    note="llm/v1/chat; system + user, max_tokens; model_config greedy",
+)
+def generation_chat_task() -> Built:
+    messages = [
+        {"role": "system", "content": "Hello, how can I help you today?"},
+        {"role": "user", "content": "How to learn Python in 3 weeks?"},
+    ]
+    return Built(
+        _chat_generator(),
+        {"input_example": {"messages": messages, "max_tokens": 10}, "task": _CHAT, "model_config": dict(GENERATION)},
+    )
+
+
+@case(
+    "generation-chat-serve",
+    "test_text_generation_task_chat_serve",
+    note="llm/v1/chat; the served request body; model_config greedy",
+)
+def generation_chat_serve() -> Built:
+    messages = [{"role": "user", "content": "How to learn Python in 3 weeks?"}]
+    return Built(
+        _chat_generator(),
+        {"input_example": {"messages": messages, "max_tokens": 10}, "task": _CHAT, "model_config": dict(GENERATION)},
     )
 
 
