@@ -12,7 +12,7 @@ few new tokens, so the generated text is the same from call to call (only the
 
 import functools
 
-from tests.support.tiny_models import seeded, text_generation_pipeline, word_level_tokenizer
+from tests.support.tiny_models import seeded, text_generation_pipeline, tiny_bert_config, word_level_tokenizer
 
 CHAT = "llm/v1/chat"
 COMPLETIONS = "llm/v1/completions"
@@ -70,18 +70,10 @@ def completions_pipeline():
 @functools.cache
 def embeddings_pipeline():
     """A feature-extraction pipeline over a seeded BERT with 1 layer and a 16-dim hidden size."""
-    from transformers import BertConfig, BertModel, pipeline
+    from transformers import BertModel, pipeline
 
     tokenizer = llm_tokenizer()
-    config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-        pad_token_id=tokenizer.pad_token_id,
-    )
+    config = tiny_bert_config(tokenizer, 64)
     model = seeded(lambda: BertModel(config))
     return pipeline("feature-extraction", model=model, tokenizer=tokenizer)
 

@@ -268,20 +268,31 @@ def text_generation_pipeline(tokenizer, n_positions):
     return pipeline("text-generation", model=model, tokenizer=tokenizer)
 
 
-@functools.cache
-def shared_text_classification_pipeline():
-    """A text-classification pipeline: BERT with 1 layer, 16-dim hidden size, 2 labels. Do not change it."""
-    from transformers import BertConfig, BertForSequenceClassification, pipeline
+def tiny_bert_config(tokenizer, max_positions, **extra):
+    """A ``BertConfig`` of 1 layer, 2 heads and a 16-dim hidden size over ``tokenizer``'s vocabulary."""
+    from transformers import BertConfig
 
-    tokenizer = shared_tokenizer()
-    config = BertConfig(
+    return BertConfig(
         vocab_size=len(tokenizer),
         hidden_size=16,
         num_hidden_layers=1,
         num_attention_heads=2,
         intermediate_size=32,
-        max_position_embeddings=32,
+        max_position_embeddings=max_positions,
         pad_token_id=tokenizer.pad_token_id,
+        **extra,
+    )
+
+
+@functools.cache
+def shared_text_classification_pipeline():
+    """A text-classification pipeline: BERT with 1 layer, 16-dim hidden size, 2 labels. Do not change it."""
+    from transformers import BertForSequenceClassification, pipeline
+
+    tokenizer = shared_tokenizer()
+    config = tiny_bert_config(
+        tokenizer,
+        32,
         id2label=dict(enumerate(LABELS)),
         label2id={label: i for i, label in enumerate(LABELS)},
     )

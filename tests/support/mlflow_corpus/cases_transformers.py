@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from ..tiny_models import seeded, text_generation_pipeline, word_level_tokenizer
+from ..tiny_models import seeded, text_generation_pipeline, tiny_bert_config, word_level_tokenizer
 from .case import TRANSFORMERS_EXPORT, Built, case_table
 
 case = case_table("transformers", TRANSFORMERS_EXPORT)
@@ -27,19 +27,7 @@ def _tokenizer():
 
 
 def _bert_config(**extra):
-    from transformers import BertConfig
-
-    tokenizer = _tokenizer()
-    return BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-        pad_token_id=tokenizer.pad_token_id,
-        **extra,
-    )
+    return tiny_bert_config(_tokenizer(), 64, **extra)
 
 
 def _pipeline(task, model_class, **config):
