@@ -520,6 +520,8 @@ def _predict_and_map(framework, model, input_example, example_params, signature,
     if recorded is None or recorded.outputs is None or outputs_any:
         schema = recorded.inputs if recorded is not None else input_schema(input_example)
         prediction = _predict_example(adapter, input_example, schema, example_params)
+        if signature is False:
+            _refuse_unframed_prediction(adapter, input_example, prediction, example_params)
         inferred = infer_signature(input_example, prediction, params=example_params)
         examples = {"input": input_example, "output": prediction}
         # signature=False records none and maps the inferred one; a recorded signature keeps its inputs and params
@@ -565,6 +567,44 @@ def _predict_example(adapter, input_example, schema, params):
         raise InvalidArgumentError(
             f"{meant_rows}, which the model failed to predict ({error.__cause__!r}); {DATAFRAME_REMEDY}"
         ) from error.__cause__
+
+
+def _refuse_unframed_prediction(adapter, input_example, framed_prediction, params):
+    """Without a signature MLflow enforces nothing: ``pyfunc.predict`` hands the model its input as it is given,
+    while a Triton request reaches it as the columns (or tensors) the mapping decodes, as MLflow's scoring server
+    builds them. Where the two differ for the example (a text given as a str, a dict of lists), no request can be
+    answered like ``pyfunc.predict`` of the same value, so the model is refused with the remedy."""
+    as_given = _as_plain(_predict(adapter, copy.deepcopy(input_example), "example as given", params))
+    if _same_prediction(as_given, framed_prediction):
+        return
+    raise ValidationError(
+        f"The model has no signature, so MLflow hands predict the input as it is given (here a "
+        f"{type(input_example).__name__}), while a Triton request reaches it as the "
+        f"{type(for_prediction(copy.deepcopy(input_example), input_schema(input_example))).__name__} MLflow's "
+        "schema inference gives for it, and the two predictions of the example differ; log the model with a "
+        "signature (infer_signature(input, prediction)), so that MLflow hands both the same value, or give an input "
+        "that is already a DataFrame or an array (input_example=; mlflow-triton add-repository --input FILE)"
+    )
+
+
+def _same_prediction(first, second):
+    """Whether two predictions are equal in type, shape and value (NaN equal to NaN)."""
+    if type(first) is not type(second):
+        return False
+    if isinstance(first, (pd.DataFrame, pd.Series)):
+        return first.equals(second) and list(first.dtypes if first.ndim == 2 else [first.dtype]) == list(
+            second.dtypes if second.ndim == 2 else [second.dtype]
+        )
+    if isinstance(first, np.ndarray):
+        return (
+            first.shape == second.shape
+            and first.dtype == second.dtype
+            and bool(np.array_equal(first, second, equal_nan=first.dtype.kind in "fc"))
+        )
+    try:
+        return bool(first == second)
+    except (TypeError, ValueError):
+        return repr(first) == repr(second)
 
 
 def _predict(adapter, model_input, what, params=None):

@@ -155,3 +155,30 @@ def test_save_model_maps_outputs_from_the_example_when_the_signature_outputs_are
     report = json.loads((_repository(path) / "validation.json").read_text(encoding="utf-8"))
     assert report["output_mapping"]["why"] == "the signature's outputs are Any (MLflow could not infer their type)"
     assert Model.load(str(path)).signature == signature
+
+
+class SaysWhatItGot(mlflow.pyfunc.PythonModel):
+    """Answers what predict was handed, as the corpus' models from code print their input."""
+
+    def predict(self, context, model_input, params=None):
+        return [f"{type(model_input).__name__}: {model_input!r}"]
+
+
+def test_save_model_refuses_a_model_without_signature_that_predicts_the_example_as_given_otherwise(tmp_path):
+    # pyfunc.predict("asdf") hands it the str; a request reaches it as a one-row DataFrame (make corpus: a model from
+    # code printing its input FAILed check where add-repository kept the source without a signature)
+    with pytest.raises(
+        mlflow_triton.errors.ValidationError,
+        match=r"^The model has no signature, so MLflow hands predict the input as it is given \(here a str\), while "
+        r"a Triton request reaches it as the DataFrame .* the two predictions of the example differ; log the model "
+        r"with a signature",
+    ):
+        pyfunc.save_model(SaysWhatItGot(), tmp_path / "m", input_example="asdf", signature=False)
+
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_model_serves_a_model_without_signature_when_its_example_is_already_a_frame(tmp_path):
+    pyfunc.save_model(SaysWhatItGot(), tmp_path / "m", input_example=pd.DataFrame({"text": ["asdf"]}), signature=False)
+
+    assert Model.load(str(tmp_path / "m")).signature is None
