@@ -10,8 +10,6 @@ One small scikit-learn Pipeline, one server, the sklearn example's serving envir
 """
 
 import concurrent.futures
-import http.client
-import json
 import shutil
 import time
 
@@ -29,7 +27,7 @@ from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS, ulps_per_element
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from mlflow_triton.local.compare import compare
 from tests.support.oracle import expected_example_tensors
-from tests.support.v2_http import post_infer
+from tests.support.v2_http import counts_since, post_infer, statistics
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
@@ -84,18 +82,6 @@ def post(server, frame):
     return post_infer(server, NAME, inputs)
 
 
-def statistics(server):
-    """Triton's counts so far: (requests answered, rows inferred, executions of the model)."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
-    try:
-        connection.request("GET", f"/v2/models/{NAME}/stats")
-        [stats] = json.loads(connection.getresponse().read())["model_stats"]
-        requests = int(stats["inference_stats"]["success"]["count"])
-        return requests, int(stats["inference_count"]), int(stats["execution_count"])
-    finally:
-        connection.close()
-
-
 def frames_for(client):
     """The requests of one client: 1 to 5 rows each, drawn from the training rows."""
     rng = np.random.default_rng(client)
@@ -108,13 +94,13 @@ def frames_for(client):
 def test_batched_repository_answers_concurrent_clients_like_pyfunc_predict_of_each_request_alone(served):
     server, package, _ = served
     pyfunc = mlflow.pyfunc.load_model(str(package))
-    before = statistics(server)
+    before = statistics(server, NAME)
     frames = [frame for client in range(CLIENTS) for frame in frames_for(client)]
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=CLIENTS) as pool:
         answers = list(pool.map(lambda frame: post(server, frame), frames))
 
-    requests, rows, executions = (after - earlier for after, earlier in zip(statistics(server), before))
+    requests, rows, executions = counts_since(server, NAME, before, len(frames))
     for frame, (status, body) in zip(frames, answers):
         assert status == 200, body
         [output] = body["outputs"]

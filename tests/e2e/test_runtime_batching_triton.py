@@ -13,8 +13,6 @@ before this file: hence its name).
 """
 
 import concurrent.futures
-import http.client
-import json
 import time
 
 import mlflow.pyfunc
@@ -29,7 +27,7 @@ from mlflow_triton.local.compare import differences
 from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
 from tests.support import tiny_models
 from tests.support.oracle import expected_example_tensors
-from tests.support.v2_http import post_infer
+from tests.support.v2_http import counts_since, post_infer, statistics
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
@@ -94,25 +92,12 @@ def post(server, model, inputs):
     return post_infer(server, model, inputs)
 
 
-def statistics(server, model):
-    """Triton's counts so far for ``model``: (requests answered, rows inferred, executions)."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
-    try:
-        connection.request("GET", f"/v2/models/{model}/stats")
-        [stats] = json.loads(connection.getresponse().read())["model_stats"]
-        requests = int(stats["inference_stats"]["success"]["count"])
-        return requests, int(stats["inference_count"]), int(stats["execution_count"])
-    finally:
-        connection.close()
-
-
 def concurrently(server, model, requests, encode):
     """Every request posted by ``CLIENTS`` concurrent clients; (answers in order, Triton's counts for them)."""
     before = statistics(server, model)
     with concurrent.futures.ThreadPoolExecutor(max_workers=CLIENTS) as pool:
         answers = list(pool.map(lambda request: post(server, model, encode(request)), requests))
-    counts = tuple(after - earlier for after, earlier in zip(statistics(server, model), before))
-    return answers, counts
+    return answers, counts_since(server, model, before, len(requests))
 
 
 def outputs_of(status, body):
