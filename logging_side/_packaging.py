@@ -574,14 +574,19 @@ def _refuse_unframed_prediction(adapter, input_example, framed_prediction, param
     while a Triton request reaches it as the columns (or tensors) the mapping decodes, as MLflow's scoring server
     builds them. Where the two differ for the example (a text given as a str, a dict of lists), no request can be
     answered like ``pyfunc.predict`` of the same value, so the model is refused with the remedy."""
-    as_given = _as_plain(_predict(adapter, copy.deepcopy(input_example), "example as given", params))
-    if _same_prediction(as_given, framed_prediction):
-        return
+    try:
+        as_given = _as_plain(_predict(adapter, copy.deepcopy(input_example), "example as given", params))
+    except ValidationError as error:
+        differ = f"the example as given fails to predict ({error.__cause__!r})"
+    else:
+        if _same_prediction(as_given, framed_prediction):
+            return
+        differ = "the two predictions of the example differ"
     raise ValidationError(
         f"The model has no signature, so MLflow hands predict the input as it is given (here a "
         f"{type(input_example).__name__}), while a Triton request reaches it as the "
         f"{type(for_prediction(copy.deepcopy(input_example), input_schema(input_example))).__name__} MLflow's "
-        "schema inference gives for it, and the two predictions of the example differ; log the model with a "
+        f"schema inference gives for it, and {differ}; log the model with a "
         "signature (infer_signature(input, prediction)), so that MLflow hands both the same value, or give an input "
         "that is already a DataFrame or an array (input_example=; mlflow-triton add-repository --input FILE)"
     )

@@ -182,3 +182,17 @@ def test_save_model_serves_a_model_without_signature_when_its_example_is_already
     pyfunc.save_model(SaysWhatItGot(), tmp_path / "m", input_example=pd.DataFrame({"text": ["asdf"]}), signature=False)
 
     assert Model.load(str(tmp_path / "m")).signature is None
+
+
+def test_save_model_refuses_a_model_without_signature_that_cannot_predict_the_example_as_given(tmp_path):
+    class FramesOnly(mlflow.pyfunc.PythonModel):
+        def predict(self, context, model_input, params=None):
+            return model_input.to_numpy()  # a dict has no to_numpy: pyfunc.predict of the example fails
+
+    with pytest.raises(
+        mlflow_triton.errors.ValidationError,
+        match=r"here a dict\), .* and the example as given fails to predict \(AttributeError\(.*; log the model with",
+    ):
+        pyfunc.save_model(FramesOnly(), tmp_path / "m", input_example={"a": 1.5, "b": 2.0}, signature=False)
+
+    assert list(tmp_path.iterdir()) == []
