@@ -179,12 +179,12 @@ def validate_model(
             f"repository {source.repository} (Triton model {source.name!r}); computing the expected outputs "
             "with mlflow.pyfunc ..."
         )
-        expected, extra = _expected_answers(source, input_file, work_dir)
+        expected, extra, predict_again = _expected_answers(source, input_file, work_dir)
         report.seconds["prepare"] = round(time.monotonic() - started, 1)
     except Exception as error:  # a FAIL line for this model; Ctrl-C and SIGTERM (BaseException) stop the check
         report.reason = _failure_text(error)
         return report
-    return validate_repository(
+    report = validate_repository(
         source.repository,
         expected,
         work_dir,
@@ -197,10 +197,33 @@ def validate_model(
         repository_address=repository_address,
         server_environment=server_environment,
     )
+    if report.comparison and not all(result["equal"] for result in report.comparison.values()):
+        report.reason += _not_deterministic(expected, predict_again, volatile_outputs(source.repository))
+    return report
+
+
+def _not_deterministic(expected, predict_again, volatile):
+    """Why no server can answer like ``pyfunc.predict`` when a second prediction of the example differs from the
+    first (a generation pipeline that samples): ``"; <why>"``, or ``""`` when the model answers the same twice."""
+    try:
+        again = predict_again()
+    except Exception:  # the model's own predict; it predicted once, a second failure says nothing of the server
+        return ""
+    comparison = compare(expected, again, volatile=volatile)
+    unequal = sorted(name for name, result in comparison.items() if not result["equal"])
+    if not unequal:
+        return ""
+    return (
+        f"; but pyfunc.predict itself answered the saved example differently on a second call ({', '.join(unequal)}): "
+        "the model is not deterministic (a generation pipeline that samples, a random draw), so no server can "
+        "answer like it; make it deterministic to check it (a Transformers pipeline: "
+        "model_config={'do_sample': False})"
+    )
 
 
 def _expected_answers(source, input_file, work_dir):
-    """What Triton should answer to the shipped request and to ``input_file`` (``pyfunc`` is the oracle)."""
+    """What Triton should answer to the shipped request and to ``input_file`` (``pyfunc`` is the oracle), and a
+    function that predicts the saved example once more."""
     import mlflow.pyfunc
 
     try:
@@ -209,13 +232,8 @@ def _expected_answers(source, input_file, work_dir):
         raise OraclePredictionError(
             f"mlflow.pyfunc could not load {source.uri}: {type(error).__name__}: {error}"
         ) from None
-    expected = _predicted(
-        pyfunc_model,
-        load_input_example(source.repository),
-        source.repository,
-        "the saved input example",
-        load_input_example_params(source.repository),
-    )
+    example, params = load_input_example(source.repository), load_input_example_params(source.repository)
+    expected = _predicted(pyfunc_model, example, source.repository, "the saved input example", params)
     extra = []
     if input_file is not None:
         value = load_user_input(input_file, pyfunc_model.metadata.get_input_schema())
@@ -228,7 +246,11 @@ def _expected_answers(source, input_file, work_dir):
                 rows=rows_of(value),
             )
         )
-    return expected, extra
+
+    def predict_again():
+        return predict_outputs(pyfunc_model, load_input_example(source.repository), source.repository, params)
+
+    return expected, extra, predict_again
 
 
 def _predicted(pyfunc_model, value, model_dir, what, params=None):

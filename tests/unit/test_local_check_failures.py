@@ -1,14 +1,20 @@
 """`check` gives every model a PASS/FAIL line and writes the report, whatever one model's failure raised."""
 
 import json
+from pathlib import Path
 
+import mlflow.pyfunc
+import numpy as np
 import pytest
 from mlflow.exceptions import MlflowException
 from tritonclient.utils import InferenceServerException
 
+from mlflow_triton import pyfunc as triton_pyfunc
 from mlflow_triton import sklearn as triton_sklearn
 from mlflow_triton.local import check as check_module
 from mlflow_triton.local import check_command
+from mlflow_triton.local.compare import expected_outputs
+from mlflow_triton.local.send import ShippedResponse
 from tests.support.fake_triton import fake_triton
 
 
@@ -52,11 +58,14 @@ class FakeServer:
 
 @pytest.fixture
 def served_by_a_fake_server(monkeypatch, tmp_path):
-    """``answers``: what each send_request call raises, in turn."""
+    """``answers``: what each send_request call raises or returns, in turn."""
     answers = []
 
     def send_request(url, model, request):
-        raise answers.pop(0)
+        answer = answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
 
     monkeypatch.setattr(check_module, "ensure_serving_env", lambda *args, **kwargs: tmp_path / "env")
     monkeypatch.setattr(check_module, "env_summary", lambda env: {})
@@ -126,3 +135,47 @@ def test_check_stops_with_status_130_when_ctrl_c_arrives_during_a_models_check(
     status, verdicts = run_check([saved_model("first"), saved_model("second")], triton_options, tmp_path)
 
     assert (status, verdicts) == (130, [])
+
+
+class Dice(mlflow.pyfunc.PythonModel):
+    """A fresh random draw per row on every call, as a generation pipeline that samples answers."""
+
+    def predict(self, context, model_input, params=None):
+        return np.random.default_rng().random(len(model_input))
+
+
+def _answer_of(path, change=lambda outputs: outputs):
+    """What a server answers for the model saved at ``path``: its own prediction of the example, changed."""
+    (repository,) = (Path(path) / "model_repository").iterdir()
+    return ShippedResponse(change(expected_outputs(path, repository)), "json")
+
+
+def test_check_says_the_model_is_not_deterministic_when_pyfunc_answers_its_example_differently_on_a_second_call(
+    example_frame, triton_options, served_by_a_fake_server, tmp_path
+):
+    path = str(tmp_path / "dice")
+    triton_pyfunc.save_model(Dice(), path, input_example=example_frame, triton_model_name="dice")
+    served_by_a_fake_server.append(_answer_of(path))
+
+    status, [verdict] = run_check([path], triton_options, tmp_path)
+
+    assert status == 1
+    assert verdict.startswith(f"FAIL {path}: outputs differ from pyfunc.predict: ")
+    assert verdict.endswith(
+        "; but pyfunc.predict itself answered the saved example differently on a second call (output_0): the "
+        "model is not deterministic (a generation pipeline that samples, a random draw), so no server can answer "
+        "like it; make it deterministic to check it (a Transformers pipeline: model_config={'do_sample': False})"
+    )
+
+
+def test_check_blames_only_the_answer_when_a_deterministic_model_is_answered_otherwise(
+    saved_model, triton_options, served_by_a_fake_server, tmp_path
+):
+    path = saved_model("steady")
+    served_by_a_fake_server.append(_answer_of(path, lambda outputs: {n: a + 1 for n, a in outputs.items()}))
+
+    status, [verdict] = run_check([path], triton_options, tmp_path)
+
+    assert status == 1
+    assert verdict.startswith(f"FAIL {path}: outputs differ from pyfunc.predict: ")
+    assert "deterministic" not in verdict
