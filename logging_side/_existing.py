@@ -139,6 +139,13 @@ def _add_repository(
                 lineage={"model_uri": model_uri, **{k: v for k, v in lineage.items() if k != "name"}},
                 experiment_id=lineage.get("experiment_id"),
             )
+        except _packaging.ExampleFailedError as error:
+            if read_input is not None:
+                raise
+            # MLflow may save an example its own schema enforcement refuses (a list column saved as JSON text)
+            raise _packaging.ExampleFailedError(
+                f"Model {model_uri!r}: its saved input example: {error}; {_INPUT_REMEDY}"
+            ) from error.__cause__
         except UnsupportedSchemaError as error:
             raise UnsupportedSchemaError(
                 f"Model {model_uri!r}: {error} (for a model already logged: re-log it with a signature from "

@@ -55,6 +55,11 @@ MANAGED_NATIVE_OPTIONS = frozenset(
 )
 
 
+class ExampleFailedError(ValidationError):
+    """The model's own ``predict`` failed on the input example (its error is the cause): ``add_repository`` adds
+    the remedy for a source's saved example."""
+
+
 class Framework:
     """What differs between sklearn, PyTorch and Transformers; subclassed per wrapper."""
 
@@ -563,7 +568,7 @@ def _predict_example(adapter, input_example, schema, params):
     except ValidationError as error:
         meant_rows = lists_in_one_row(input_example, schema)
         if meant_rows is None:
-            raise
+            raise ExampleFailedError(str(error)) from error.__cause__
         raise InvalidArgumentError(
             f"{meant_rows}, which the model failed to predict ({error.__cause__!r}); {DATAFRAME_REMEDY}"
         ) from error.__cause__

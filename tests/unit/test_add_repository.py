@@ -191,6 +191,28 @@ def test_add_repository_leaves_nothing_logged_when_the_prediction_fails(tracking
     assert_only_the_source(tracking_store, before)
 
 
+def test_add_repository_gives_the_input_remedy_when_the_saved_example_fails_to_predict_but_not_for_a_given_input(
+    tracking_store,
+):
+    with mlflow.start_run():
+        mlflow.pyfunc.log_model(
+            name="broken", python_model=Broken(), input_example=X.head(2), registered_model_name="churn"
+        )
+
+    with pytest.raises(ValidationError) as saved:
+        mlflow_triton.add_repository("models:/churn/1")
+    with pytest.raises(ValidationError) as given:
+        mlflow_triton.add_repository("models:/churn/1", input_example=X.head(1))
+
+    assert str(saved.value) == (
+        "Model 'models:/churn/1': its saved input example: Prediction of the example failed: RuntimeError: broken on "
+        "purpose; give an input: input_example= (mlflow-triton add-repository --input FILE) with a small input in "
+        "MLflow's serving format (a JSON object with dataframe_split, dataframe_records, inputs or instances; or a "
+        "CSV table), or re-log the model with input_example="
+    )
+    assert str(given.value) == "Prediction of the example failed: RuntimeError: broken on purpose"
+
+
 def test_add_repository_leaves_nothing_logged_when_the_signature_does_not_map(tracking_store, classifier):
     datetime_output = ModelSignature(inputs=infer_signature(X).inputs, outputs=Schema([ColSpec(DataType.datetime)]))
     log_plain(classifier, signature=datetime_output)
