@@ -197,7 +197,7 @@ def validate_model(
         repository_address=repository_address,
         server_environment=server_environment,
     )
-    if report.comparison and not all(result["equal"] for result in report.comparison.values()):
+    if any(not result["equal"] for result in report.comparison.values()):
         report.reason += _not_deterministic(expected, predict_again, volatile_outputs(source.repository))
     return report
 
@@ -247,7 +247,7 @@ def _expected_answers(source, input_file, work_dir):
             )
         )
 
-    def predict_again():
+    def predict_again():  # on the example read afresh: predict may have changed the one it was given
         return predict_outputs(pyfunc_model, load_input_example(source.repository), source.repository, params)
 
     return expected, extra, predict_again

@@ -22,7 +22,13 @@ from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FIL
 from mlflow.store.artifact.utils.models import _parse_model_uri, get_model_name_and_version
 
 from . import _model_requirements, _packaging
-from .errors import InvalidArgumentError, MlflowTritonError, UnsupportedSchemaError, ValidationError
+from .errors import (
+    ExamplePredictionError,
+    InvalidArgumentError,
+    MlflowTritonError,
+    UnsupportedSchemaError,
+    ValidationError,
+)
 
 SOURCE_TAG = "mlflow_triton.source_model_uri"
 PYFUNC = mlflow.pyfunc.FLAVOR_NAME
@@ -139,11 +145,11 @@ def _add_repository(
                 lineage={"model_uri": model_uri, **{k: v for k, v in lineage.items() if k != "name"}},
                 experiment_id=lineage.get("experiment_id"),
             )
-        except _packaging.ExampleFailedError as error:
+        except ExamplePredictionError as error:
             if read_input is not None:
                 raise
             # MLflow may save an example its own schema enforcement refuses (a list column saved as JSON text)
-            raise _packaging.ExampleFailedError(
+            raise ExamplePredictionError(
                 f"Model {model_uri!r}: its saved input example: {error}; {_INPUT_REMEDY}"
             ) from error.__cause__
         except UnsupportedSchemaError as error:

@@ -42,7 +42,14 @@ from ._examples import (
 )
 from ._names import check_model_name, default_model_name
 from ._schema import is_any_schema, layout_from_signature, may_be_a_scalar_prediction, signature_for_pyfunc
-from .errors import BatchingWarning, CustomCodeWarning, InvalidArgumentError, MlflowTritonError, ValidationError
+from .errors import (
+    BatchingWarning,
+    CustomCodeWarning,
+    ExamplePredictionError,
+    InvalidArgumentError,
+    MlflowTritonError,
+    ValidationError,
+)
 
 REPOSITORY_DIRECTORY = "model_repository"
 VERSION_DIRECTORY = "1"
@@ -53,11 +60,6 @@ DEVICES = ("cpu", "gpu")
 MANAGED_NATIVE_OPTIONS = frozenset(
     {"path", "mlflow_model", "signature", "input_example", "sk_model", "pytorch_model", "transformers_model"}
 )
-
-
-class ExampleFailedError(ValidationError):
-    """The model's own ``predict`` failed on the input example (its error is the cause): ``add_repository`` adds
-    the remedy for a source's saved example."""
 
 
 class Framework:
@@ -568,7 +570,7 @@ def _predict_example(adapter, input_example, schema, params):
     except ValidationError as error:
         meant_rows = lists_in_one_row(input_example, schema)
         if meant_rows is None:
-            raise ExampleFailedError(str(error)) from error.__cause__
+            raise ExamplePredictionError(str(error)) from error.__cause__
         raise InvalidArgumentError(
             f"{meant_rows}, which the model failed to predict ({error.__cause__!r}); {DATAFRAME_REMEDY}"
         ) from error.__cause__

@@ -20,6 +20,10 @@ class ValidationError(MlflowTritonError, RuntimeError):
     """The example prediction or its tensor mapping failed before anything was logged."""
 
 
+class ExamplePredictionError(ValidationError):
+    """The model's own ``predict`` failed on the input example (its error is the cause)."""
+
+
 class BatchingRefusedError(MlflowTritonError, ValueError):
     """``max_batch_size=N`` cannot be honoured: a tensor has no row axis, or rows are not predicted independently."""
 
@@ -37,6 +41,7 @@ __all__ = [
     "BatchingWarning",
     "ContractError",
     "CustomCodeWarning",
+    "ExamplePredictionError",
     "InvalidArgumentError",
     "MlflowTritonError",
     "UnsupportedSchemaError",
