@@ -179,8 +179,8 @@ CASES = {
 
 def bodies(case: Case, model_dir: Path, batched_dir: Path, value) -> dict:
     """``{target: body}``: ``value`` as v2 JSON for a, in the batched shapes for a', for MLServer."""
-    from mlflow_triton._config import declarations, read_config, wire_arrays
-    from mlflow_triton._requests import json_request
+    from mlflow_triton.repository.config import declarations, read_config, wire_arrays
+    from mlflow_triton.repository.request_files import json_request
     from mlflow_triton.runtime.codecs import StructureCodec
 
     config, contract = read_config(model_dir / "config.pbtxt")

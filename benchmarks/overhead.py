@@ -76,7 +76,7 @@ def build_runtime(work_dir: Path):
     from google.protobuf import json_format
 
     from mlflow_triton import sklearn as triton_sklearn
-    from mlflow_triton._config import read_config
+    from mlflow_triton.repository.config import read_config
     from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
     from mlflow_triton.runtime.loading import load_predictor
     from mlflow_triton.shared_contract.contract import contract_from_model_config

@@ -117,7 +117,7 @@ def build_repository(model_dir: Path, repo_root: Path) -> str:
     from google.protobuf import text_format
     from tritonclient.grpc import model_config_pb2
 
-    from mlflow_triton._config import read_config
+    from mlflow_triton.repository.config import read_config
     from mlflow_triton.shared_contract.contract import TRITON_TO_NUMPY
 
     shutil.rmtree(repo_root, ignore_errors=True)
@@ -149,8 +149,8 @@ def build_repository(model_dir: Path, repo_root: Path) -> str:
 def request_bodies(model_dir: Path, export_dir: Path, rows: int, seed: int = 7):
     """(frame, {form: body}) for ``rows`` rows: Triton v2 JSON, mlflow-serve dataframe_split, MLServer, export."""
     from examples.sklearn_example import training_frame
-    from mlflow_triton._config import declarations, read_config
-    from mlflow_triton._requests import json_request
+    from mlflow_triton.repository.config import declarations, read_config
+    from mlflow_triton.repository.request_files import json_request
     from mlflow_triton.runtime.codecs import StructureCodec
 
     frame, _ = training_frame(rows=rows, seed=seed)

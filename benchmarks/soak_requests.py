@@ -35,7 +35,7 @@ import pandas as pd
 import tritonclient.http as triton_http
 from tritonclient.grpc import service_pb2
 
-from mlflow_triton._config import declarations, read_config
+from mlflow_triton.repository.config import declarations, read_config
 
 ANSWERED = "answered"
 TRITON_400 = "triton-400"

@@ -23,12 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from mlflow_triton._paths import lies_inside
 from mlflow_triton.local.errors import ModelSourceError, ServingEnvError
 from mlflow_triton.local.installation import locate_bundled_server
 from mlflow_triton.local.progress import as_progress
 from mlflow_triton.local.serving_env import cached_serving_env, check_requirements, ensure_serving_env, env_summary
 from mlflow_triton.local.sources import ModelSource, resolve_model
+from mlflow_triton.repository.config import ENV_PATH_PARAMETER
+from mlflow_triton.repository.paths import lies_inside
 
 from ._output import checked_out, missing_ancestors
 from .archive import ARCHIVE_NAME, audit_archive, pack_environment, require_packer
@@ -36,9 +37,8 @@ from .pack_errors import PackError, PackOutputError, PackRequirementsError
 from .targets import DEFAULT_TARGET, PackPlan, resolve_target
 from .wheels import environment_needs, report_needs, too_new
 
-__all__ = ["ENV_PATH_PARAMETER", "MANIFEST_NAME", "PackedModel", "pack_command", "pack_models"]
+__all__ = ["MANIFEST_NAME", "PackedModel", "pack_command", "pack_models"]
 
-ENV_PATH_PARAMETER = "EXECUTION_ENV_PATH"
 ENV_PATH_VALUE = f"$$TRITON_MODEL_DIRECTORY/{ARCHIVE_NAME}"
 MANIFEST_NAME = "pack.json"
 STUB_NAME = "triton_python_backend_stub"

@@ -9,7 +9,7 @@ without their batch axis.
 
 from tritonclient.grpc import model_config_pb2
 
-from mlflow_triton._config import render_config
+from mlflow_triton.repository.config import render_config
 
 BACKENDS = ("onnxruntime", "python")
 ONNX_PLATFORM = "onnxruntime_onnx"

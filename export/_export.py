@@ -14,9 +14,9 @@ import tempfile
 import urllib.parse
 from typing import Literal
 
-from mlflow_triton import _requests
-from mlflow_triton._names import check_model_name
-from mlflow_triton._paths import lies_inside
+from mlflow_triton.repository import request_files
+from mlflow_triton.repository.names import check_model_name
+from mlflow_triton.repository.paths import lies_inside
 
 from . import _config, _deps, _handoff, _parity, _pytorch, _sklearn, _tensors, _writer
 from ._errors import InvalidArgumentError, UnsupportedModelError
@@ -114,7 +114,7 @@ def requirements():
 def _write_request(directory, source, inputs, outputs):
     """The saved example as the exported model's ready-to-send request (``[batch, *dims]`` shapes)."""
     tensors = {t.name: t.to_wire(source.example_tensors[t.name]) for t in inputs}
-    return _requests.write_request(
+    return request_files.write_request(
         directory,
         tensors,
         {t.name: t.data_type for t in inputs},

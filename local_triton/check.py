@@ -22,8 +22,8 @@ from typing import Any, cast
 
 from tritonclient.grpc import model_config_pb2
 
-from mlflow_triton._config import DEVICE_KINDS, read_config
 from mlflow_triton._urls import without_user_info
+from mlflow_triton.repository.config import DEVICE_KINDS, ENV_PATH_PARAMETER, read_config
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from ._download import empty_download_dir
@@ -46,7 +46,6 @@ from .sources import resolve_model
 from .user_input import input_request, load_user_input, rows_of
 
 __all__ = [
-    "ENV_PATH_PARAMETER",
     "ValidationReport",
     "check_models",
     "expected_outputs",
@@ -57,7 +56,6 @@ __all__ = [
 ]
 
 #: The Python backend's parameter naming an environment the model directory carries (``mlflow-triton pack``).
-ENV_PATH_PARAMETER = "EXECUTION_ENV_PATH"
 _MODEL_DIRECTORY = "$$TRITON_MODEL_DIRECTORY"
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mlflow_triton._config import declarations, read_config, wire_arrays
+from mlflow_triton.repository.config import declarations, read_config, wire_arrays
 from mlflow_triton.runtime.codecs import StructureCodec
 
 __all__ = [

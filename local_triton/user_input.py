@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mlflow_triton import _requests
-from mlflow_triton._config import declarations, read_config, wire_arrays
+from mlflow_triton.repository import request_files
+from mlflow_triton.repository.config import declarations, read_config, wire_arrays
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.runtime.conversions import TensorMappingError, to_numbers
 from mlflow_triton.shared_contract import MlflowTritonError
@@ -143,13 +143,13 @@ def input_request(
     directory.mkdir(parents=True, exist_ok=True)
     output_types = {d.name: d.data_type for d in outputs}
     output_contents = {f.tensor: f.content for f in contract.outputs.fields}
-    if _requests.needs_binary(tensors, contents, output_types, output_contents):
-        body, headers = _requests.binary_request(tensors, datatypes, output_names)
+    if request_files.needs_binary(tensors, contents, output_types, output_contents):
+        body, headers = request_files.binary_request(tensors, datatypes, output_names)
         body_path = directory / f"{stem}.bin"
         body_path.write_bytes(body)
         return RequestFiles("binary", body_path, list(headers.items()))
     body_path = directory / f"{stem}.json"
-    body_path.write_text(json.dumps(_requests.json_request(tensors, datatypes, output_names)), encoding="utf-8")
+    body_path.write_text(json.dumps(request_files.json_request(tensors, datatypes, output_names)), encoding="utf-8")
     return RequestFiles("json", body_path, [("Content-Type", "application/json")])
 
 

@@ -25,12 +25,15 @@ import numpy as np
 import pandas as pd
 from mlflow.models import Model, ModelSignature, infer_signature
 
+from mlflow_triton.repository import config as _config
+from mlflow_triton.repository import request_files as _requests
+from mlflow_triton.repository.layout import ARTIFACT_DIRECTORY, REPOSITORY_DIRECTORY, VERSION_DIRECTORY, codecs_for
+from mlflow_triton.repository.names import check_model_name, default_model_name
 from mlflow_triton.runtime import RUNTIME_VERSION
-from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.runtime.parameters import PARAMS_CHANNEL
 from mlflow_triton.shared_contract import MAPPING_VERSION
 
-from . import _batching, _config, _model_py, _model_requirements, _requests, _saved_check, _serving_requirements, _undo
+from . import _batching, _model_py, _model_requirements, _saved_check, _serving_requirements, _undo
 from ._examples import (
     DATAFRAME_REMEDY,
     check_example,
@@ -40,7 +43,6 @@ from ._examples import (
     input_schema,
     lists_in_one_row,
 )
-from ._names import check_model_name, default_model_name
 from ._schema import is_any_schema, layout_from_signature, may_be_a_scalar_prediction, signature_for_pyfunc
 from .errors import (
     BatchingWarning,
@@ -51,9 +53,6 @@ from .errors import (
     ValidationError,
 )
 
-REPOSITORY_DIRECTORY = "model_repository"
-VERSION_DIRECTORY = "1"
-ARTIFACT_DIRECTORY = "artifact"
 FLAVOR_NAME = "triton"
 DEVICES = ("cpu", "gpu")
 # save_model parameters this package sets itself; callers use the wrapper's own arguments.
@@ -633,18 +632,6 @@ def _as_plain(prediction):
     if hasattr(prediction, "detach") and hasattr(prediction, "cpu"):
         return prediction.detach().cpu().numpy()
     return prediction
-
-
-def codecs_for(layout):
-    """(input codec, output codec) over the layout's declarations: the runtime's own codecs."""
-
-    def types(declarations):
-        return {d.name: (d.data_type, d.dims) for d in declarations}
-
-    return (
-        StructureCodec(layout.contract.inputs, types(layout.inputs)),
-        StructureCodec(layout.contract.outputs, types(layout.outputs)),
-    )
 
 
 def _example_tensors(layout, input_example):

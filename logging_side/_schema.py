@@ -40,6 +40,8 @@ from mlflow.models import ModelSignature, infer_signature
 from mlflow.types import ColSpec, DataType, Schema, TensorSpec
 from mlflow.types.schema import AnyType, Array, Map, Object
 
+from mlflow_triton.repository.layout import TensorDeclaration, TensorLayout
+from mlflow_triton.repository.names import TensorNamer
 from mlflow_triton.shared_contract import (
     BYTES_TYPE,
     DATETIME_CONTENT,
@@ -52,7 +54,6 @@ from mlflow_triton.shared_contract import (
     writer_version,
 )
 
-from ._names import TensorNamer
 from .errors import UnsupportedSchemaError
 
 # MLflow column type -> (Triton datatype, BYTES content). ``None`` marks a type
@@ -77,25 +78,6 @@ MISSING_MASK_SUFFIX = "__missing"
 NESTED_COLUMN_TYPES = (Array, Object, Map)
 # Flavors whose pyfunc ``predict`` refuses a dict input (see ``signature_for_pyfunc``).
 FLAVORS_WITHOUT_DICT_INPUT = ("sklearn", "pytorch")
-
-
-@dataclasses.dataclass(frozen=True)
-class TensorDeclaration:
-    """One ``input``/``output`` entry of config.pbtxt."""
-
-    name: str
-    data_type: str
-    dims: "tuple[int, ...]"
-    optional: bool = False  # a request may leave the tensor out (config.pbtxt: ``optional: true``)
-
-
-@dataclasses.dataclass(frozen=True)
-class TensorLayout:
-    """What a signature becomes: the contract plus the config's tensor entries."""
-
-    contract: Contract
-    inputs: "tuple[TensorDeclaration, ...]"
-    outputs: "tuple[TensorDeclaration, ...]"
 
 
 def layout_from_signature(signature, flavor, examples=None, example_columns=None):

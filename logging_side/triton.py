@@ -21,10 +21,11 @@ from mlflow.models import Model
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.store.artifact.models_artifact_repo import ModelsArtifactRepository
 
+from mlflow_triton.repository.names import MAX_MODEL_NAME_LENGTH, check_model_name
+from mlflow_triton.repository.paths import lies_inside
+
 from . import _undo
-from ._names import MAX_MODEL_NAME_LENGTH, check_model_name
 from ._packaging import FLAVOR_NAME
-from ._paths import lies_inside
 from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlflow_triton import _requests, sklearn
+from mlflow_triton import sklearn
 from mlflow_triton.local import (
     InferenceError,
     TritonInstallation,
@@ -23,6 +23,7 @@ from mlflow_triton.local import (
     send_shipped_request,
 )
 from mlflow_triton.local.send import RequestFiles, send_request
+from mlflow_triton.repository import request_files
 from tests.support.column_models import NANOSECONDS_2020, example_frame, pipeline
 from tests.support.oracle import ExpectedAnswers, expected_example_tensors
 
@@ -74,7 +75,7 @@ def test_real_triton_keeps_nan_in_a_binary_fp64_column_when_its_mask_marks_no_ro
         "city": "TYPE_STRING",
         "when": "TYPE_INT64",
     }
-    body, headers = _requests.binary_request(tensors, datatypes, ["output_0"])
+    body, headers = request_files.binary_request(tensors, datatypes, ["output_0"])
     (tmp_path / "nan.bin").write_bytes(body)
 
     response = send_request(server.url, NAME, RequestFiles("binary", tmp_path / "nan.bin", list(headers.items())))

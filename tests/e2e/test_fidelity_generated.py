@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, reject, seed, settings
 
-from mlflow_triton._requests import triton_json_double
+from mlflow_triton.repository.request_files import triton_json_double
 from tests.property.fidelity_strategies import rejected_cases, served_cases
 from tests.support.fidelity.campaign import Campaign
 from tests.support.fidelity.cases import Case, Field, Input, Malformed, Output

@@ -21,9 +21,9 @@ import pandas as pd
 import pytest
 
 from mlflow_triton import transformers as mt_transformers
-from mlflow_triton._config import read_config
 from mlflow_triton.local import TritonInstallation, TritonServer, send_shipped_request
 from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
+from mlflow_triton.repository.config import read_config
 from tests.support import llm_models
 from tests.support.v2_http import post_infer
 

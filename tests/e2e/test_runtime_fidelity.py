@@ -42,9 +42,9 @@ from tritonclient.grpc import model_config_pb2
 from tritonclient.utils import InferenceServerException
 
 from mlflow_triton import pytorch, sklearn
-from mlflow_triton._config import read_config, write_config
-from mlflow_triton._requests import triton_json_double
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
+from mlflow_triton.repository.config import read_config, write_config
+from mlflow_triton.repository.request_files import triton_json_double
 from tests.support import tiny_models
 from tests.support.oracle import expected_example_tensors
 

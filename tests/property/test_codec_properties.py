@@ -22,8 +22,8 @@ from mlflow.models import ModelSignature
 from mlflow.models.utils import _enforce_schema
 from mlflow.types import ColSpec, DataType, Schema
 
-from mlflow_triton._config import build_config, declarations
 from mlflow_triton._schema import layout_from_signature
+from mlflow_triton.repository.config import build_config, declarations
 from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
 from mlflow_triton.shared_contract import BYTES_TYPE, TRITON_TO_NUMPY
 from tests.property.strategies import (

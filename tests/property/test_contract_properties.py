@@ -9,8 +9,8 @@ from hypothesis import given
 from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, Schema
 
-from mlflow_triton._config import build_config, declarations, parse_config, render_config
 from mlflow_triton._schema import layout_from_signature
+from mlflow_triton.repository.config import build_config, declarations, parse_config, render_config
 from mlflow_triton.shared_contract import BYTES_TYPE, Contract, ContractError, FieldMapping, contract_from_model_config
 from tests.property.strategies import contracts, names_with_surrogates, signatures
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mlflow_triton._config import declarations, read_config
+from mlflow_triton.repository.config import declarations, read_config
 from tests.support.fidelity.expectations import Answer, expected_answer
 
 __all__ = ["ExpectedAnswers", "expected_example_tensors", "expected_tensors"]

@@ -325,7 +325,7 @@ def triton_model_config(repository):
     """``config.pbtxt`` as the dict Triton passes to ``initialize`` (JSON, int64 dims as strings)."""
     from google.protobuf import json_format
 
-    from mlflow_triton._config import read_config
+    from mlflow_triton.repository.config import read_config
 
     config, _ = read_config(pathlib.Path(repository) / "config.pbtxt")
     as_dict = json_format.MessageToDict(config, preserving_proto_field_name=True)

@@ -10,7 +10,9 @@ from mlflow.types import ColSpec, Schema, TensorSpec
 from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton._batching import Batching, batched_layout
-from mlflow_triton._config import (
+from mlflow_triton._schema import layout_from_signature
+from mlflow_triton.errors import InvalidArgumentError
+from mlflow_triton.repository.config import (
     RUNTIME_VERSION_PARAMETER,
     build_config,
     declarations,
@@ -19,8 +21,6 @@ from mlflow_triton._config import (
     render_config,
     write_config,
 )
-from mlflow_triton._schema import layout_from_signature
-from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.shared_contract import CONTRACT_PARAMETER, Contract, ContractError, contract_from_model_config
 
@@ -145,7 +145,7 @@ def test_parse_config_raises_when_contract_parameter_is_missing():
     config = build_config("model", _layout())
     del config.parameters[CONTRACT_PARAMETER]
 
-    with pytest.raises(ContractError, match="config.pbtxt has no 'mlflow_contract' parameter"):
+    with pytest.raises(ContractError, match="Model config has no 'mlflow_contract' parameter"):
         parse_config(render_config(config))
 
 
@@ -228,5 +228,5 @@ def test_contract_from_model_config_raises_when_max_batch_size_differs_from_the_
 def test_parse_config_raises_when_max_batch_size_differs_from_the_contract():
     text = render_config(_batched_config()).replace("max_batch_size: 16", "max_batch_size: 4")
 
-    with pytest.raises(ContractError, match="config.pbtxt has max_batch_size 4, 'mlflow_contract' records 16"):
+    with pytest.raises(ContractError, match="max_batch_size must be 16 as 'mlflow_contract' records .*got 4"):
         parse_config(text)

@@ -8,9 +8,9 @@ import onnxruntime
 import pytest
 from onnx import TensorProto, helper
 
-from mlflow_triton._schema import TensorDeclaration
 from mlflow_triton.export import _graph, _tensors
 from mlflow_triton.export._errors import ExportError, UnsupportedModelError
+from mlflow_triton.repository.layout import TensorDeclaration
 from mlflow_triton.shared_contract import FieldMapping
 
 

@@ -88,7 +88,7 @@ def test_independent_encoder_imports_nothing_of_the_runtime_when_read():
 
 
 class Declared:
-    """A ``config.pbtxt`` output declaration as ``mlflow_triton._config.declarations`` returns it."""
+    """A ``config.pbtxt`` output declaration as ``mlflow_triton.repository.config.declarations`` returns it."""
 
     def __init__(self, name, data_type, dims):
         self.name, self.data_type, self.dims = name, data_type, dims

@@ -1,11 +1,12 @@
 """`mlflow_triton.local` is a part of its own: the runtime, the contract and the logging wrappers never use it."""
 
-import ast
 import pathlib
 import subprocess
 import sys
 
 import pytest
+
+from tests.support.parts import imported_modules
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Everything but the command line, which is the one place allowed to call into the local part.
@@ -16,23 +17,6 @@ NEVER_IMPORTING_LOCAL = sorted(
         *(p for p in (ROOT / "logging_side").glob("*.py") if p.name != "cli.py"),
     ]
 )
-
-
-def imported_modules(path):
-    """Absolute module names imported by ``path`` (relative imports resolved against its package)."""
-    package = {
-        "runtime": "mlflow_triton.runtime",
-        "shared_contract": "mlflow_triton.shared_contract",
-        "logging_side": "mlflow_triton",
-    }[path.parent.name]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            module = ".".join(part for part in (base, node.module) if part)
-            yield module
-            yield from (f"{module}.{alias.name}" for alias in node.names)
 
 
 @pytest.mark.parametrize("path", NEVER_IMPORTING_LOCAL, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -4,14 +4,14 @@ import re
 
 import pytest
 
-from mlflow_triton._names import (
+from mlflow_triton.errors import InvalidArgumentError, MlflowTritonError
+from mlflow_triton.repository.names import (
     MAX_MODEL_NAME_LENGTH,
     TensorNamer,
     check_model_name,
     default_model_name,
     sanitize,
 )
-from mlflow_triton.errors import InvalidArgumentError, MlflowTritonError
 
 TENSOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -15,9 +15,9 @@ from mlflow.types import ColSpec, DataType, Schema
 from mlflow.types.schema import Array
 
 from mlflow_triton import pyfunc
-from mlflow_triton._config import read_config
 from mlflow_triton._schema import layout_from_signature
 from mlflow_triton.errors import BatchingRefusedError
+from mlflow_triton.repository.config import read_config
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.runtime.conversions import TensorMappingError
 from mlflow_triton.shared_contract import Contract, ContractError, FieldMapping, StructureMapping

@@ -13,8 +13,8 @@ import pytest
 from mlflow.models import Model
 
 from mlflow_triton import sklearn
-from mlflow_triton._config import declarations, read_config
 from mlflow_triton.errors import UnsupportedSchemaError
+from mlflow_triton.repository.config import declarations, read_config
 from mlflow_triton.runtime.codecs import StructureCodec
 from tests.support.column_models import identity_model
 from tests.support.oracle import expected_tensors

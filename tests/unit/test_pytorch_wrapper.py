@@ -15,8 +15,8 @@ from mlflow.types import Schema, TensorSpec
 
 import mlflow_triton.pytorch as mt_pytorch
 from mlflow_triton import triton
-from mlflow_triton._config import read_config
 from mlflow_triton.errors import InvalidArgumentError, ValidationError
+from mlflow_triton.repository.config import read_config
 from mlflow_triton.runtime.loading import DEVICE_VARIABLE
 from tests.support import tiny_models
 

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from mlflow_triton._requests import (
+from mlflow_triton.repository.request_files import (
     BINARY_HEADERS,
     BINARY_REQUEST,
     JSON_HEADER_LENGTH,

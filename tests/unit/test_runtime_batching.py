@@ -22,8 +22,8 @@ from mlflow.types import ColSpec, DataType, Schema, TensorSpec
 from mlflow.types.schema import ParamSchema, ParamSpec
 
 from mlflow_triton._batching import Batching, batched_layout
-from mlflow_triton._config import build_config
 from mlflow_triton._schema import layout_from_signature
+from mlflow_triton.repository.config import build_config
 from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
 from tests.support import fake_pb_utils
 

@@ -25,9 +25,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from mlflow_triton._config import build_config
 from mlflow_triton._model_py import compose_model_py
 from mlflow_triton._schema import layout_from_signature
+from mlflow_triton.repository.config import build_config
 from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
 from tests.support import fake_pb_utils
 

@@ -16,8 +16,8 @@ from google.protobuf import json_format
 from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, DataType, Schema, TensorSpec
 
-from mlflow_triton._config import build_config
 from mlflow_triton._schema import layout_from_signature
+from mlflow_triton.repository.config import build_config
 from mlflow_triton.runtime.loading import DEVICE_VARIABLE
 from mlflow_triton.shared_contract import CONTRACT_PARAMETER, MlflowTritonError
 from tests.support import fake_pb_utils

@@ -21,9 +21,9 @@ from mlflow.types import ColSpec, Schema, TensorSpec
 from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton import sklearn, triton
-from mlflow_triton._config import parse_config
 from mlflow_triton._schema import layout_from_signature
 from mlflow_triton._serving_requirements import mlflow_bounds
+from mlflow_triton.repository.config import parse_config
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.shared_contract import MAPPING_VERSION
 from tests.unit.conftest import TrackingStore

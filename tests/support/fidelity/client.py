@@ -14,8 +14,8 @@ import json
 import numpy as np
 import tritonclient.http as triton_http
 
-from mlflow_triton._requests import json_keeps
 from mlflow_triton.local.send import decode_response
+from mlflow_triton.repository.request_files import json_keeps
 
 JSON_HEADERS = {"Content-Type": "application/json"}
 

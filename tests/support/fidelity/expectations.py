@@ -223,7 +223,7 @@ def _fits(item, target):
 
 
 def check_config(case, contract, inputs, outputs):
-    """Assert the README's mapping table for ``case`` (config read by ``mlflow_triton._config``)."""
+    """Assert the README's mapping table for ``case`` (config read by ``mlflow_triton.repository.config``)."""
     declared = {d.name: d for d in inputs}
     assert contract.inputs.structure == case.structure, (contract.inputs.structure, case.structure)
     assert [f.name for f in contract.inputs.fields] == [field.name for field in case.fields]

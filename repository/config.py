@@ -3,19 +3,26 @@
 Building and writing are separate steps (as in PyTriton's generator/parser):
 ``build_config`` returns the protobuf, ``write_config`` renders it in protobuf
 text format (which applies protobuf string escaping to the contract JSON), and
-``read_config`` is the exact inverse.
+``read_config`` is the exact inverse. Reading goes through the runtime's own
+readers, on the JSON form Triton hands the Python backend
+(:func:`as_model_config_json`): the contract and ``max_batch_size`` check of
+``shared_contract.contract_from_model_config`` and the batched-dims rule of
+``runtime.codecs.tensor_types_from_model_config`` exist once, for both forms.
 """
 
-from google.protobuf import text_format
+from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
+from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.runtime import RUNTIME_VERSION
-from mlflow_triton.shared_contract import CONTRACT_PARAMETER, Contract, ContractError
+from mlflow_triton.runtime.codecs import tensor_types_from_model_config
+from mlflow_triton.shared_contract import CONTRACT_PARAMETER, contract_from_model_config
 
-from ._schema import TensorDeclaration
-from .errors import InvalidArgumentError
+from .layout import TensorDeclaration
 
 RUNTIME_VERSION_PARAMETER = "mlflow_triton_runtime_version"
+#: The parameter naming a packed environment the model carries (``mlflow-triton pack`` writes it).
+ENV_PATH_PARAMETER = "EXECUTION_ENV_PATH"
 _MAX_BATCH_SIZE_FIELD = model_config_pb2.ModelConfig.DESCRIPTOR.fields_by_name["max_batch_size"]
 DEVICE_KINDS = {
     "cpu": model_config_pb2.ModelInstanceGroup.KIND_CPU,
@@ -74,18 +81,15 @@ def render_config(config):
 
 
 def parse_config(text):
-    """config.pbtxt text -> (ModelConfig, Contract); the contract is checked against the tensors."""
+    """config.pbtxt text -> (ModelConfig, Contract); the contract is checked against the tensors and
+    ``max_batch_size`` as the runtime checks them when Triton loads the model."""
     config = text_format.Parse(text, model_config_pb2.ModelConfig())
-    if CONTRACT_PARAMETER not in config.parameters:
-        raise ContractError(f"config.pbtxt has no '{CONTRACT_PARAMETER}' parameter")
-    contract = Contract.from_json(config.parameters[CONTRACT_PARAMETER].string_value)
-    contract.check_tensors([t.name for t in config.input], [t.name for t in config.output])
-    if config.max_batch_size != contract.max_batch_size:
-        raise ContractError(
-            f"config.pbtxt has max_batch_size {config.max_batch_size}, '{CONTRACT_PARAMETER}' records "
-            f"{contract.max_batch_size}; re-log the model"
-        )
-    return config, contract
+    return config, contract_from_model_config(as_model_config_json(config))
+
+
+def as_model_config_json(config):
+    """The ``ModelConfig`` as the JSON dict Triton gives the Python backend (``args["model_config"]``)."""
+    return json_format.MessageToDict(config, preserving_proto_field_name=True)
 
 
 def write_config(config, path):
@@ -104,24 +108,17 @@ def wire_arrays(config, side, arrays):
 
 
 def declarations(config):
-    """The config's tensor entries as ``TensorDeclaration`` (inputs, outputs), in the logged shapes:
-    with ``max_batch_size > 0`` the batch axis ``-1`` first, then the ``reshape`` or the dims."""
-    batched = config.max_batch_size > 0
+    """The config's tensor entries as ``TensorDeclaration`` (inputs, outputs), in the logged shapes: with
+    ``max_batch_size > 0`` the batch axis ``-1`` first, then the ``reshape`` or the dims, as the runtime reads them."""
+    as_json = as_model_config_json(config)
 
-    def logged_dims(entry):
-        if not batched:
-            return tuple(int(d) for d in entry.dims)
-        return (-1, *(int(d) for d in (entry.reshape.shape if entry.HasField("reshape") else entry.dims)))
-
-    def convert(entries):
+    def convert(side, entries):
+        types = tensor_types_from_model_config(as_json, side)
         return tuple(
             TensorDeclaration(
-                name=e.name,
-                data_type=model_config_pb2.DataType.Name(e.data_type),
-                dims=logged_dims(e),
-                optional=getattr(e, "optional", False),
+                name=e.name, data_type=types[e.name][0], dims=types[e.name][1], optional=getattr(e, "optional", False)
             )
             for e in entries
         )
 
-    return convert(config.input), convert(config.output)
+    return convert("input", config.input), convert("output", config.output)

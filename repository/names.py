@@ -3,7 +3,7 @@
 import re
 import unicodedata
 
-from .errors import InvalidArgumentError
+from mlflow_triton.errors import InvalidArgumentError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
 _SAFE_MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")

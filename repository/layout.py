@@ -1,0 +1,56 @@
+"""What a repository holds: its folders and files, and the tensors its config declares.
+
+A model directory is ``<name>/config.pbtxt`` plus ``<name>/1/model.py`` and the MLflow package under
+``<name>/1/artifact/``, with the ready-to-send request, ``requirements.txt``, ``validation.json`` and, for
+PyTorch and Transformers, ``architecture.json`` beside the config. ``TensorLayout`` is what a signature becomes:
+the contract plus the config's tensor entries; :func:`codecs_for` reads and writes its tensors with the
+runtime's own codecs, so a client's request and the model's answer are encoded by the code that serves them.
+"""
+
+import dataclasses
+
+from mlflow_triton.runtime.codecs import StructureCodec
+from mlflow_triton.shared_contract import Contract
+
+#: The folder of the MLflow model that holds the Triton repository (one model directory inside it).
+REPOSITORY_DIRECTORY = "model_repository"
+#: The one model version a repository ships; Triton serves ``<name>/1/``.
+VERSION_DIRECTORY = "1"
+#: Inside the version folder: the full copy of the MLflow package the generated model.py loads.
+ARTIFACT_DIRECTORY = "artifact"
+CONFIG_FILE = "config.pbtxt"
+MODEL_FILE = "model.py"
+REQUIREMENTS_FILE = "requirements.txt"
+VALIDATION_FILE = "validation.json"
+ARCHITECTURE_FILE = "architecture.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorDeclaration:
+    """One ``input``/``output`` entry of config.pbtxt."""
+
+    name: str
+    data_type: str
+    dims: "tuple[int, ...]"
+    optional: bool = False  # a request may leave the tensor out (config.pbtxt: ``optional: true``)
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorLayout:
+    """What a signature becomes: the contract plus the config's tensor entries."""
+
+    contract: Contract
+    inputs: "tuple[TensorDeclaration, ...]"
+    outputs: "tuple[TensorDeclaration, ...]"
+
+
+def codecs_for(layout):
+    """(input codec, output codec) over the layout's declarations: the runtime's own codecs."""
+
+    def types(declarations):
+        return {d.name: (d.data_type, d.dims) for d in declarations}
+
+    return (
+        StructureCodec(layout.contract.inputs, types(layout.inputs)),
+        StructureCodec(layout.contract.outputs, types(layout.outputs)),
+    )
