@@ -1,7 +1,8 @@
 """``mlflow_triton.local``: generated repositories on a real local Triton server.
 
 The command line (``mlflow-triton check|serve``) calls :func:`check_command` and
-:func:`serve_command`; the parts below are usable on their own:
+:func:`serve_command`. The package offers those two and the pieces a program composes them from
+(``__all__``); each module below is usable on its own, and its errors are in :mod:`~mlflow_triton.local.errors`:
 
 * :mod:`~mlflow_triton.local.installation` -- where the server comes from: the Triton 2.51 of
   the ``nvidia-pytriton`` wheel (``pip install 'mlflow-triton[local]'``), or an existing
@@ -27,67 +28,27 @@ logging wrappers never import it. Typical use::
         outputs, form = send_shipped_request(server.url, model_dir)
 """
 
-from .check import ValidationReport, check_models, expected_outputs, validate_model, validate_repository, write_report
+from .check import check_models, validate_repository
 from .commands import check_command, serve_command
-from .errors import (
-    BundledTritonUnavailableError,
-    HostAddressError,
-    InferenceError,
-    InputFileError,
-    InterpreterError,
-    LocalTritonError,
-    ModelSourceError,
-    OraclePredictionError,
-    PortInUseError,
-    RepositoryAssemblyError,
-    ServingEnvError,
-    TritonInstallError,
-    TritonStartError,
-)
-from .installation import TritonInstallation, choose_installation, default_cache_dir
-from .interpreters import Interpreter, find_interpreter
-from .send import ShippedResponse, curl_command, send_shipped_request
+from .errors import LocalTritonError
+from .installation import TritonInstallation
+from .send import send_shipped_request
 from .serve import serve_models
 from .server import TritonServer
-from .serving_env import check_requirements, ensure_serving_env, env_python_version, env_summary
+from .serving_env import ensure_serving_env
 from .sources import ModelSource, resolve_model
 
 __all__ = [
-    "BundledTritonUnavailableError",
-    "HostAddressError",
-    "InferenceError",
-    "InputFileError",
-    "Interpreter",
-    "InterpreterError",
     "LocalTritonError",
     "ModelSource",
-    "ModelSourceError",
-    "OraclePredictionError",
-    "PortInUseError",
-    "RepositoryAssemblyError",
-    "ServingEnvError",
-    "ShippedResponse",
-    "TritonInstallError",
     "TritonInstallation",
     "TritonServer",
-    "TritonStartError",
-    "ValidationReport",
     "check_command",
     "check_models",
-    "check_requirements",
-    "choose_installation",
-    "curl_command",
-    "default_cache_dir",
     "ensure_serving_env",
-    "env_python_version",
-    "env_summary",
-    "expected_outputs",
-    "find_interpreter",
     "resolve_model",
     "send_shipped_request",
     "serve_command",
     "serve_models",
-    "validate_model",
     "validate_repository",
-    "write_report",
 ]

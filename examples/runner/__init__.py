@@ -7,24 +7,17 @@ The real-Triton harness itself lives in the installed package (``mlflow_triton.l
 """
 
 from mlflow_triton.local import (
-    InferenceError,
-    ServingEnvError,
-    ShippedResponse,
     TritonInstallation,
     TritonServer,
-    TritonStartError,
-    ValidationReport,
-    check_requirements,
-    default_cache_dir,
     ensure_serving_env,
-    env_python_version,
-    expected_outputs,
     send_shipped_request,
-    validate_model,
     validate_repository,
-    write_report,
 )
-from mlflow_triton.local.errors import TritonInstallError
+from mlflow_triton.local.check import ValidationReport, expected_outputs, validate_model, write_report
+from mlflow_triton.local.errors import InferenceError, ServingEnvError, TritonInstallError, TritonStartError
+from mlflow_triton.local.installation import default_cache_dir
+from mlflow_triton.local.send import ShippedResponse
+from mlflow_triton.local.serving_env import check_requirements, env_python_version
 
 __all__ = [
     "InferenceError",

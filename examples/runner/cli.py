@@ -15,7 +15,8 @@ from pathlib import Path
 
 import mlflow
 
-from mlflow_triton.local import choose_installation, validate_model, write_report
+from mlflow_triton.local.check import validate_model, write_report
+from mlflow_triton.local.installation import choose_installation
 from mlflow_triton.local.progress import Progress
 from mlflow_triton.local.signals import stop_on_sigterm
 

@@ -373,7 +373,8 @@ def test_check_interrupted_while_the_server_starts_leaves_no_tritonserver_or_stu
 def test_serve_quotes_pip_and_each_models_line_when_requirements_cannot_share_an_environment(
     triton_directory, tmp_path, monkeypatch
 ):
-    from mlflow_triton.local import RepositoryAssemblyError, TritonInstallation, serve_models
+    from mlflow_triton.local import TritonInstallation, serve_models
+    from mlflow_triton.local.errors import RepositoryAssemblyError
 
     monkeypatch.setenv("MLFLOW_TRITON_CACHE", str(tmp_path / "cache"))
     new, old = tmp_path / "models" / "new_numpy", tmp_path / "models" / "old_numpy"

@@ -15,13 +15,8 @@ import pandas as pd
 import pytest
 
 from mlflow_triton import sklearn
-from mlflow_triton.local import (
-    InferenceError,
-    TritonInstallation,
-    TritonServer,
-    ensure_serving_env,
-    send_shipped_request,
-)
+from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
+from mlflow_triton.local.errors import InferenceError
 from mlflow_triton.local.send import RequestFiles, send_request
 from mlflow_triton.repository import request_files
 from tests.support.column_models import NANOSECONDS_2020, example_frame, pipeline

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from mlflow_triton.local import TritonInstallation, TritonServer, TritonStartError, check_command, validate_repository
+from mlflow_triton.local import TritonInstallation, TritonServer, check_command, validate_repository
+from mlflow_triton.local.errors import TritonStartError
 from mlflow_triton.local.installation import stub_python_version
 from tests.support.oracle import expected_example_tensors
 from tests.support.processes import LineReader, processes_mentioning, stop_politely, triton_processes_under

@@ -17,18 +17,10 @@ import numpy as np
 import pytest
 import tritonclient.http as triton_http
 
-from mlflow_triton.local import (
-    InferenceError,
-    ServingEnvError,
-    TritonInstallation,
-    TritonServer,
-    TritonStartError,
-    check_requirements,
-    default_cache_dir,
-    ensure_serving_env,
-    env_python_version,
-    send_shipped_request,
-)
+from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
+from mlflow_triton.local.errors import InferenceError, ServingEnvError, TritonStartError
+from mlflow_triton.local.installation import default_cache_dir
+from mlflow_triton.local.serving_env import check_requirements, env_python_version
 from tests.support.processes import command_lines
 
 pytestmark = [

@@ -2,6 +2,7 @@
 
 import ast
 import pathlib
+
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -12,7 +13,7 @@ def _package_dirs():
     return {folder: package for package, folder in setuptools["package-dir"].items()}
 
 
-#: {folder: import package}, read from pyproject.toml: logging_side -> mlflow_triton, runtime -> mlflow_triton.runtime...
+#: {folder: import package}, as pyproject.toml maps them (logging_side -> mlflow_triton, ...)
 PARTS = _package_dirs()
 
 
@@ -42,8 +43,6 @@ def imported_modules(path):
 def owning_part(module):
     """The part (its folder) that holds ``module``: the longest import package that prefixes it."""
     matches = [
-        (package, folder)
-        for folder, package in PARTS.items()
-        if module == package or module.startswith(package + ".")
+        (package, folder) for folder, package in PARTS.items() if module == package or module.startswith(package + ".")
     ]
     return max(matches, key=lambda match: len(match[0]))[1] if matches else None

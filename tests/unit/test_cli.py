@@ -9,15 +9,10 @@ from pathlib import Path
 import pytest
 
 from mlflow_triton import cli
-from mlflow_triton.local import (
-    BundledTritonUnavailableError,
-    TritonInstallation,
-    TritonInstallError,
-    check_command,
-    choose_installation,
-    serve_command,
-)
+from mlflow_triton.local import TritonInstallation, check_command, serve_command
 from mlflow_triton.local import installation as installation_module
+from mlflow_triton.local.errors import BundledTritonUnavailableError, TritonInstallError
+from mlflow_triton.local.installation import choose_installation
 from tests.support.fake_triton import fake_triton
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("mlflow-triton")

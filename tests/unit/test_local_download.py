@@ -6,9 +6,10 @@ import re
 import pytest
 
 from mlflow_triton import sklearn as triton_sklearn
-from mlflow_triton.local import ModelSourceError, OraclePredictionError, RepositoryAssemblyError, serve_models
 from mlflow_triton.local import check as check_module
+from mlflow_triton.local import serve_models
 from mlflow_triton.local._download import empty_download_dir
+from mlflow_triton.local.errors import ModelSourceError, OraclePredictionError, RepositoryAssemblyError
 from mlflow_triton.local.installation import TritonInstallation
 from tests.support import ports
 from tests.support.fake_triton import fake_triton

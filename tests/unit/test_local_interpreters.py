@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from mlflow_triton.cli import build_parser
-from mlflow_triton.local import InterpreterError, TritonInstallation, check_command, find_interpreter, serve_command
+from mlflow_triton.local import TritonInstallation, check_command, serve_command
 from mlflow_triton.local import installation as installation_module
 from mlflow_triton.local import interpreters as interpreters_module
-from mlflow_triton.local.errors import TritonInstallError
+from mlflow_triton.local.errors import InterpreterError, TritonInstallError
 from mlflow_triton.local.installation import stub_python_version
-from mlflow_triton.local.interpreters import running_interpreter
+from mlflow_triton.local.interpreters import find_interpreter, running_interpreter
 
 RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"
 

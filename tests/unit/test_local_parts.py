@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mlflow_triton.local import PortInUseError, TritonInstallation, TritonServer
+from mlflow_triton.local import TritonInstallation, TritonServer
+from mlflow_triton.local.errors import PortInUseError
 from mlflow_triton.local.progress import Progress, as_progress
 from mlflow_triton.local.send import RequestFiles, curl_command
 from mlflow_triton.local.server import check_port_free, connect_host, is_loopback

@@ -6,7 +6,8 @@ import socket
 import pytest
 
 from mlflow_triton import sklearn as triton_sklearn
-from mlflow_triton.local import PortInUseError, RepositoryAssemblyError, serve_command, serve_models
+from mlflow_triton.local import serve_command, serve_models
+from mlflow_triton.local.errors import PortInUseError, RepositoryAssemblyError
 from mlflow_triton.local.installation import TritonInstallation
 from tests.support import ports
 from tests.support.processes import triton_processes_under

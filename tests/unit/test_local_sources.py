@@ -8,7 +8,8 @@ import mlflow
 import pytest
 
 from mlflow_triton import sklearn as triton_sklearn
-from mlflow_triton.local import ModelSourceError, check_command, resolve_model
+from mlflow_triton.local import check_command, resolve_model
+from mlflow_triton.local.errors import ModelSourceError
 from tests.support.fake_triton import fake_triton
 from tests.support.processes import triton_processes_under
 

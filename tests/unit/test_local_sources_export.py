@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from mlflow_triton.local import ModelSourceError, resolve_model
+from mlflow_triton.local import resolve_model
+from mlflow_triton.local.errors import ModelSourceError
 from mlflow_triton.local.sources import EXPORT_HANDOFF
 
 PYTHON_CONFIG = 'name: "classifier_onnx"\nbackend: "python"\nmax_batch_size: 64\ndynamic_batching {\n}\n'

@@ -2,7 +2,8 @@
 
 import pytest
 
-from mlflow_triton.local import TritonInstallation, TritonServer, TritonStartError
+from mlflow_triton.local import TritonInstallation, TritonServer
+from mlflow_triton.local.errors import TritonStartError
 from tests.support.fake_triton import fake_triton
 
 

@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from mlflow_triton.local import TritonInstallation, TritonServer, TritonStartError
+from mlflow_triton.local import TritonInstallation, TritonServer
+from mlflow_triton.local.errors import TritonStartError
 from mlflow_triton.local.serving_env import _stop_process_group
 from tests.support.fake_triton import fake_triton
 

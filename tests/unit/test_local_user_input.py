@@ -9,7 +9,7 @@ from mlflow.models import Model
 from sklearn.linear_model import LinearRegression
 
 from mlflow_triton import sklearn as triton_sklearn
-from mlflow_triton.local import InputFileError
+from mlflow_triton.local.errors import InputFileError
 from mlflow_triton.local.user_input import input_request, load_user_input, rows_of
 from tests.support.shipped_request import arrays_from_binary_request, arrays_from_json_request
 
