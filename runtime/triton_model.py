@@ -25,12 +25,13 @@ With ``max_batch_size > 0`` (dynamic batching), ``execute`` receives the
 requests Triton's batcher gathered. Requests with the same raw parameters are
 decoded one by one, their rows joined into one model input (a DataFrame, an
 ndarray or a dict of ndarrays along the first axis), predicted once, encoded
-once and split back by each request's row count. A joint prediction whose
-output tensor has another number of rows is an ``OutputError`` naming the
-tensor. If the joint prediction or its encoding fails, each request is answered
-alone as above, so a bad request gets its own error and the others are
-answered. A request without rows is always answered alone. Without batching
-``execute`` does exactly what it did before.
+once and split back by each request's row count (the rows are counted, joined
+and split by ``batching.py``). A joint prediction whose output tensor has
+another number of rows is an ``OutputError`` naming the tensor. If the joint
+prediction or its encoding fails, each request is answered alone as above, so a
+bad request gets its own error and the others are answered. A request without
+rows is always answered alone. Without batching each request is decoded,
+predicted and encoded alone, and nothing counts its rows.
 
 Messages name the tensor or column, the element index and the expected type,
 and are cut to ``MAX_MESSAGE_LENGTH`` characters. Request errors found by this
@@ -50,12 +51,12 @@ import pathlib
 import sys
 import traceback
 
-import numpy as np
 import pandas as pd
 import triton_python_backend_utils as pb_utils
 
 # <mlflow-triton package imports: removed when composing model.py>
 from ..shared_contract.contract import JSON_CONTENT, MlflowTritonError, contract_from_model_config
+from .batching import RowCountError, check_output_rows, count_rows, group_positions, join_inputs, split_outputs
 from .codecs import StructureCodec, tensor_types_from_model_config
 from .conversions import TensorMappingError
 from .loading import device_for_instance, load_predictor
@@ -122,10 +123,7 @@ class TritonPythonModel:
     def _answer_joined(self, requests):
         """Answers in request order; requests are joined only with others of the same raw parameters."""
         responses = [None] * len(requests)
-        groups = {}
-        for position, request in enumerate(requests):
-            groups.setdefault(_parameters_key(request), []).append(position)
-        for positions in groups.values():
+        for positions in group_positions([_parameters_key(request) for request in requests]):
             answers = self._answer_group([requests[p] for p in positions])
             for position, answer in zip(positions, answers):
                 responses[position] = answer
@@ -161,7 +159,7 @@ class TritonPythonModel:
         """One prediction for all ``joined`` inputs, split by rows; each request alone if it fails."""
         counts = [rows for _, _, rows in joined]
         try:
-            outputs = self._encode(self._predict(_join([value for _, value, _ in joined]), None, params))
+            outputs = self._encode(self._predict(join_inputs([value for _, value, _ in joined]), None, params))
         except Exception:  # one bad request must not fail the others: each gets its own answer
             return [self._answer_decoded(value, None, params) for _, value, _ in joined]
         try:
@@ -170,7 +168,7 @@ class TritonPythonModel:
             return [_failure_response(error) for _ in joined]
         return [
             pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(name, part) for name, part in parts.items()])
-            for parts in _split(outputs, counts)
+            for parts in split_outputs(outputs, counts)
         ]
 
     def _decode(self, request):
@@ -225,40 +223,19 @@ def _parameters_key(request):
 
 
 def _rows(model_input):
-    """The row count of a decoded model input: a DataFrame's length or the first axis of its arrays."""
-    if isinstance(model_input, dict):
-        counts = {name: len(array) for name, array in model_input.items()}
-        if len(set(counts.values())) > 1:
-            detail = ", ".join(f"{name}: {count}" for name, count in counts.items())
-            raise RequestError(f"Batched input tensors must have the same number of rows (first axis); got {detail}")
-        return next(iter(counts.values()))
-    return len(model_input)
-
-
-def _join(values):
-    """Model inputs of the same structure as one, rows in order (the codecs gave them equal dtypes)."""
-    first = values[0]
-    if isinstance(first, pd.DataFrame):
-        return pd.concat(values, ignore_index=True)
-    if isinstance(first, dict):
-        return {name: np.concatenate([value[name] for value in values]) for name in first}
-    return np.concatenate(values)
+    """``count_rows``; a request whose tensors have unequal row counts is the client's error."""
+    try:
+        return count_rows(model_input)
+    except RowCountError as error:
+        raise RequestError(str(error)) from None
 
 
 def _check_rows(outputs, rows):
-    for name, array in outputs.items():
-        if array.shape[0] != rows:
-            raise OutputError(
-                f"Output tensor `{name}` has {array.shape[0]} row(s) for {rows} input row(s); a batched model must "
-                "answer one row per input row"
-            )
-
-
-def _split(outputs, counts):
-    """``[{name: rows of one request}]`` in request order."""
-    offsets = np.cumsum(counts)[:-1]
-    parts = {name: np.split(array, offsets) for name, array in outputs.items()}
-    return [{name: pieces[index] for name, pieces in parts.items()} for index in range(len(counts))]
+    """``check_output_rows``; a prediction with another row count does not fit the outputs (``OutputError``)."""
+    try:
+        check_output_rows(outputs, rows)
+    except RowCountError as error:
+        raise OutputError(str(error)) from None
 
 
 def _failure_response(error):

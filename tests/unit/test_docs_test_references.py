@@ -87,3 +87,36 @@ def test_the_auditors_guide_states_the_line_counts_and_the_runtime_version_of_th
 
     assert {name: int(count) for name, count in stated.items()} == actual
     assert f"runtime version {RUNTIME_VERSION} " in text
+
+
+def test_the_auditors_guide_lists_the_sources_of_model_py_in_the_order_the_composer_uses():
+    from mlflow_triton._model_py import SOURCES
+
+    text = " ".join(GUIDE.read_text(encoding="utf-8").split())
+    sentence = text.split("composes `1/model.py` from these sources, in dependency order:")[1].split(". ")[0]
+
+    assert re.findall(r"`([\w/]+\.py)`", sentence) == [label for label, _ in SOURCES]
+
+
+def test_the_auditors_guide_states_the_mapping_versions_the_contract_reads():
+    from mlflow_triton.shared_contract.contract import SUPPORTED_MAPPING_VERSIONS
+
+    text = " ".join(GUIDE.read_text(encoding="utf-8").split())
+    stated = re.search(r"an unsupported mapping version \(supported: ([\d, ]+)\)", text).group(1)
+
+    assert tuple(int(version) for version in stated.split(", ")) == SUPPORTED_MAPPING_VERSIONS
+
+
+# Named in the guide, but written by the logging side, not by the code Triton runs.
+NOT_RUNTIME_NAMES = {"mlflow_triton_runtime_version"}
+
+
+def test_the_auditors_guide_names_only_functions_classes_and_keys_the_runtime_sources_hold():
+    root = docs_pages.ROOT
+    sources = [*(root / "runtime").glob("*.py"), root / "shared_contract" / "contract.py"]
+    words = {word for path in sources for word in re.findall(r"\w+", path.read_text(encoding="utf-8"))}
+    code = re.findall(r"`([A-Za-z_][\w.]*)`", GUIDE.read_text(encoding="utf-8"))
+    # snake_case and CamelCase names: functions, classes, config keys; plain words (`predict`, `None`) are left out
+    names = {part for name in code for part in name.split(".") if "_" in part or re.search(r"[a-z][A-Z]", part)}
+
+    assert sorted(names - words - NOT_RUNTIME_NAMES) == []

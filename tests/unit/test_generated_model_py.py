@@ -30,7 +30,7 @@ from tests.support import fake_pb_utils
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / "shared_contract" / "contract.py"
-RUNTIME_MODULES = ("conversions.py", "codecs.py", "loading.py", "parameters.py", "triton_model.py")
+RUNTIME_MODULES = ("conversions.py", "codecs.py", "loading.py", "parameters.py", "batching.py", "triton_model.py")
 BLOCK_START = "# <mlflow-triton package imports"
 BLOCK_END = "# </mlflow-triton package imports>"
 # Everything model.py may import: the standard library it uses, numpy, pandas, MLflow and Triton.
