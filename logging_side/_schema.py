@@ -27,7 +27,7 @@ for it) or an output tensor of shape ``()`` is a one-element tensor restored to
 declared ``optional: true``), as MLflow's LLM tasks expect of their generation
 fields; so may an optional column the input example leaves out, which makes the
 contract version 5 (a request could not send values the example never showed).
-Contracts of older versions keep every input required, byte for byte as before.
+Contracts of older versions keep every input required.
 """
 
 import contextlib
@@ -56,8 +56,8 @@ from mlflow_triton.shared_contract import (
 
 from .errors import UnsupportedSchemaError
 
-# MLflow column type -> (Triton datatype, BYTES content). ``None`` marks a type
-# that needs a serving adapter, with the reason in UNSUPPORTED_COLUMN_TYPES.
+# MLflow column type -> (Triton datatype, BYTES content; ``None`` for a numeric or boolean tensor). Every member
+# of MLflow's DataType has an entry (tests/unit/test_schema_mapping.py enumerates them).
 COLUMN_TYPES = {
     DataType.boolean: ("TYPE_BOOL", None),
     DataType.integer: ("TYPE_INT32", None),
@@ -68,7 +68,6 @@ COLUMN_TYPES = {
     DataType.binary: (BYTES_TYPE, "binary"),
     DataType.datetime: ("TYPE_INT64", DATETIME_CONTENT),  # input columns only
 }
-UNSUPPORTED_COLUMN_TYPES: "dict[DataType, str]" = {}  # every MLflow column type maps now
 SUPPORTED_COLUMN_TYPE_NAMES = ", ".join(t.name for t in COLUMN_TYPES)
 # Output columns: no datetime content (the runtime's outputs carry none); optional ones get a mask as inputs do.
 OUTPUT_COLUMN_TYPE_NAMES = ", ".join(t.name for t in COLUMN_TYPES if t != DataType.datetime)
@@ -220,8 +219,9 @@ def _map_column(spec, side, position, namer):
             f"times as int64 nanoseconds or text; supported: {OUTPUT_COLUMN_TYPE_NAMES}"
         )
     if spec.type not in COLUMN_TYPES:
-        reason = UNSUPPORTED_COLUMN_TYPES.get(spec.type, f"{spec.type.name} columns are not supported")
-        raise UnsupportedSchemaError(f"{label}: {reason}; supported: {SUPPORTED_COLUMN_TYPE_NAMES}")
+        raise UnsupportedSchemaError(
+            f"{label}: {spec.type.name} columns are not supported; supported: {SUPPORTED_COLUMN_TYPE_NAMES}"
+        )
     data_type, content = COLUMN_TYPES[spec.type]
     tensor = namer.claim(name, f"{side}_{position}")
     return (
