@@ -9,8 +9,10 @@ A :class:`Progress` prints two kinds of lines:
   ``interval`` seconds, and a heartbeat every ``heartbeat`` seconds even when nothing changes --
   never long silence, never a flood.
 
-Functions of this package take ``progress=`` as a :class:`Progress`, any callable taking one
-string (``print``, ``list.append``) or ``None`` (quiet); :func:`as_progress` accepts all three.
+The functions of ``mlflow_triton.local`` and ``mlflow_triton.deploy`` take ``progress=`` as a
+:class:`Progress`, any callable taking one string (``print``, ``list.append``) or ``None`` (quiet);
+:func:`as_progress` accepts all three. A command given no ``progress`` writes to stderr
+(:func:`~mlflow_triton.command_line.runner.run_command`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO, TypeAlias
 
-from mlflow_triton._urls import without_user_info
+from .urls import without_user_info
 
 __all__ = ["Progress", "ProgressLike", "as_progress"]
 
