@@ -84,12 +84,12 @@ class Progress:
             self._emit(line)
             self._last_step, self._last_step_at = message, now
 
-    def _clear_live_line(self):
+    def _clear_live_line(self) -> None:
         if self._pending_clear:
             self._stream.write("\r\x1b[K")
             self._pending_clear = False
 
-    def _emit(self, line):
+    def _emit(self, line: str) -> None:
         line = without_user_info(line)
         if self._write is not None:
             self._write(line)
@@ -98,10 +98,10 @@ class Progress:
 
 
 class _Quiet(Progress):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(write=lambda _line: None, live=False)
 
-    def with_prefix(self, prefix):
+    def with_prefix(self, prefix: str) -> Progress:
         return self
 
 
@@ -114,7 +114,7 @@ def as_progress(progress: ProgressLike) -> Progress:
     return Progress(progress, live=False)
 
 
-def _is_terminal(stream):
+def _is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):
