@@ -13,13 +13,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from mlflow_triton._download_bars import download_bars_on_terminals_only
-from mlflow_triton._urls import without_user_info
-from mlflow_triton.errors import MlflowTritonError
+from mlflow_triton.command_line import Progress, run_command, without_user_info
 
 from ._output import checked_out, missing_ancestors
 from .errors import DeployError
@@ -108,16 +105,17 @@ def kserve_command(
     """
     import yaml
 
-    target = None
-    try:
+    target: Path | None = None
+
+    def write(say: Progress) -> int:
+        nonlocal target
         if out_file is not None:
             target = checked_out(out_file, kind="file", replace_flag=OVERWRITE_FLAG, replace=overwrite)
         if tracking_uri is not None:
             import mlflow
 
             mlflow.set_tracking_uri(tracking_uri)
-        with download_bars_on_terminals_only():
-            location = locate_repository(model_uri, artifacts_destination=artifacts_destination)
+        location = locate_repository(model_uri, artifacts_destination=artifacts_destination)
         if not location.is_object_store:
             raise KServeManifestError(
                 f"{model_uri}: stored on this machine's disk ({location.address}); a cluster cannot read it: log the "
@@ -133,19 +131,19 @@ def kserve_command(
         )
         text = f"# InferenceService for {without_user_info(model_uri)} (Triton model {location.model_name!r})\n"
         text += yaml.safe_dump(manifest, sort_keys=False)
-        if target is not None:
+        if target is None:
+            out(text.rstrip("\n"))
+        else:
             _write(target, text)
-    except MlflowTritonError as error:
-        _error(f"mlflow-triton kserve: error: {error}")
-        return 1
-    except OSError as error:  # a folder above --out that cannot be created, a file that cannot be written
-        _error(f"mlflow-triton kserve: error: cannot write {error.filename or target}: {error.strerror or error}")
-        return 1
-    if target is None:
-        out(text.rstrip("\n"))
-    else:
-        out(f"wrote {out_file}")
-    return 0
+            out(f"wrote {out_file}")
+        return 0
+
+    def explain(error: Exception) -> str | None:
+        if isinstance(error, OSError):  # a folder above --out that cannot be created, a file that cannot be written
+            return f"cannot write {error.filename or target}: {error.strerror or error}"
+        return None
+
+    return run_command("kserve", write, explain=explain)
 
 
 def _write(path: Path, text: str) -> None:
@@ -161,10 +159,6 @@ def _write(path: Path, text: str) -> None:
         for folder in reversed(created):
             shutil.rmtree(folder, ignore_errors=True)
         raise
-
-
-def _error(message: str) -> None:
-    print(without_user_info(message), file=sys.stderr, flush=True)
 
 
 def _default_name(model_name: str) -> str:

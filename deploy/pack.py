@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from mlflow_triton.command_line import as_progress, run_command
 from mlflow_triton.local.errors import ModelSourceError, ServingEnvError
 from mlflow_triton.local.installation import locate_bundled_server
-from mlflow_triton.local.progress import as_progress
 from mlflow_triton.local.serving_env import cached_serving_env, check_requirements, ensure_serving_env, env_summary
 from mlflow_triton.local.sources import ModelSource, resolve_model
 from mlflow_triton.repository.config import ENV_PATH_PARAMETER
@@ -306,52 +306,27 @@ def pack_command(
     0 packed; 1 an error (printed as ``mlflow-triton pack: error: ...``, nothing written); 130 after Ctrl-C and
     143 after SIGTERM (every process it started stopped, nothing written).
     """
-    from mlflow_triton._download_bars import download_bars_on_terminals_only
-    from mlflow_triton.local.progress import Progress
-    from mlflow_triton.local.signals import StopRequested, stop_on_sigterm
-    from mlflow_triton.shared_contract import MlflowTritonError
 
-    say = as_progress(progress) if progress is not None else Progress()
-    started = time.monotonic()
-    try:
-        with stop_on_sigterm(), download_bars_on_terminals_only():
-            if tracking_uri is not None:
-                import mlflow
+    def pack(say) -> int:
+        started = time.monotonic()
+        if tracking_uri is not None:
+            import mlflow
 
-                mlflow.set_tracking_uri(tracking_uri)
-            packed = pack_models(model_uris, out, target=target, python=python, progress=say)
-    except StopRequested as stop:
-        _error(
-            f"mlflow-triton pack: stopped by {stop}; every process it started is stopped and nothing was written "
-            f"to {out}"
+            mlflow.set_tracking_uri(tracking_uri)
+        packed = pack_models(model_uris, out, target=target, python=python, progress=say)
+        for entry in packed:
+            out_lines(entry.line())
+        root = Path(out).expanduser().absolute()
+        out_lines(
+            f"repository: {root} ({len(packed)} model(s), {time.monotonic() - started:.0f}s in all); prove it "
+            f"with a bare start: mlflow-triton check {root}; deploy: copy its model directories into the "
+            "server's model repository"
         )
-        return 143
-    except KeyboardInterrupt:
-        _error(
-            f"mlflow-triton pack: interrupted (Ctrl-C); every process it started is stopped and nothing was "
-            f"written to {out}"
-        )
-        return 130
-    except MlflowTritonError as error:
-        _error(f"mlflow-triton pack: error: {error}")
-        return 1
-    except OSError as error:
-        _error(f"mlflow-triton pack: error: {error.strerror or error}: {error.filename or ''}".rstrip(": "))
-        return 1
-    for entry in packed:
-        out_lines(entry.line())
-    root = Path(out).expanduser().absolute()
-    out_lines(
-        f"repository: {root} ({len(packed)} model(s), {time.monotonic() - started:.0f}s in all); prove it "
-        f"with a bare start: mlflow-triton check {root}; deploy: copy its model directories into the "
-        "server's model repository"
+        return 0
+
+    return run_command(
+        "pack",
+        pack,
+        progress=progress,
+        stopped=f"every process it started is stopped and nothing was written to {out}",
     )
-    return 0
-
-
-def _error(message: str) -> None:
-    import sys
-
-    from mlflow_triton._urls import without_user_info
-
-    print(without_user_info(message), file=sys.stderr, flush=True)

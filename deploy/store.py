@@ -28,7 +28,7 @@ import tempfile
 import urllib.parse
 from pathlib import Path
 
-from mlflow_triton._urls import unreachable, without_user_info
+from mlflow_triton.command_line import unreachable, without_user_info
 
 from .errors import DeployError
 

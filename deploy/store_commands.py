@@ -14,14 +14,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from mlflow_triton._download_bars import download_bars_on_terminals_only
-from mlflow_triton._urls import unreachable, without_user_info
-from mlflow_triton.errors import MlflowTritonError
+from mlflow_triton.command_line import Progress, run_command, unreachable, without_user_info
 
 from .store import StoreLocation, StoreLocationError, locate_repository
 
@@ -43,21 +40,18 @@ def locate_command(
 ) -> int:
     """``mlflow-triton locate``: print the address (alone on stdout, for ``$(…)``) and, on stderr, the model name
     Triton sees with a ``tritonserver`` command line; 0, or 1 after an error."""
-    try:
+
+    def locate(say: Progress) -> int:
         _use_tracking_uri(tracking_uri)
-        with download_bars_on_terminals_only():
-            location = locate_repository(
-                model_uri, artifacts_destination=artifacts_destination, check_access=check_access
-            )
-    except MlflowTritonError as error:
-        _error(f"mlflow-triton locate: error: {error}")
-        return 1
-    out(location.address)
-    _error(
-        f"Triton model {location.model_name!r}: tritonserver --model-repository {location.address} "
-        f"--model-control-mode=explicit --load-model={location.model_name}"
-    )
-    return 0
+        location = locate_repository(model_uri, artifacts_destination=artifacts_destination, check_access=check_access)
+        out(location.address)
+        say.say(
+            f"Triton model {location.model_name!r}: tritonserver --model-repository {location.address} "
+            f"--model-control-mode=explicit --load-model={location.model_name}"
+        )
+        return 0
+
+    return run_command("locate", locate)
 
 
 def check_from_store_command(
@@ -66,17 +60,18 @@ def check_from_store_command(
     """``mlflow-triton check --from-store``: ``check`` with Triton reading each repository from the store."""
     from mlflow_triton.local import check_command
 
-    locations = _locate_all("check", model_uris, artifacts_destination, tracking_uri)
-    if locations is None:
-        return 1
-    with _mount_directory() as mount:
-        return check_command(
-            model_uris,
-            tracking_uri=tracking_uri,
-            repository_addresses={uri: loc.address for uri, loc in locations.items()},
-            server_environment=server_environment(mount),
-            **check_options,
-        )
+    def check(say: Progress) -> int:
+        locations = _locate_all("check", model_uris, artifacts_destination, tracking_uri)
+        with _mount_directory() as mount:
+            return check_command(
+                model_uris,
+                tracking_uri=tracking_uri,
+                repository_addresses={uri: loc.address for uri, loc in locations.items()},
+                server_environment=server_environment(mount),
+                **check_options,
+            )
+
+    return run_command("check", check)
 
 
 def serve_from_store_command(
@@ -85,22 +80,23 @@ def serve_from_store_command(
     """``mlflow-triton serve --from-store``: ``serve`` with Triton reading each repository from the store."""
     from mlflow_triton.local import serve_command
 
-    locations = _locate_all("serve", model_uris, artifacts_destination, tracking_uri)
-    if locations is None:
-        return 1
+    def serve(say: Progress) -> int:
+        locations = _locate_all("serve", model_uris, artifacts_destination, tracking_uri)
 
-    def fetch(uri, download_dir):
-        return _fetch_serving_files(locations[uri], Path(download_dir))
+        def fetch(uri, download_dir):
+            return _fetch_serving_files(locations[uri], Path(download_dir))
 
-    with _mount_directory() as mount:
-        return serve_command(
-            model_uris,
-            tracking_uri=tracking_uri,
-            fetch=fetch,
-            repository_addresses={uri: loc.address for uri, loc in locations.items()},
-            server_environment=server_environment(mount),
-            **serve_options,
-        )
+        with _mount_directory() as mount:
+            return serve_command(
+                model_uris,
+                tracking_uri=tracking_uri,
+                fetch=fetch,
+                repository_addresses={uri: loc.address for uri, loc in locations.items()},
+                server_environment=server_environment(mount),
+                **serve_options,
+            )
+
+    return run_command("serve", serve)
 
 
 def server_environment(mount_directory: str | os.PathLike[str]) -> dict[str, str]:
@@ -114,23 +110,19 @@ def server_environment(mount_directory: str | os.PathLike[str]) -> dict[str, str
 
 def _locate_all(
     command: str, model_uris: list[str], artifacts_destination: str | None, tracking_uri: str | None
-) -> dict[str, StoreLocation] | None:
+) -> dict[str, StoreLocation]:
+    """Each model's location in the object store, located before anything is fetched or started."""
+    _use_tracking_uri(tracking_uri)
     locations = {}
-    try:
-        _use_tracking_uri(tracking_uri)
-        for uri in model_uris:
-            with download_bars_on_terminals_only():
-                location = locate_repository(uri, artifacts_destination=artifacts_destination)
-            if not location.is_object_store:
-                raise StoreLocationError(
-                    f"{uri}: stored on this machine's disk ({location.address}), not in an object store: run "
-                    f"mlflow-triton {command} without --from-store (it serves a copy; Triton writes __pycache__ into "
-                    "a local repository it serves)"
-                )
-            locations[uri] = location
-    except MlflowTritonError as error:
-        _error(f"mlflow-triton {command}: error: {error}")
-        return None
+    for uri in model_uris:
+        location = locate_repository(uri, artifacts_destination=artifacts_destination)
+        if not location.is_object_store:
+            raise StoreLocationError(
+                f"{uri}: stored on this machine's disk ({location.address}), not in an object store: run "
+                f"mlflow-triton {command} without --from-store (it serves a copy; Triton writes __pycache__ into "
+                "a local repository it serves)"
+            )
+        locations[uri] = location
     return locations
 
 
@@ -171,7 +163,3 @@ def _use_tracking_uri(tracking_uri: str | None) -> None:
         import mlflow
 
         mlflow.set_tracking_uri(tracking_uri)
-
-
-def _error(message: str) -> None:
-    print(without_user_info(message), file=sys.stderr, flush=True)

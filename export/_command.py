@@ -1,35 +1,26 @@
 """The command behind ``mlflow-triton export-onnx``, as a plain function tests call too.
 
-``export_command`` runs :func:`export_onnx` and turns its outcome into what a
+``export_command`` runs :func:`export_onnx` in the command frame
+(:func:`~mlflow_triton.command_line.run_command`) and turns its outcome into what a
 command line shows: the exported directory and what the parity check compared on
 stdout (``out``); an error on stderr as ``mlflow-triton export-onnx: error: ...``
 with no traceback. Exit status: 0 exported, 1 an error (nothing written), 130
 after Ctrl-C, 143 after SIGTERM (the staging directory is removed either way).
 """
 
-import contextlib
 import json
 import os
-import signal
-import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Literal
 
-from mlflow_triton._download_bars import download_bars_on_terminals_only
-from mlflow_triton._urls import unreachable, without_user_info
-from mlflow_triton.errors import MlflowTritonError
+from mlflow_triton.command_line import Progress, os_error_text, run_command, unreachable
 
 from ._deps import MissingExtraError
 from ._export import export_onnx
 
-COMMAND = "mlflow-triton export-onnx"
-
-
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM arrived: unwinds like Ctrl-C, so the writer removes its staging directory."""
+NAME = "export-onnx"
+NOTHING_WRITTEN = "nothing was written"
 
 
 def export_command(
@@ -42,36 +33,30 @@ def export_command(
     out: Callable[[str], object] = print,
 ) -> int:
     """``mlflow-triton export-onnx``: export ``model_uri`` under ``out_dir``; returns the exit status."""
-    try:
-        with _sigterm_as_interrupt(), download_bars_on_terminals_only():
-            if tracking_uri is not None:
-                import mlflow
 
-                mlflow.set_tracking_uri(tracking_uri)
-            _error(f"{COMMAND}: exporting {model_uri} (backend {backend}, max batch size {max_batch_size}) ...")
-            directory = export_onnx(model_uri, out_dir, max_batch_size=max_batch_size, backend=backend)
-    except _Terminated:
-        _error(f"{COMMAND}: stopped by SIGTERM; nothing was written")
-        return 143
-    except KeyboardInterrupt:
-        _error(f"{COMMAND}: interrupted (Ctrl-C); nothing was written")
-        return 130
-    except (MlflowTritonError, MissingExtraError) as error:
-        _error(f"{COMMAND}: error: {error}")
-        return 1
-    except OSError as error:  # e.g. --out not writable
-        _error(f"{COMMAND}: error: {error}; nothing was written")
-        return 1
-    except Exception as error:
+    def export(say: Progress) -> int:
+        if tracking_uri is not None:
+            import mlflow
+
+            mlflow.set_tracking_uri(tracking_uri)
+        say.say(f"mlflow-triton {NAME}: exporting {model_uri} (backend {backend}, max batch size {max_batch_size}) ...")
+        directory = export_onnx(model_uri, out_dir, max_batch_size=max_batch_size, backend=backend)
+        for line in summary(directory):
+            out(line)
+        return 0
+
+    def explain(error: Exception) -> str | None:
+        if isinstance(error, MissingExtraError):
+            return str(error)
+        if isinstance(error, OSError):  # e.g. --out not writable
+            return f"{os_error_text(error)}; {NOTHING_WRITTEN}"
         from mlflow.exceptions import MlflowException
 
-        if not isinstance(error, MlflowException):
-            raise
-        _error(f"{COMMAND}: error: {model_uri}: {unreachable(error) or error.message}; nothing was written")
-        return 1
-    for line in summary(directory):
-        out(line)
-    return 0
+        if isinstance(error, MlflowException):
+            return f"{model_uri}: {unreachable(error) or error.message}; {NOTHING_WRITTEN}"
+        return None
+
+    return run_command(NAME, export, stopped=NOTHING_WRITTEN, explain=explain)
 
 
 def summary(directory: Path) -> list[str]:
@@ -95,23 +80,3 @@ def summary(directory: Path) -> list[str]:
     lines += [f"  request: {directory / name}" for name in handoff["request_files"]]
     lines.append(f"  hand-off: {directory / 'handoff.json'} (what was compared and what was not verified)")
     return lines
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-        raise _Terminated()
-
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _error(message: str) -> None:
-    print(without_user_info(message), file=sys.stderr, flush=True)

@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from tritonclient.grpc import model_config_pb2
 
-from mlflow_triton._urls import without_user_info
+from mlflow_triton.command_line import ProgressLike, as_progress, without_user_info
 from mlflow_triton.repository.config import DEVICE_KINDS, ENV_PATH_PARAMETER, read_config
 from mlflow_triton.shared_contract import MlflowTritonError
 
@@ -38,7 +38,6 @@ from .compare import (
 )
 from .errors import InferenceError, ModelSourceError, OraclePredictionError, TritonStartError
 from .installation import TritonInstallation
-from .progress import ProgressLike, as_progress
 from .send import RequestFiles, send_request, shipped_request
 from .server import BARE_PATH, TritonServer
 from .serving_env import ensure_serving_env, env_summary

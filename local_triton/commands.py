@@ -2,11 +2,11 @@
 
 Each takes what the command line parsed (``python``: ``--python X.Y`` or an interpreter path, the
 serving environments' interpreter and, for the bundled server, the stub's Python) and returns the
-exit status: 0 success; 1 a FAIL or an
+exit status (:func:`~mlflow_triton.command_line.run_command`): 0 success; 1 a FAIL or an
 error (printed as ``mlflow-triton <command>: error: ...``); 130 after Ctrl-C and 143 after
 SIGTERM during ``check`` (``serve`` returns 0 when stopped that way: stopping is how it ends).
 Results go to ``out`` (default ``print``: stdout); status lines to ``progress`` (a
-:class:`~mlflow_triton.local.progress.Progress` or a callable; default: stderr, rewriting one line
+:class:`~mlflow_triton.command_line.Progress` or a callable; default: stderr, rewriting one line
 in place on a terminal).
 """
 
@@ -15,20 +15,15 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlflow_triton._download_bars import download_bars_on_terminals_only
-from mlflow_triton._urls import without_user_info
-from mlflow_triton.shared_contract import MlflowTritonError
+from mlflow_triton.command_line import Progress, ProgressLike, run_command
 
 from .errors import InputFileError, LocalTritonError
 from .installation import choose_installation
-from .progress import Progress, ProgressLike, as_progress
-from .signals import StopRequested, stop_on_sigterm
 
 if TYPE_CHECKING:
     from .server import TritonServer
@@ -149,29 +144,17 @@ def serve_command(
 def _run(
     command: str, work_dir: str | os.PathLike[str] | None, progress: ProgressLike, body: Callable[[Path, Progress], int]
 ) -> int:
-    say = as_progress(progress) if progress is not None else Progress()
-    try:
-        with stop_on_sigterm(), download_bars_on_terminals_only(), workspace(work_dir, command) as directory:
+    def in_workspace(say: Progress) -> int:
+        with workspace(work_dir, command) as directory:
             say.say(f"work directory: {directory}")
             return body(directory, say)
-    except StopRequested as stop:
-        _error(
-            f"mlflow-triton {command}: stopped by {stop}; every process it started is stopped and nothing "
-            "half-built is left in the cache"
-        )
-        return 143
-    except KeyboardInterrupt:
-        _error(
-            f"mlflow-triton {command}: interrupted (Ctrl-C); every process it started is stopped and nothing "
-            "half-built is left in the cache"
-        )
-        return 130
-    except MlflowTritonError as error:
-        _error(f"mlflow-triton {command}: error: {error}")
-        return 1
-    except OSError as error:  # a work directory, report or copy that cannot be written
-        _error(f"mlflow-triton {command}: error: {_os_error_text(error)}")
-        return 1
+
+    return run_command(
+        command,
+        in_workspace,
+        progress=progress,
+        stopped="every process it started is stopped and nothing half-built is left in the cache",
+    )
 
 
 @contextlib.contextmanager
@@ -200,14 +183,3 @@ def _use_tracking_uri(tracking_uri: str | None) -> None:
         import mlflow
 
         mlflow.set_tracking_uri(tracking_uri)
-
-
-def _os_error_text(error: OSError) -> str:
-    """``Is a directory: /tmp/report.json`` rather than ``[Errno 21] Is a directory: '/tmp/report.json'``."""
-    if error.strerror and error.filename is not None:
-        return f"{error.strerror}: {error.filename}"
-    return str(error) or type(error).__name__
-
-
-def _error(message: str) -> None:
-    print(without_user_info(message), file=sys.stderr, flush=True)

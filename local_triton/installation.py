@@ -39,10 +39,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from mlflow_triton.command_line import ProgressLike, as_progress
+
 from ._stale import remove_stale_builds
 from .errors import BundledTritonUnavailableError, TritonInstallError
 from .interpreters import Interpreter, find_interpreter
-from .progress import ProgressLike, as_progress
 
 __all__ = [
     "BUNDLED_SERVING_CONSTRAINTS",

@@ -24,7 +24,8 @@ server process only (for example ``TRITON_AWS_MOUNT_DIRECTORY``).
 The process runs in its own session (process group) and is always stopped on exit -- normal,
 exception, ``KeyboardInterrupt`` and ``SIGTERM`` (while the context is active in the main
 thread and no other SIGTERM handler is installed, SIGTERM is turned into ``SystemExit`` so that
-``__exit__`` runs): SIGTERM to the server, then SIGKILL to its process group after a grace
+``__exit__`` runs: :func:`~mlflow_triton.command_line.sigterm_raises`; under a command, its own
+handler raises): SIGTERM to the server, then SIGKILL to its process group after a grace
 period, so no Python-backend stub outlives it. Should this process be killed outright, Linux's
 parent-death signal sends the server SIGTERM.
 """
@@ -32,21 +33,22 @@ parent-death signal sends the server SIGTERM.
 from __future__ import annotations
 
 import collections
+import contextlib
 import errno
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, cast
+
+from mlflow_triton.command_line import sigterm_raises
 
 from ._children import die_with_parent, kill_group, wait_or_kill_group
 from .errors import HostAddressError, PortInUseError, TritonStartError
@@ -258,7 +260,7 @@ class TritonServer:
         self.ready_seconds: float | None = None
         self._proc: subprocess.Popen | None = None
         self._log_file: BinaryIO | None = None
-        self._previous_sigterm: Any = None  # a signal handler: a callable, SIG_IGN or SIG_DFL
+        self._sigterm = contextlib.ExitStack()  # holds SIGTERM -> SystemExit while the context is active
 
     # ------------------------------------------------------------------ public API
     @property
@@ -359,19 +361,21 @@ class TritonServer:
                 self._log_file = None
 
     def __enter__(self) -> TritonServer:
-        self._install_sigterm_handler()
+        # SIGTERM -> SystemExit, so that `with` blocks unwind and stop the server; a handler already set (a
+        # command's, or the application's own policy) is left in place
+        self._sigterm.enter_context(sigterm_raises(lambda signum: SystemExit(128 + signum), unless_handled=True))
         try:
             return self.start()
         except BaseException:
             self.stop()
-            self._restore_sigterm_handler()
+            self._sigterm.close()
             raise
 
     def __exit__(self, *exc: object) -> None:
         try:
             self.stop()
         finally:
-            self._restore_sigterm_handler()
+            self._sigterm.close()
 
     # ------------------------------------------------------------------ internals
     def command(self) -> list[str]:
@@ -525,22 +529,3 @@ class TritonServer:
     def _states_from(index: list[dict] | None) -> dict[str | None, tuple[str | None, str | None]]:
         """``{name: (state, reason)}`` from a repository index ({} when it did not answer)."""
         return {entry.get("name"): (entry.get("state"), entry.get("reason") or None) for entry in index or []}
-
-    # --- SIGTERM -> SystemExit, so that `with` blocks unwind and stop the server ---
-    def _install_sigterm_handler(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        previous = signal.getsignal(signal.SIGTERM)
-        if previous not in (signal.SIG_DFL, None):
-            return  # the application has its own policy; respect it
-
-        def _on_sigterm(signum, frame):
-            raise SystemExit(128 + signum)
-
-        signal.signal(signal.SIGTERM, _on_sigterm)
-        self._previous_sigterm = previous
-
-    def _restore_sigterm_handler(self) -> None:
-        if self._previous_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._previous_sigterm)
-            self._previous_sigterm = None

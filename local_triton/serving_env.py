@@ -40,11 +40,12 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from mlflow_triton.command_line import ProgressLike, as_progress
+
 from ._children import die_with_parent, kill_group, stop_signals_deferred, wait_or_kill_group
 from ._stale import STALE_BUILD_SECONDS, remove_stale_builds
 from .errors import ServingEnvError
 from .installation import default_cache_dir
-from .progress import ProgressLike, as_progress
 
 __all__ = [
     "ENV_RECORD",
@@ -225,7 +226,7 @@ def ensure_serving_env(
 
     Built with ``python -m venv`` and ``pip install -r requirements.txt -c constraints.txt``
     on first use, reused afterwards. ``cache_dir`` defaults to :func:`default_cache_dir`.
-    ``progress`` receives status lines (a :class:`~mlflow_triton.local.progress.Progress`, a
+    ``progress`` receives status lines (a :class:`~mlflow_triton.command_line.Progress`, a
     callable or ``None``). ``python`` is the base interpreter; its X.Y must have a Triton
     Python-backend stub (3.8-3.13 for the bundled server). Raises :class:`ServingEnvError` if
     pip fails; nothing is left in the cache then.

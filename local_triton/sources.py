@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from mlflow_triton._urls import unreachable, without_user_info
+from mlflow_triton.command_line import unreachable, without_user_info
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from .errors import ModelSourceError

@@ -21,6 +21,8 @@ from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS, ModelInfo
 from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FILE_NAME
 from mlflow.store.artifact.utils.models import _parse_model_uri, get_model_name_and_version
 
+from mlflow_triton.command_line import Progress, os_error_text, run_command, unreachable
+
 from . import _model_requirements, _packaging
 from .errors import (
     ExamplePredictionError,
@@ -31,6 +33,8 @@ from .errors import (
 )
 
 SOURCE_TAG = "mlflow_triton.source_model_uri"
+#: What holds after an error, Ctrl-C or SIGTERM in ``add-repository`` (nothing is written when a step fails).
+NOTHING_LOGGED = "nothing was logged"
 PYFUNC = mlflow.pyfunc.FLAVOR_NAME
 _INPUT_REMEDY = (
     "give an input: input_example= (mlflow-triton add-repository --input FILE) with a small input in MLflow's serving "
@@ -303,35 +307,30 @@ def add_repository_command(
     **options: Any,
 ) -> int:
     """``mlflow-triton add-repository``: log the new model, print its URI; returns the exit status."""
-    import sys
-
     from mlflow.exceptions import MlflowException
 
-    from ._download_bars import download_bars_on_terminals_only
-    from ._urls import unreachable, without_user_info
+    def add(say: Progress) -> int:
+        if tracking_uri is not None:
+            mlflow.set_tracking_uri(tracking_uri)
+        info = _add_repository(model_uri, read_input, **options)
+        out(f"logged {info.model_uri} from {model_uri}")
+        uri = info.model_uri
+        if info.registered_model_version is not None:
+            registered = options.get("registered_model_name") or _parse_model_uri(model_uri).name
+            uri = f"models:/{registered}/{info.registered_model_version}"
+            out(f"registered {uri}")
+        out(f"prove it: mlflow-triton check {uri}")
+        return 0
 
-    def error(message):
-        text = f"mlflow-triton add-repository: error: {message}; nothing was logged"
-        print(without_user_info(text), file=sys.stderr)
-        return 1
+    def explain(error: Exception) -> str | None:
+        if isinstance(error, MlflowTritonError):
+            said = str(error)
+        elif isinstance(error, MlflowException):
+            said = f"{model_uri}: {unreachable(error) or error.message}"
+        elif isinstance(error, OSError):
+            said = os_error_text(error)
+        else:
+            return None
+        return f"{said}; {NOTHING_LOGGED}"
 
-    try:
-        with download_bars_on_terminals_only():
-            if tracking_uri is not None:
-                mlflow.set_tracking_uri(tracking_uri)
-            info = _add_repository(model_uri, read_input, **options)
-    except KeyboardInterrupt:
-        error("interrupted (Ctrl-C)")
-        return 130
-    except MlflowTritonError as failure:
-        return error(str(failure))
-    except MlflowException as failure:
-        return error(f"{model_uri}: {unreachable(failure) or failure.message}")
-    out(f"logged {info.model_uri} from {model_uri}")
-    uri = info.model_uri
-    if info.registered_model_version is not None:
-        registered = options.get("registered_model_name") or _parse_model_uri(model_uri).name
-        uri = f"models:/{registered}/{info.registered_model_version}"
-        out(f"registered {uri}")
-    out(f"prove it: mlflow-triton check {uri}")
-    return 0
+    return run_command("add-repository", add, stopped=NOTHING_LOGGED, explain=explain)

@@ -6,7 +6,10 @@ when a command runs, so ``--help`` stays fast and needs no optional extra.
 
 Each subcommand is one entry of :data:`SUBCOMMANDS`: a name, a one-line summary, a function that
 adds its arguments to its parser and a function that runs it from the parsed arguments and returns
-the exit status. A new command is a new entry.
+the exit status. A new command is a new entry: its arguments (``--tracking-uri`` from
+:func:`~mlflow_triton.command_line.add_tracking_uri`) and a plain function whose body runs in
+:func:`~mlflow_triton.command_line.run_command`, which gives every command the same signals, exit
+statuses (0, 1, 130, 143) and one-line errors.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mlflow_triton import __version__
+from mlflow_triton.command_line import add_tracking_uri
 from mlflow_triton.runtime import RUNTIME_VERSION
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "build_parser", "main"]
@@ -107,11 +111,7 @@ def _add_common_options(parser: argparse.ArgumentParser, holds: str) -> None:
         metavar="DIR",
         help=f"where {holds} go (default: a new temporary directory, whose model copies are removed at the end)",
     )
-    parser.add_argument(
-        "--tracking-uri",
-        metavar="URI",
-        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI or MLflow's default)",
-    )
+    add_tracking_uri(parser)
 
 
 def _add_store_options(parser: argparse.ArgumentParser, command: str) -> None:
@@ -265,11 +265,7 @@ def _export_onnx_arguments(parser: argparse.ArgumentParser) -> None:
         help="onnxruntime: Triton's ONNX Runtime backend (default); python: a model.py running "
         "onnxruntime in Triton's Python backend",
     )
-    parser.add_argument(
-        "--tracking-uri",
-        metavar="URI",
-        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI or MLflow's default)",
-    )
+    add_tracking_uri(parser)
 
 
 def _run_export_onnx(args: argparse.Namespace) -> int:
@@ -320,11 +316,7 @@ def _pack_arguments(parser: argparse.ArgumentParser) -> None:
         help="the interpreter the environment is built with (X.Y is looked up on PATH and under "
         "pyenv); for bundled it also picks the stub; a container target's X.Y is fixed",
     )
-    parser.add_argument(
-        "--tracking-uri",
-        metavar="URI",
-        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI or MLflow's default)",
-    )
+    add_tracking_uri(parser)
 
 
 def _run_pack(args: argparse.Namespace) -> int:
@@ -341,13 +333,15 @@ Print the address Triton can read a logged model's repository from, where MLflow
 s3://bucket/... for AWS, gs://..., as://account/container/..., or a local path), then the model name
 Triton sees there. The address is checked against Triton's path rules (bucket [0-9a-z.-], segments
 [0-9a-zA-Z._-]) and, for S3, read with the credentials Triton will use (AWS_ACCESS_KEY_ID,
-AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION). Exit status: 0 located, 1 an error (one line saying what to set).
+AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION). Exit status: 0 located, 1 an error (one line saying what to set),
+130 after Ctrl-C, 143 after SIGTERM.
 """
 KSERVE_DESCRIPTION = """\
 Write a KServe InferenceService (serving.kserve.io/v1beta1, Triton predictor, protocolVersion v2)
 whose storageUri is the model's repository where MLflow stored it, loading the model Triton sees
 there. Nothing is applied to a cluster and no credential is written: attach the storage secret with
---service-account. Exit status: 0 written, 1 an error.
+--service-account. Exit status: 0 written, 1 an error, 130 after Ctrl-C, 143 after SIGTERM (nothing written to
+--out on an error or an interruption).
 """
 
 
@@ -358,9 +352,7 @@ def _model_uri_argument(parser: argparse.ArgumentParser) -> None:
         help="models:/<name>/<version>, models:/<name>@<alias>, models:/m-<id>, runs:/<run id>/<name> "
         "or a local MLflow model directory, logged by mlflow-triton",
     )
-    parser.add_argument(
-        "--tracking-uri", metavar="URI", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or MLflow's default)"
-    )
+    add_tracking_uri(parser)
     _add_artifacts_destination(parser)
 
 
@@ -448,7 +440,8 @@ and its signature mapped, exactly as the mlflow_triton wrappers do before loggin
 source's experiment (and run, where it had one); a models:/<name>/... source gets a new version of <name>.
 The source URI is recorded in the tag mlflow_triton.source_model_uri and in validation.json. Nothing is logged
 or registered when a step fails. Prove the result with `mlflow-triton check <printed URI>`.
-Exit status: 0 logged, 1 an error.
+Exit status: 0 logged, 1 an error, 130 after Ctrl-C, 143 after SIGTERM (nothing logged on an error or an
+interruption).
 """
 
 
@@ -477,11 +470,7 @@ def _add_repository_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--triton-model-name", metavar="NAME", help="the model name Triton sees (default: from the model's name)"
     )
-    parser.add_argument(
-        "--tracking-uri",
-        metavar="URI",
-        help="MLflow tracking URI for runs:/ and models:/ URIs (default: $MLFLOW_TRACKING_URI or MLflow's default)",
-    )
+    add_tracking_uri(parser)
 
 
 def _run_add_repository(args: argparse.Namespace) -> int:

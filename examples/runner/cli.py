@@ -15,10 +15,9 @@ from pathlib import Path
 
 import mlflow
 
+from mlflow_triton.command_line import Progress, stop_on_sigterm
 from mlflow_triton.local.check import validate_model, write_report
 from mlflow_triton.local.installation import choose_installation
-from mlflow_triton.local.progress import Progress
-from mlflow_triton.local.signals import stop_on_sigterm
 
 EXAMPLES = ("sklearn", "pytorch", "transformers")
 #: Examples whose wrapper can log a KIND_GPU repository (mlflow_triton.sklearn is CPU-only).

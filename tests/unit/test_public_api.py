@@ -18,6 +18,7 @@ PUBLIC_MODULES = [
     "mlflow_triton.export",
     "mlflow_triton.local",
     "mlflow_triton.deploy",
+    "mlflow_triton.command_line",
     "mlflow_triton.cli",
 ]
 

@@ -1,4 +1,4 @@
-"""No credential in what the commands print or write when they fail (``mlflow_triton._urls``).
+"""No credential in what the commands print or write when they fail (``mlflow_triton.command_line.urls``).
 
 Credentials come from three places: the environment (``AWS_SECRET_ACCESS_KEY``, ``MLFLOW_TRACKING_PASSWORD``), the
 tracking URI (``http://KEY:SECRET@host:port``) and the S3 endpoint URL (``MLFLOW_S3_ENDPOINT_URL`` with user info).
@@ -10,7 +10,7 @@ import mlflow.tracking._tracking_service.utils as tracking_utils
 import pytest
 
 from mlflow_triton import cli
-from mlflow_triton._urls import unreachable, without_user_info
+from mlflow_triton.command_line import unreachable, without_user_info
 from mlflow_triton.deploy import store as store_module
 from tests.support.fake_triton import fake_triton
 from tests.support.ports import free_ports

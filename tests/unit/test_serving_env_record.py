@@ -6,7 +6,7 @@ A real build (pip upgraded, the record written) runs in ``tests/e2e/test_serving
 import json
 import os
 
-from mlflow_triton.local.progress import as_progress
+from mlflow_triton.command_line import as_progress
 from mlflow_triton.local.serving_env import ENV_RECORD, PIP_LOG, _cost, _upgrade_pip, disk_usage, env_summary
 
 

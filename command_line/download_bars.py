@@ -10,6 +10,8 @@ import os
 import sys
 from collections.abc import Iterator
 
+__all__ = ["DOWNLOAD_BAR_VARIABLE", "download_bars_on_terminals_only"]
+
 DOWNLOAD_BAR_VARIABLE = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 

@@ -9,8 +9,10 @@ A :class:`Progress` prints two kinds of lines:
   ``interval`` seconds, and a heartbeat every ``heartbeat`` seconds even when nothing changes --
   never long silence, never a flood.
 
-Functions of this package take ``progress=`` as a :class:`Progress`, any callable taking one
-string (``print``, ``list.append``) or ``None`` (quiet); :func:`as_progress` accepts all three.
+The functions of ``mlflow_triton.local`` and ``mlflow_triton.deploy`` take ``progress=`` as a
+:class:`Progress`, any callable taking one string (``print``, ``list.append``) or ``None`` (quiet);
+:func:`as_progress` accepts all three. A command given no ``progress`` writes to stderr
+(:func:`~mlflow_triton.command_line.runner.run_command`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO, TypeAlias
 
-from mlflow_triton._urls import without_user_info
+from .urls import without_user_info
 
 __all__ = ["Progress", "ProgressLike", "as_progress"]
 
@@ -82,12 +84,12 @@ class Progress:
             self._emit(line)
             self._last_step, self._last_step_at = message, now
 
-    def _clear_live_line(self):
+    def _clear_live_line(self) -> None:
         if self._pending_clear:
             self._stream.write("\r\x1b[K")
             self._pending_clear = False
 
-    def _emit(self, line):
+    def _emit(self, line: str) -> None:
         line = without_user_info(line)
         if self._write is not None:
             self._write(line)
@@ -96,10 +98,10 @@ class Progress:
 
 
 class _Quiet(Progress):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(write=lambda _line: None, live=False)
 
-    def with_prefix(self, prefix):
+    def with_prefix(self, prefix: str) -> Progress:
         return self
 
 
@@ -112,7 +114,7 @@ def as_progress(progress: ProgressLike) -> Progress:
     return Progress(progress, live=False)
 
 
-def _is_terminal(stream):
+def _is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):

@@ -1,0 +1,92 @@
+"""The frame every ``mlflow-triton`` command runs in: a command is its arguments plus its body.
+
+:func:`run_command` runs a command's body with SIGTERM raised as :class:`~.signals.StopRequested` (so every
+``finally`` and ``with`` block cleans up as on Ctrl-C), MLflow's download bars on terminals only
+(:mod:`~.download_bars`), and status lines going to a :class:`~.progress.Progress` (stderr unless the caller
+gives another). It turns the outcome into the exit status:
+
+* the body's own status: 0 success (``check`` returns 1 for a FAIL);
+* 1 after an error, said in one line on stderr, ``mlflow-triton <command>: error: <message>``, with no traceback:
+  an ``MlflowTritonError`` says its message, an ``OSError`` its reason and file, and the command may word these
+  and others itself (``explain``); an error nobody explains (a bug) goes through with its traceback;
+* 130 after Ctrl-C and 143 after SIGTERM, said as ``mlflow-triton <command>: interrupted (Ctrl-C)`` or
+  ``mlflow-triton <command>: stopped by SIGTERM``, followed by what the command guarantees then (``stopped``).
+
+Whatever it says leaves out the user info (``user:password@``) of the URLs in it (:mod:`~.urls`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from mlflow_triton.shared_contract import MlflowTritonError
+
+from .download_bars import download_bars_on_terminals_only
+from .progress import Progress, ProgressLike, as_progress
+from .signals import StopRequested, stop_on_sigterm
+from .urls import without_user_info
+
+__all__ = ["FAILED", "INTERRUPTED", "TERMINATED", "os_error_text", "run_command"]
+
+#: An error stopped the command.
+FAILED = 1
+#: Ctrl-C: 128 + SIGINT, what a shell reports for a program Ctrl-C ended.
+INTERRUPTED = 130
+#: SIGTERM: 128 + SIGTERM, likewise.
+TERMINATED = 143
+
+
+def run_command(
+    command: str,
+    body: Callable[[Progress], int],
+    *,
+    progress: ProgressLike = None,
+    stopped: str = "",
+    explain: Callable[[Exception], str | None] | None = None,
+) -> int:
+    """Run ``body(progress)`` as ``mlflow-triton <command>``; return its exit status (see the module).
+
+    ``progress``: where status lines go; ``None`` means stderr (rewriting one line in place on a terminal), not
+    quiet. ``stopped``: what holds after Ctrl-C or SIGTERM (``nothing was written``), said after the stop.
+    ``explain(error)``: the command's own words for an error (after ``error:``), or ``None`` to leave the error
+    to the rule above.
+    """
+    say = as_progress(progress) if progress is not None else Progress()
+    try:
+        with stop_on_sigterm(), download_bars_on_terminals_only():
+            return body(say)
+    except StopRequested as stop:
+        _say(f"mlflow-triton {command}: stopped by {stop}", stopped)
+        return TERMINATED
+    except KeyboardInterrupt:
+        _say(f"mlflow-triton {command}: interrupted (Ctrl-C)", stopped)
+        return INTERRUPTED
+    except Exception as error:
+        message = explain(error) if explain is not None else None
+        if message is None:
+            message = _said(error)
+        if message is None:
+            raise
+        _say(f"mlflow-triton {command}: error: {message}")
+        return FAILED
+
+
+def os_error_text(error: OSError) -> str:
+    """``Is a directory: /tmp/report.json`` rather than ``[Errno 21] Is a directory: '/tmp/report.json'``."""
+    if error.strerror and error.filename is not None:
+        return f"{error.strerror}: {error.filename}"
+    return str(error) or type(error).__name__
+
+
+def _said(error: Exception) -> str | None:
+    if isinstance(error, MlflowTritonError):
+        return str(error)
+    if isinstance(error, OSError):  # a work directory, report or output that cannot be written
+        return os_error_text(error)
+    return None
+
+
+def _say(line: str, after: str = "") -> None:
+    text = f"{line}; {after}" if after else line
+    print(without_user_info(text), file=sys.stderr, flush=True)
