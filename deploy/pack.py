@@ -19,7 +19,6 @@ import dataclasses
 import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,8 +29,9 @@ from mlflow_triton.local.serving_env import cached_serving_env, check_requiremen
 from mlflow_triton.local.sources import ModelSource, resolve_model
 from mlflow_triton.repository.config import ENV_PATH_PARAMETER
 from mlflow_triton.repository.paths import lies_inside
+from mlflow_triton.repository.staging import staged_directory
 
-from ._output import checked_out, missing_ancestors
+from ._output import checked_out
 from .archive import ARCHIVE_NAME, audit_archive, pack_environment, require_packer
 from .pack_errors import PackError, PackOutputError, PackRequirementsError
 from .targets import DEFAULT_TARGET, PackPlan, resolve_target
@@ -86,25 +86,15 @@ def pack_models(
     plan = resolve_target(target, python)
     require_packer()
     say.say(f"packing for {plan.describe()}")
-    created = missing_ancestors(out.parent)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-packing-", dir=out.parent))
-    try:
+    # The staging folder also holds the downloads and pip's reports: only its repository/ becomes --out.
+    with staged_directory(out, prefix=f".{out.name}-packing-", product="repository") as staging:
         sources = _fetch(model_uris, staging / "download", say)
         for source in sources:
             _refuse_what_cannot_install(source, plan, staging, say, cache_dir)
-        repository = staging / "repository"
-        packed = [_pack_one(source, repository, plan, say, cache_dir) for source in sources]
+        packed = [_pack_one(source, staging / "repository", plan, say, cache_dir) for source in sources]
         if out.exists():
             out.rmdir()  # checked empty above
-        repository.rename(out)
-        return [dataclasses.replace(entry, directory=out / entry.name) for entry in packed]
-    except BaseException:
-        for folder in reversed(created):
-            shutil.rmtree(folder, ignore_errors=True)
-        raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    return [dataclasses.replace(entry, directory=out / entry.name) for entry in packed]
 
 
 def _checked_out(out, model_uris) -> Path:

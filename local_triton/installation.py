@@ -34,12 +34,12 @@ import platform
 import re
 import shutil
 import sys
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mlflow_triton.command_line import ProgressLike, as_progress
+from mlflow_triton.repository.staging import staged_directory
 
 from ._stale import remove_stale_builds
 from .errors import BundledTritonUnavailableError, TritonInstallError
@@ -288,22 +288,15 @@ def _interpreter(python) -> Interpreter | None:
 
 def _assemble_backend_dir(wheel_backends: Path, stub: Path, backend_dir: Path) -> None:
     """Copy the wheel's ``backends/`` and drop ``stub`` into ``python/`` (atomically)."""
-    backend_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{backend_dir.name}-", dir=backend_dir.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary directory
-    try:
+    # keep_parents: the cache is shared; equal_build_marker: a concurrent process that finishes first made an
+    # equivalent copy, so this one is discarded.
+    with staged_directory(
+        backend_dir, prefix=f".{backend_dir.name}-", keep_parents=True, equal_build_marker=f"python/{_STUB_NAME}"
+    ) as tmp:
         shutil.copytree(wheel_backends, tmp, dirs_exist_ok=True)
         target = tmp / "python" / _STUB_NAME
         shutil.copy2(stub, target)
         target.chmod(target.stat().st_mode | 0o111)
-        try:
-            tmp.rename(backend_dir)
-        except OSError:
-            # A concurrent process finished first; its copy is equivalent.
-            if not (backend_dir / "python" / _STUB_NAME).is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def choose_installation(

@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from mlflow_triton.command_line import ProgressLike, as_progress
+from mlflow_triton.repository.staging import staged_directory
 
 from ._children import die_with_parent, kill_group, stop_signals_deferred, wait_or_kill_group
 from ._stale import STALE_BUILD_SECONDS, remove_stale_builds
@@ -282,14 +282,14 @@ def ensure_env_for_requirements(
 
     envs.mkdir(parents=True, exist_ok=True)
     _remove_stale_builds(envs)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=envs))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary directory
-    started = time.monotonic()
-    say.say(
-        f"building serving environment {env} for {source} with {python_id} (the first build takes a few "
-        f"minutes; pip log: {tmp / PIP_LOG})"
-    )
-    try:
+    # keep_parents: the cache is shared; equal_build_marker: a concurrent build of the same key that finishes
+    # first is as good as this one (same requirements, constraints and interpreter), so this one is discarded.
+    with staged_directory(env, prefix=f".{key}-", keep_parents=True, equal_build_marker=ENV_RECORD) as tmp:
+        started = time.monotonic()
+        say.say(
+            f"building serving environment {env} for {source} with {python_id} (the first build takes a few "
+            f"minutes; pip log: {tmp / PIP_LOG})"
+        )
         log_path = tmp / PIP_LOG
         with open(log_path, "w") as log:
             venv = _run_logged([base_python, "-m", "venv", str(tmp)], log, say, started, "creating the virtualenv")
@@ -340,14 +340,6 @@ def ensure_env_for_requirements(
             )
             + "\n"
         )
-        try:
-            tmp.rename(env)
-        except OSError:
-            # A concurrent build finished first; its environment is equivalent.
-            if not (env / ENV_RECORD).is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     say.say(f"serving environment ready ({_cost(env_summary(env))}): {env}")
     return env
 

@@ -29,6 +29,7 @@ from mlflow_triton.repository import config as _config
 from mlflow_triton.repository import request_files as _requests
 from mlflow_triton.repository.layout import ARTIFACT_DIRECTORY, REPOSITORY_DIRECTORY, VERSION_DIRECTORY, codecs_for
 from mlflow_triton.repository.names import check_model_name, default_model_name
+from mlflow_triton.repository.staging import staged_directory
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.runtime.parameters import PARAMS_CHANNEL
 from mlflow_triton.shared_contract import MAPPING_VERSION
@@ -373,15 +374,8 @@ def _build(plan, path):
 
     On failure nothing is left: neither the staging directory nor the parents created for ``path``.
     """
-    created = [parent for parent in (path.parent, *path.parent.parents) if not parent.exists()]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
-    except BaseException:
-        _remove_empty(created)
-        raise
-    try:
-        staging.rmdir()  # the native flavor insists on creating the directory itself
+    # create=False: the native flavor insists on creating the directory itself
+    with staged_directory(path, create=False) as staging:
         plan.framework.save_native(plan.model, staging, plan.signature, plan.input_example, plan.options)
         architecture = plan.framework.architecture(plan.model, staging, plan.declared_init_kwargs)
         if architecture is not None:
@@ -405,20 +399,6 @@ def _build(plan, path):
             plan.output_mapping,
         )
         _add_triton_flavor(staging, plan.triton_model_name, plan.layout.contract.version)
-        os.rename(staging, path)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        _remove_empty(created)
-        raise
-
-
-def _remove_empty(directories):
-    """Remove the directories this call created, deepest first, where they are still empty."""
-    for directory in directories:
-        try:
-            directory.rmdir()
-        except OSError:
-            return
 
 
 def save_example(package, input_example):

@@ -23,6 +23,7 @@ from mlflow.store.artifact.models_artifact_repo import ModelsArtifactRepository
 
 from mlflow_triton.repository.names import MAX_MODEL_NAME_LENGTH, check_model_name
 from mlflow_triton.repository.paths import lies_inside
+from mlflow_triton.repository.staging import staged_directory
 
 from . import _undo
 from ._packaging import FLAVOR_NAME
@@ -90,11 +91,8 @@ def save_model(
     if destination.exists():
         raise InvalidArgumentError(f"path {str(destination)!r} already exists; choose a new directory")
     data = f"{MODEL_DATA_DIRECTORY}/{source.name}"
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    # A fresh hidden sibling per call: a stale one left by a killed process is neither reused nor deleted.
-    staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{destination.name}.staging-", dir=destination.parent))
-    staging.rmdir()  # only the unique name is wanted: copytree recreates it with umask permissions
-    try:
+    # create=False: only the unique name is wanted, copytree creates the directory with umask permissions
+    with staged_directory(destination, create=False, keep_parents=True) as staging:
         shutil.copytree(source, staging / data, symlinks=True)
         model = mlflow_model or Model()
         empty = sorted(
@@ -105,10 +103,6 @@ def save_model(
         extra = {"empty_directories": empty} if empty else {}
         model.add_flavor(FLAVOR_NAME, data=data, model_name=source.name, **extra)
         model.save(str(staging / "MLmodel"))
-        staging.rename(destination)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def check_model_directory(triton_model_path: str | os.PathLike[str]) -> pathlib.Path:
