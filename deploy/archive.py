@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mlflow_triton.command_line import as_progress
-from mlflow_triton.local._children import die_with_parent, kill_group, stop_signals_deferred, wait_or_kill_group
+from mlflow_triton.command_line.children import die_with_parent, kill_group, stop_signals_deferred, wait_or_kill_group
 
 from .pack_errors import PackError, PackToolMissingError
 from .targets import PackPlan, libpython_of

@@ -49,8 +49,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from mlflow_triton.command_line import sigterm_raises
+from mlflow_triton.command_line.children import die_with_parent, kill_group, wait_or_kill_group
 
-from ._children import die_with_parent, kill_group, wait_or_kill_group
 from .errors import HostAddressError, PortInUseError, TritonStartError
 from .installation import TritonInstallation
 from .serving_env import read_pyvenv_cfg

@@ -40,9 +40,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from mlflow_triton.command_line import ProgressLike, as_progress
+from mlflow_triton.command_line.children import die_with_parent, kill_group, stop_signals_deferred, wait_or_kill_group
 from mlflow_triton.repository.staging import staged_directory
 
-from ._children import die_with_parent, kill_group, stop_signals_deferred, wait_or_kill_group
 from ._stale import STALE_BUILD_SECONDS, remove_stale_builds
 from .errors import ServingEnvError
 from .installation import default_cache_dir

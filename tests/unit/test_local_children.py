@@ -5,7 +5,7 @@ import signal
 import subprocess
 import sys
 
-from mlflow_triton.local._children import die_with_parent
+from mlflow_triton.command_line.children import die_with_parent
 
 READ_PDEATHSIG = (
     "import ctypes; value = ctypes.c_int(); ctypes.CDLL(None).prctl(2, ctypes.byref(value)); print(value.value)"
