@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from mlflow_triton.command_line import Progress, run_command, unreachable, without_user_info
+from mlflow_triton.repository.layout import CONFIG_FILE, REQUIREMENTS_FILE
 
 from .store import StoreLocation, StoreLocationError, locate_repository
 
@@ -26,7 +27,7 @@ __all__ = ["check_from_store_command", "locate_command", "serve_from_store_comma
 
 #: Files of a model directory that ``serve --from-store`` fetches: what builds the serving environment and
 #: the shipped request listed with a curl command. The model itself is read by Triton from the store.
-SERVE_FILES = ("config.pbtxt", "requirements.txt")
+SERVE_FILES = (CONFIG_FILE, REQUIREMENTS_FILE)
 OPTIONAL_SERVE_FILES = ("request.json", "request.bin", "request.headers")
 
 

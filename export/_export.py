@@ -15,6 +15,7 @@ import urllib.parse
 from typing import Literal
 
 from mlflow_triton.repository import request_files
+from mlflow_triton.repository.layout import CONFIG_FILE, MODEL_FILE, REQUIREMENTS_FILE, VERSION_DIRECTORY
 from mlflow_triton.repository.names import check_model_name
 from mlflow_triton.repository.paths import lies_inside
 
@@ -82,11 +83,13 @@ def export_onnx(
 
         def fill(directory):
             (directory / "1").mkdir()
-            (directory / "1" / _config.ONNX_FILENAME).write_bytes(onnx_bytes)
-            (directory / "config.pbtxt").write_text(_config.render_config(config), encoding="utf-8")
+            (directory / VERSION_DIRECTORY / _config.ONNX_FILENAME).write_bytes(onnx_bytes)
+            (directory / CONFIG_FILE).write_text(_config.render_config(config), encoding="utf-8")
             if backend == "python":
-                (directory / "1" / "model.py").write_text(MODEL_PY.read_text(encoding="utf-8"), encoding="utf-8")
-                (directory / "requirements.txt").write_text(requirements(), encoding="utf-8")
+                (directory / VERSION_DIRECTORY / MODEL_FILE).write_text(
+                    MODEL_PY.read_text(encoding="utf-8"), encoding="utf-8"
+                )
+                (directory / REQUIREMENTS_FILE).write_text(requirements(), encoding="utf-8")
             request_files = _write_request(directory, source, inputs, outputs)
             report = _handoff.handoff(
                 name=name,

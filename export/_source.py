@@ -13,7 +13,7 @@ from mlflow.models import Model
 
 from mlflow_triton import triton
 from mlflow_triton.repository.config import declarations, read_config
-from mlflow_triton.repository.layout import ARTIFACT_DIRECTORY, VERSION_DIRECTORY, TensorLayout, codecs_for
+from mlflow_triton.repository.layout import ARTIFACT_DIRECTORY, CONFIG_FILE, VERSION_DIRECTORY, TensorLayout, codecs_for
 from mlflow_triton.runtime.loading import load_predictor
 
 from ._errors import ExportError, UnsupportedModelError
@@ -58,7 +58,7 @@ class LoggedModel:
 def read_logged_model(model_uri, workspace):
     """Download ``model_uri`` into ``workspace`` and load what the export needs (CPU)."""
     repository = triton.load_model(model_uri, dst_path=str(workspace))
-    config, contract = read_config(repository / "config.pbtxt")
+    config, contract = read_config(repository / CONFIG_FILE)
     inputs, outputs = declarations(config)
     layout = TensorLayout(contract=contract, inputs=inputs, outputs=outputs)
     if contract.flavor == "transformers":

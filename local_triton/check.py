@@ -24,6 +24,7 @@ from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton.command_line import ProgressLike, as_progress, without_user_info
 from mlflow_triton.repository.config import DEVICE_KINDS, ENV_PATH_PARAMETER, read_config
+from mlflow_triton.repository.layout import CONFIG_FILE, REQUIREMENTS_FILE
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from ._download import empty_download_dir
@@ -304,7 +305,7 @@ def validate_repository(
             started = time.monotonic()
             say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
             env = ensure_serving_env(
-                served / "requirements.txt",
+                served / REQUIREMENTS_FILE,
                 installation.serving_constraints,
                 progress=say,
                 python=installation.python_executable,
@@ -411,7 +412,7 @@ def _verdict(report):
 
 def packed_environment(model_dir):
     """The ``EXECUTION_ENV_PATH`` of the model's ``config.pbtxt`` (an environment it carries), or ``None``."""
-    config, _ = read_config(Path(model_dir) / "config.pbtxt")
+    config, _ = read_config(Path(model_dir) / CONFIG_FILE)
     if ENV_PATH_PARAMETER not in config.parameters:
         return None
     return config.parameters[ENV_PATH_PARAMETER].string_value
@@ -437,7 +438,7 @@ def _check_carried_interpreter(model_dir):
 
 
 def _check_device(model_dir, device):
-    config, _ = read_config(model_dir / "config.pbtxt")
+    config, _ = read_config(model_dir / CONFIG_FILE)
     kinds = {group.kind for group in config.instance_group}
     if kinds != {DEVICE_KINDS[device]}:
         names = sorted(model_config_pb2.ModelInstanceGroup.Kind.Name(kind) for kind in kinds)

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from mlflow_triton.repository.config import declarations, read_config, wire_arrays
+from mlflow_triton.repository.layout import CONFIG_FILE
 from mlflow_triton.runtime.codecs import StructureCodec
 
 __all__ = [
@@ -50,7 +51,7 @@ CALL_TIME_WINDOW_SECONDS = 3600
 
 def output_codec(model_dir):
     """The runtime's codec for the outputs configured in ``model_dir/config.pbtxt``."""
-    config, contract = read_config(Path(model_dir) / "config.pbtxt")
+    config, contract = read_config(Path(model_dir) / CONFIG_FILE)
     _, outputs = declarations(config)
     return StructureCodec(contract.outputs, {d.name: (d.data_type, d.dims) for d in outputs})
 
@@ -79,7 +80,7 @@ def volatile_outputs(model_dir):
 
     task = (Model.load(str(Path(model_dir) / "1" / "artifact" / "MLmodel")).metadata or {}).get("task")
     fields = VOLATILE_FIELDS.get(task, {})
-    _, contract = read_config(Path(model_dir) / "config.pbtxt")
+    _, contract = read_config(Path(model_dir) / CONFIG_FILE)
     return {f.tensor: fields[f.name] for f in contract.outputs.fields if f.name in fields}
 
 
@@ -87,7 +88,7 @@ def predict_outputs(pyfunc_model, value, model_dir, params=None):
     """``pyfunc_model.predict(value, params=params)`` encoded into the configured output tensors, in the shapes
     Triton answers (a batched repository answers a rank-one output as ``[rows, 1]``)."""
     prediction = pyfunc_model.predict(value) if params is None else pyfunc_model.predict(value, params=params)
-    config, _ = read_config(Path(model_dir) / "config.pbtxt")
+    config, _ = read_config(Path(model_dir) / CONFIG_FILE)
     return wire_arrays(config, "output", output_codec(model_dir).to_tensors(prediction))
 
 

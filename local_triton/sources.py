@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mlflow_triton.command_line import unreachable, without_user_info
+from mlflow_triton.repository.layout import CONFIG_FILE, REQUIREMENTS_FILE
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from .errors import ModelSourceError
@@ -55,7 +56,7 @@ class ModelSource:
 
     @property
     def requirements_file(self) -> Path:
-        return self.repository / "requirements.txt"
+        return self.repository / REQUIREMENTS_FILE
 
 
 def resolve_model(uri: str, download_dir: str | Path) -> ModelSource:
@@ -68,7 +69,7 @@ def resolve_model(uri: str, download_dir: str | Path) -> ModelSource:
     if path.is_dir():
         if (path / "MLmodel").is_file():
             return _from_mlflow_model(uri, str(path.resolve()), download_dir)
-        if (path / "config.pbtxt").is_file():
+        if (path / CONFIG_FILE).is_file():
             return _from_triton_directory(uri, path.resolve())
         raise ModelSourceError(
             f"{uri}: the directory holds neither an MLmodel file (an MLflow model) nor a config.pbtxt "
@@ -90,8 +91,8 @@ def expand_repositories(uris: Sequence[str]) -> list[str]:
     expanded: list[str] = []
     for uri in uris:
         path = Path(uri).expanduser()
-        if path.is_dir() and not (path / "MLmodel").is_file() and not (path / "config.pbtxt").is_file():
-            models = sorted(child for child in path.iterdir() if (child / "config.pbtxt").is_file())
+        if path.is_dir() and not (path / "MLmodel").is_file() and not (path / CONFIG_FILE).is_file():
+            models = sorted(child for child in path.iterdir() if (child / CONFIG_FILE).is_file())
             if models:
                 expanded.extend(str(model) for model in models)
                 continue
@@ -135,7 +136,7 @@ def _from_triton_directory(uri, directory):
 
 def _from_onnx_export(uri, directory):
     """An ``export-onnx`` directory: served as it is with ``--backend python``; no MLflow model behind it."""
-    config = (directory / "config.pbtxt").read_text(encoding="utf-8", errors="replace")
+    config = (directory / CONFIG_FILE).read_text(encoding="utf-8", errors="replace")
     backend, platform = (_config_field(config, field) for field in ("backend", "platform"))
     if backend != "python":
         raise ModelSourceError(
@@ -163,7 +164,7 @@ def _config_field(config_text, field):
 def _has_contract(directory):
     from mlflow_triton.shared_contract import CONTRACT_PARAMETER
 
-    config = directory / "config.pbtxt"
+    config = directory / CONFIG_FILE
     return config.is_file() and CONTRACT_PARAMETER in config.read_text(encoding="utf-8", errors="replace")
 
 

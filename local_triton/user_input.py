@@ -26,6 +26,7 @@ import numpy as np
 
 from mlflow_triton.repository import request_files
 from mlflow_triton.repository.config import declarations, read_config, wire_arrays
+from mlflow_triton.repository.layout import CONFIG_FILE
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.runtime.conversions import TensorMappingError, to_numbers
 from mlflow_triton.shared_contract import MlflowTritonError
@@ -129,7 +130,7 @@ def input_request(
     value: Any, model_dir: str | os.PathLike[str], directory: str | os.PathLike[str], stem: str = "input-request"
 ) -> RequestFiles:
     """Encode ``value`` for the model in ``model_dir``; write the body under ``directory``."""
-    config, contract = read_config(Path(model_dir) / "config.pbtxt")
+    config, contract = read_config(Path(model_dir) / CONFIG_FILE)
     inputs, outputs = declarations(config)
     codec = StructureCodec(contract.inputs, {d.name: (d.data_type, d.dims) for d in inputs})
     try:
