@@ -82,7 +82,7 @@ def export_onnx(
         onnx_bytes = onnx_model.SerializeToString()
 
         def fill(directory):
-            (directory / "1").mkdir()
+            (directory / VERSION_DIRECTORY).mkdir()
             (directory / VERSION_DIRECTORY / _config.ONNX_FILENAME).write_bytes(onnx_bytes)
             (directory / CONFIG_FILE).write_text(_config.render_config(config), encoding="utf-8")
             if backend == "python":
