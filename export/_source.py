@@ -13,8 +13,9 @@ from mlflow.models import Model
 
 from mlflow_triton import triton
 from mlflow_triton._config import declarations, read_config
-from mlflow_triton._packaging import ARTIFACT_DIRECTORY, VERSION_DIRECTORY, codecs_for
+from mlflow_triton._repository_files import ARTIFACT_DIRECTORY, VERSION_DIRECTORY
 from mlflow_triton._schema import TensorLayout
+from mlflow_triton._validation import codecs_for
 from mlflow_triton.runtime.loading import load_predictor
 
 from ._errors import ExportError, UnsupportedModelError

@@ -23,8 +23,8 @@ from mlflow.store.artifact.models_artifact_repo import ModelsArtifactRepository
 
 from . import _undo
 from ._names import MAX_MODEL_NAME_LENGTH, check_model_name
-from ._packaging import FLAVOR_NAME
 from ._paths import lies_inside
+from ._repository_files import FLAVOR_NAME
 from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from mlflow.types import ColSpec, Schema
 
 from mlflow_triton import sklearn
 from mlflow_triton._config import build_config, declarations, parse_config, render_config
-from mlflow_triton._packaging import codecs_for
 from mlflow_triton._schema import layout_from_signature
+from mlflow_triton._validation import codecs_for
 from mlflow_triton.runtime.codecs import StructureCodec, TensorMappingError
 from mlflow_triton.runtime.conversions import to_nanoseconds
 from mlflow_triton.shared_contract import Contract, ContractError, FieldMapping, StructureMapping

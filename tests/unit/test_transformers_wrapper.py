@@ -15,8 +15,8 @@ from mlflow.models import Model
 import mlflow_triton.transformers as mt_transformers
 from mlflow_triton import triton
 from mlflow_triton._config import read_config
-from mlflow_triton._packaging import codecs_for
 from mlflow_triton._schema import layout_from_signature
+from mlflow_triton._validation import codecs_for
 from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.runtime.loading import DEVICE_VARIABLE
 from tests.support import tiny_models
