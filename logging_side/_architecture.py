@@ -26,7 +26,6 @@ from typing import Any
 
 from mlflow.models import Model
 
-ARCHITECTURE_FILE = "architecture.json"
 FORMAT_VERSION = 1
 CONFIGURATION_SUFFIXES = (".json", ".jinja", ".yaml", ".yml", ".toml", ".cfg", ".ini")
 INIT_KWARGS_NOTE = (

@@ -19,11 +19,11 @@ import mlflow
 from mlflow.models import Model
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS, ModelInfo
 from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FILE_NAME
-from mlflow.store.artifact.utils.models import _parse_model_uri, get_model_name_and_version
+from mlflow.store.artifact.utils.models import get_model_name_and_version
 
 from mlflow_triton.command_line import Progress, os_error_text, run_command, unreachable
 
-from . import _model_requirements, _packaging
+from . import _framework, _mlflow_private, _model_requirements, _packaging, _repository_files
 from .errors import (
     ExamplePredictionError,
     InvalidArgumentError,
@@ -43,7 +43,7 @@ _INPUT_REMEDY = (
 )
 
 
-class _LoggedModel(_packaging.Framework):
+class _LoggedModel(_framework.Framework):
     """The source package as the 'native' model: loaded by ``mlflow.pyfunc``, copied as it is."""
 
     model_argument = "model"
@@ -62,7 +62,7 @@ class _LoggedModel(_packaging.Framework):
     def save_native(self, model, path, signature, input_example, options):
         shutil.copytree(self._source_dir, path, symlinks=False)
         if not self._example_saved:  # the given input becomes the new model's example (check predicts it)
-            _packaging.save_example(path, input_example)
+            _framework.save_example(path, input_example)
 
 
 def add_repository(
@@ -169,7 +169,7 @@ def _lineage(model_uri: str) -> dict[str, Any]:
     found = {}
     if model_uri.startswith("models:/"):
         try:
-            parsed = _parse_model_uri(model_uri)
+            parsed = _mlflow_private.parse_model_uri(model_uri)
             if parsed.model_id is not None:
                 found["model_id"] = parsed.model_id
             else:
@@ -199,7 +199,7 @@ def _lineage(model_uri: str) -> dict[str, Any]:
 def _model_id_in(source):
     """The LoggedModel id of a version's source ``models:/m-<id>`` (MLflow 3 leaves ``model_id`` unset)."""
     if source and source.startswith("models:/m-"):
-        return _parse_model_uri(source).model_id
+        return _mlflow_private.parse_model_uri(source).model_id
     return None
 
 
@@ -233,9 +233,9 @@ def _check_flavors(model_uri, mlmodel):
             "can Triton's runtime; re-log it with a flavor that has one, or wrap it in a mlflow.pyfunc.PythonModel "
             "and log that with mlflow_triton.pyfunc.log_model"
         )
-    if _packaging.FLAVOR_NAME in mlmodel.flavors:
+    if _repository_files.FLAVOR_NAME in mlmodel.flavors:
         raise InvalidArgumentError(
-            f"Model {model_uri!r} already has a {_packaging.FLAVOR_NAME} flavor: prove it with "
+            f"Model {model_uri!r} already has a {_repository_files.FLAVOR_NAME} flavor: prove it with "
             f"`mlflow-triton check {model_uri}`"
         )
 
@@ -316,7 +316,7 @@ def add_repository_command(
         out(f"logged {info.model_uri} from {model_uri}")
         uri = info.model_uri
         if info.registered_model_version is not None:
-            registered = options.get("registered_model_name") or _parse_model_uri(model_uri).name
+            registered = options.get("registered_model_name") or _mlflow_private.parse_model_uri(model_uri).name
             uri = f"models:/{registered}/{info.registered_model_version}"
             out(f"registered {uri}")
         out(f"prove it: mlflow-triton check {uri}")

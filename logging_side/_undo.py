@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 import mlflow
 from mlflow.exceptions import MlflowException
 
+from . import _mlflow_private
+
 # Characters that MLflow's filter-string parser cannot take inside a quoted name: it accepts no
 # escape for quotes (checked with MLflow 3.17: `\'`, `''` and double quoting fail or match nothing),
 # and a backslash before the closing quote escapes it.
@@ -101,8 +103,6 @@ def model_versions(client, name):
 
 def _last_logged_model_id():
     """MLflow's id of the LoggedModel most recently created in this thread (None if unknown)."""
-    from mlflow.tracking import fluent
-
     with contextlib.suppress(Exception):
-        return fluent._last_logged_model_id.get()
+        return _mlflow_private.last_logged_model_id()
     return None

@@ -29,10 +29,10 @@ import cloudpickle
 import mlflow.pyfunc
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
-from mlflow.pyfunc.model import PythonModel, PythonModelContext, _FunctionPythonModel, _PythonModelPyfuncWrapper
+from mlflow.pyfunc.model import PythonModel, PythonModelContext
 
-from . import _custom_code, _packaging
-from ._packaging import FLAVOR_NAME as TRITON_FLAVOR_NAME
+from . import _custom_code, _framework, _mlflow_private, _packaging
+from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError, ValidationError
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ FLAVOR_NAME = mlflow.pyfunc.FLAVOR_NAME
 __all__ = ["FLAVOR_NAME", "TRITON_FLAVOR_NAME", "log_model", "save_model"]
 
 
-class _PythonFunction(_packaging.Framework):
+class _PythonFunction(_framework.Framework):
     flavor = FLAVOR_NAME
     model_argument = "python_model"
 
@@ -53,7 +53,7 @@ class _PythonFunction(_packaging.Framework):
         return mlflow.pyfunc
 
     def native_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        return _packaging.with_default_requirements(options, lambda _: mlflow.pyfunc.get_default_pip_requirements())
+        return _framework.with_default_requirements(options, lambda _: mlflow.pyfunc.get_default_pip_requirements())
 
     def check_model(self, model: Any) -> None:
         if model is not None and not isinstance(model, (PythonModel, str, os.PathLike)) and not callable(model):
@@ -73,9 +73,7 @@ class _PythonFunction(_packaging.Framework):
     def pyfunc_adapter(self, model: Any, options: dict[str, Any], model_meta: Model) -> PyFuncModel:
         model_config = options.get("model_config")
         if isinstance(model_config, (str, os.PathLike)):
-            from mlflow.utils.model_utils import _validate_and_get_model_config_from_file
-
-            model_config = _validate_and_get_model_config_from_file(os.fspath(model_config))
+            model_config = _mlflow_private.model_config_from_file(os.fspath(model_config))
         if options.get("loader_module") is not None:
             if model is not None:
                 raise InvalidArgumentError("python_model and loader_module exclude each other: pass one of them")
@@ -97,7 +95,9 @@ class _PythonFunction(_packaging.Framework):
                     "with context.artifacts (the artifacts= names and their local paths) and context.model_config"
                 ) from error
             kept = _keep(downloads)
-        adapter = PyFuncModel(model_meta, _PythonModelPyfuncWrapper(python_model, context, model_meta.signature))
+        adapter = PyFuncModel(
+            model_meta, _mlflow_private.python_model_wrapper(python_model, context, model_meta.signature)
+        )
         if kept is not None:
             weakref.finalize(adapter, shutil.rmtree, kept, True)
         return adapter
@@ -124,22 +124,17 @@ def _code(model: Any) -> Any:
 def _in_memory_copy(model: Any, model_config: Any, signature: Any) -> PythonModel:
     """The model as MLflow will load it: a cloudpickle copy, or the object a models-from-code file sets."""
     if isinstance(model, (str, os.PathLike)):
-        from mlflow.models.utils import _load_model_code_path
-
         path = pathlib.Path(model)
         if not path.is_file():
             raise InvalidArgumentError(
                 f"python_model {os.fspath(model)!r}: no such file; a model from code is the path of a Python file "
                 "that calls mlflow.models.set_model(model)"
             )
-        import mlflow.models.model as mlflow_model
-
-        # MLflow keeps the last model a file set in this global: a file that sets none would get the previous one.
-        mlflow_model.__mlflow_model__ = None
+        _mlflow_private.forget_model_set_by_code()
         try:
-            model = _load_model_code_path(str(path), model_config)
+            model = _mlflow_private.load_model_code(str(path), model_config)
         except Exception as error:
-            if getattr(mlflow_model, "__mlflow_model__", None) is None and "set_model" in str(error):
+            if _mlflow_private.model_set_by_code() is None and "set_model" in str(error):
                 raise InvalidArgumentError(
                     f"python_model {str(path)!r} does not call mlflow.models.set_model(model)"
                 ) from None
@@ -156,7 +151,7 @@ def _in_memory_copy(model: Any, model_config: Any, signature: Any) -> PythonMode
                 "python_model='model.py'"
             ) from error
     if not isinstance(model, PythonModel):
-        model = _FunctionPythonModel(model, signature=signature)
+        model = _mlflow_private.function_python_model(model, signature)
     return model
 
 

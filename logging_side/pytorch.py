@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _architecture, _custom_code, _packaging
-from ._packaging import FLAVOR_NAME as TRITON_FLAVOR_NAME
+from . import _architecture, _custom_code, _framework, _mlflow_private, _packaging
+from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def _module_device(model: Module) -> str:
     return devices[0] if devices else "cpu"
 
 
-class _PyTorch(_packaging.Framework):
+class _PyTorch(_framework.Framework):
     flavor = FLAVOR_NAME
     model_argument = "pytorch_model"
     supports_gpu = True
@@ -119,7 +119,7 @@ class _PyTorch(_packaging.Framework):
         options = dict(options)
         if options.get("serialization_format") is None and not options.get("export_model"):
             options["serialization_format"] = _DEFAULT_SERIALIZATION_FORMAT
-        return _packaging.with_default_requirements(
+        return _framework.with_default_requirements(
             options, lambda _options: _mlflow_pytorch().get_default_pip_requirements()
         )
 
@@ -127,7 +127,7 @@ class _PyTorch(_packaging.Framework):
         return _module_device(model)
 
     def pyfunc_adapter(self, model: Module, options: dict[str, Any], model_meta: Model) -> PyFuncModel:
-        wrapper = _mlflow_pytorch()._PyTorchWrapper(model, device=self.current_device(model))
+        wrapper = _mlflow_private.pytorch_wrapper(model, self.current_device(model))
         return PyFuncModel(model_meta, wrapper)
 
     def architecture(self, model: Module, package_path: Any, declared_init_kwargs: Any) -> dict[str, Any]:

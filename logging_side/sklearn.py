@@ -17,8 +17,8 @@ import mlflow.sklearn
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _custom_code, _packaging
-from ._packaging import FLAVOR_NAME as TRITON_FLAVOR_NAME
+from . import _custom_code, _framework, _mlflow_private, _packaging
+from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ FLAVOR_NAME = "sklearn"
 __all__ = ["FLAVOR_NAME", "TRITON_FLAVOR_NAME", "log_model", "save_model"]
 
 
-class _Sklearn(_packaging.Framework):
+class _Sklearn(_framework.Framework):
     flavor = FLAVOR_NAME
     model_argument = "sk_model"
 
@@ -39,7 +39,7 @@ class _Sklearn(_packaging.Framework):
         return mlflow.sklearn
 
     def native_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        return _packaging.with_default_requirements(options, self._default_requirements)
+        return _framework.with_default_requirements(options, self._default_requirements)
 
     @staticmethod
     def _default_requirements(options: dict[str, Any]) -> list[str]:
@@ -54,9 +54,9 @@ class _Sklearn(_packaging.Framework):
         if not hasattr(model, predict_fn):
             raise InvalidArgumentError(
                 f"pyfunc_predict_fn {predict_fn!r}: the model has no such method; supported: "
-                + ", ".join(["predict", *mlflow.sklearn._SklearnModelWrapper._SUPPORTED_CUSTOM_PREDICT_FN])
+                + ", ".join(["predict", *_mlflow_private.sklearn_custom_predict_functions()])
             )
-        return PyFuncModel(model_meta, mlflow.sklearn._SklearnModelWrapper(model), predict_fn=predict_fn)
+        return PyFuncModel(model_meta, _mlflow_private.sklearn_wrapper(model), predict_fn=predict_fn)
 
     def custom_code_warnings(self, model: Any, options: dict[str, Any]) -> list[str]:
         serialization_format = options.get("serialization_format") or _default_serialization_format()

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _architecture, _packaging
-from ._packaging import FLAVOR_NAME as TRITON_FLAVOR_NAME
+from . import _architecture, _framework, _mlflow_private, _packaging
+from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import BatchingRefusedError, InvalidArgumentError
 from .pytorch import _check_eval_mode, _module_device
 
@@ -72,7 +72,7 @@ def _mlflow_transformers() -> ModuleType:
     return mlflow.transformers
 
 
-class _Transformers(_packaging.Framework):
+class _Transformers(_framework.Framework):
     flavor = FLAVOR_NAME
     model_argument = "transformers_model"
     supports_gpu = True
@@ -117,7 +117,7 @@ class _Transformers(_packaging.Framework):
                 "transformers_model must be a transformers.Pipeline with its tokenizer/processor, got "
                 f"{type(model).__name__}; build one with transformers.pipeline(task, model=..., tokenizer=...)"
             )
-        if not _mlflow_transformers()._should_add_pyfunc_to_model(model):
+        if not _mlflow_private.transformers_pipeline_has_pyfunc(model):
             raise InvalidArgumentError(
                 f"{type(model).__name__} (task {model.task!r}) has no MLflow pyfunc interface, which the Triton "
                 "runtime serves through; this pipeline needs a separate serving adapter"
@@ -159,7 +159,7 @@ class _Transformers(_packaging.Framework):
         prompt_template = options.get("prompt_template")
         if prompt_template is not None and model.task == "text-generation":
             model_config.setdefault("return_full_text", False)  # what mlflow.transformers.save_model records
-        wrapper = _mlflow_transformers()._TransformersWrapper(
+        wrapper = _mlflow_private.transformers_wrapper(
             model, flavor_config=flavor_config, model_config=model_config, prompt_template=prompt_template
         )
         return PyFuncModel(model_meta, wrapper)
@@ -170,14 +170,14 @@ class _Transformers(_packaging.Framework):
         # The defaults depend on the model (its engine, PEFT) and the pipeline (an image processor), so they are
         # settled here.
         reads_images = getattr(model, "image_processor", None) is not None
-        options = _packaging.with_default_requirements(
+        options = _framework.with_default_requirements(
             options, lambda _options: _default_requirements(model.model, reads_images=reads_images)
         )
         if _labels_are_an_array(model, signature):
             # MLflow saves a zero-shot example's candidate_labels as JSON text (for its default string signature),
             # which its own schema enforcement then refuses for an Array column: the example is saved as given.
             super().save_native(model, path, signature, None, options)
-            _packaging.save_example(path, input_example)
+            _framework.save_example(path, input_example)
             return
         super().save_native(model, path, signature, input_example, options)
 
@@ -191,7 +191,7 @@ def _check_llm_task_fits(task: str, pipeline_task: str) -> None:
     from mlflow.exceptions import MlflowException
 
     try:
-        _mlflow_transformers()._validate_llm_inference_task_type(task, pipeline_task)
+        _mlflow_private.validate_llm_inference_task(task, pipeline_task)
     except MlflowException as error:
         raise InvalidArgumentError(
             f"task {task!r}: {error.message} (llm/v1/chat and llm/v1/completions take a text-generation pipeline, "
@@ -227,16 +227,15 @@ def _default_requirements(model: Any, *, reads_images: bool = False) -> list[str
     except ImportError:
         pass
     from mlflow.transformers.peft import is_peft_model
-    from mlflow.utils.requirements_utils import _get_pinned_requirement
 
-    packages = ["transformers", mlflow_transformers._get_engine_type(model)]
+    packages = ["transformers", _mlflow_private.transformers_engine(model)]
     if packages[-1] == "torch":
         packages += [name for name in ("torchvision", "accelerate") if importlib.util.find_spec(name)]
     if is_peft_model(model):
         packages.append("peft")
     if reads_images and "torchvision" not in packages:
         packages.append("pillow")
-    return [_get_pinned_requirement(package) for package in packages]
+    return [_mlflow_private.pinned_requirement(package) for package in packages]
 
 
 _FRAMEWORK = _Transformers()

@@ -26,7 +26,7 @@ from mlflow_triton.repository.paths import lies_inside
 from mlflow_triton.repository.staging import staged_directory
 
 from . import _undo
-from ._packaging import FLAVOR_NAME
+from ._repository_files import FLAVOR_NAME
 from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:

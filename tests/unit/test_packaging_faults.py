@@ -1,6 +1,6 @@
 """A failure at any step of the packaging flow leaves TMPDIR and the tracking store clean.
 
-Faults are injected at each step of ``_packaging``: the example prediction,
+Faults are injected at each step of the packaging flow (``_packaging``): the example prediction,
 the native save, the ``1/artifact`` copy, the saved-artifact check, the
 repository files, the triton flavor, the rename and, inside ``Model.log``, the
 artifact upload and the registration. After each, TMPDIR is empty, no LoggedModel
@@ -19,7 +19,7 @@ from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, Schema, TensorSpec
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from mlflow_triton import _packaging, _saved_check, sklearn
+from mlflow_triton import _repository_files, _saved_check, sklearn
 from mlflow_triton.errors import ValidationError
 
 
@@ -100,8 +100,8 @@ def test_log_model_leaves_nothing_behind_when_the_example_prediction_raises(
 
 STEPS = {
     "native-save": lambda: (mlflow.sklearn, "save_model"),
-    "repository-files": lambda: (_packaging, "_write_repository"),
-    "triton-flavor": lambda: (_packaging, "_add_triton_flavor"),
+    "repository-files": lambda: (_repository_files, "write_repository"),
+    "triton-flavor": lambda: (_repository_files, "add_triton_flavor"),
     "rename-into-place": lambda: (os, "rename"),
 }
 
@@ -123,7 +123,7 @@ def test_log_model_leaves_nothing_behind_when_a_packaging_step_raises(
 def test_log_model_leaves_nothing_behind_when_the_1_artifact_copy_raises_midway(
     monkeypatch, log, assert_clean, tracking_store
 ):
-    monkeypatch.setattr(_packaging, "_copy_native_package", _copy_first_entry_then_fail)
+    monkeypatch.setattr(_repository_files, "copy_native_package", _copy_first_entry_then_fail)
 
     with pytest.raises(InjectedFault, match="No space left on device while copying 1/artifact"):
         log()
@@ -153,7 +153,7 @@ def test_log_model_leaves_nothing_behind_when_the_saved_artifact_check_raises(
 def test_log_model_leaves_no_staging_directory_when_interrupted_mid_save(
     monkeypatch, log, assert_clean, tracking_store
 ):
-    _inject(monkeypatch, _packaging, "_write_repository", KeyboardInterrupt())
+    _inject(monkeypatch, _repository_files, "write_repository", KeyboardInterrupt())
 
     with pytest.raises(KeyboardInterrupt):
         log()
@@ -302,7 +302,7 @@ def test_save_model_leaves_neither_path_nor_staging_when_interrupted_mid_save(
 ):
     parent = tmp_path / "models"
     parent.mkdir()
-    _inject(monkeypatch, _packaging, "_add_triton_flavor", KeyboardInterrupt())
+    _inject(monkeypatch, _repository_files, "add_triton_flavor", KeyboardInterrupt())
 
     with pytest.raises(KeyboardInterrupt):
         sklearn.save_model(fitted_pipeline, parent / "classifier", input_example=example_frame)

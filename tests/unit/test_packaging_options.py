@@ -1,4 +1,4 @@
-"""``_packaging``: native option checks, recorded requirements and empty examples, without logging."""
+"""``_framework`` and ``_packaging``: native option checks, recorded requirements and empty examples."""
 
 import inspect
 import re
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlflow_triton import _packaging, sklearn
+from mlflow_triton import _framework, _packaging, sklearn
 from mlflow_triton.errors import InvalidArgumentError
 
 SKLEARN_NATIVE_OPTIONS = (
@@ -19,7 +19,7 @@ SKLEARN_NATIVE_OPTIONS = (
 )
 
 
-class _CatchAllFramework(_packaging.Framework):
+class _CatchAllFramework(_framework.Framework):
     """A flavor whose save_model forwards unknown keywords elsewhere, like mlflow.pytorch.save_model."""
 
     flavor = "catch_all"
@@ -41,7 +41,7 @@ def test_check_native_options_lists_the_sklearn_options_when_an_option_is_unknow
 
 
 def test_check_native_options_accepts_every_unmanaged_save_model_parameter_when_given():
-    parameters = set(inspect.signature(mlflow.sklearn.save_model).parameters) - _packaging.MANAGED_NATIVE_OPTIONS
+    parameters = set(inspect.signature(mlflow.sklearn.save_model).parameters) - _framework.MANAGED_NATIVE_OPTIONS
 
     sklearn._FRAMEWORK.check_native_options(dict.fromkeys(parameters))
 
@@ -78,7 +78,7 @@ def test_sklearn_native_options_record_default_requirements_when_no_requirements
 
 
 def test_with_default_requirements_appends_extra_requirements_when_given_as_a_list():
-    options = _packaging.with_default_requirements({"extra_pip_requirements": ["pyarrow"]}, lambda _: ["scikit-learn"])
+    options = _framework.with_default_requirements({"extra_pip_requirements": ["pyarrow"]}, lambda _: ["scikit-learn"])
 
     assert options == {"pip_requirements": ["scikit-learn", "pyarrow"]}
 
@@ -87,7 +87,7 @@ def test_with_default_requirements_reads_extra_requirements_when_given_as_a_file
     requirements = tmp_path / "extra.txt"
     requirements.write_text("# serving extras\npyarrow>=14\n\n  orjson  \n")
 
-    options = _packaging.with_default_requirements({"extra_pip_requirements": str(requirements)}, lambda _: ["sk"])
+    options = _framework.with_default_requirements({"extra_pip_requirements": str(requirements)}, lambda _: ["sk"])
 
     assert options == {"pip_requirements": ["sk", "pyarrow>=14", "orjson"]}
 
@@ -101,7 +101,7 @@ def test_with_default_requirements_reads_extra_requirements_when_given_as_a_file
     ],
 )
 def test_with_default_requirements_keeps_the_callers_requirements_when_given(given):
-    assert _packaging.with_default_requirements(given, lambda _: ["never-used"]) == given
+    assert _framework.with_default_requirements(given, lambda _: ["never-used"]) == given
 
 
 # -- empty examples ------------------------------------------------------------------------------

@@ -1,0 +1,126 @@
+"""The Triton repository written beside the native MLflow package, and the triton flavor that points at it.
+
+``model_repository/<name>/`` holds ``config.pbtxt``, ``1/model.py`` (the runtime), ``1/artifact/`` (a copy of the
+native package), the lean ``requirements.txt``, the example request files and ``validation.json`` (what was checked
+and how); the MLmodel's ``triton`` flavor names it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from typing import TYPE_CHECKING
+
+import mlflow
+from mlflow.models import Model
+
+from mlflow_triton.repository.config import build_config, wire_arrays, write_config
+from mlflow_triton.repository.layout import (
+    ARTIFACT_DIRECTORY,
+    CONFIG_FILE,
+    MODEL_FILE,
+    REPOSITORY_DIRECTORY,
+    REQUIREMENTS_FILE,
+    VALIDATION_FILE,
+    VERSION_DIRECTORY,
+)
+from mlflow_triton.repository.request_files import wire_parameters, write_request
+from mlflow_triton.runtime import RUNTIME_VERSION
+
+from . import _batching, _model_py, _serving_requirements
+
+if TYPE_CHECKING:
+    from ._packaging import Plan
+
+FLAVOR_NAME = "triton"
+
+
+def copy_native_package(source, destination):
+    """Copy the native MLflow package (not model_repository/ itself) into 1/artifact/."""
+    destination.mkdir(parents=True)
+    for entry in source.iterdir():
+        if entry.name == REPOSITORY_DIRECTORY:
+            continue
+        target = destination / entry.name
+        if entry.is_dir():
+            shutil.copytree(entry, target, symlinks=False)
+        else:
+            shutil.copy2(entry, target)
+
+
+def write_repository(repository, plan: Plan, validation):
+    """Write the repository's files for ``plan``; ``validation`` is the check's record (``_validation``)."""
+    layout = plan.layout
+    config = build_config(plan.triton_model_name, layout, plan.device, plan.batching.max_queue_delay_microseconds)
+    write_config(config, repository / CONFIG_FILE)
+    (repository / VERSION_DIRECTORY / MODEL_FILE).write_text(_model_py.compose_model_py(), encoding="utf-8")
+    _write_requirements(repository)
+    datatypes = {d.name: d.data_type for d in layout.inputs}
+    contents = {f.tensor: f.content for f in layout.contract.inputs.fields}
+    request_files = write_request(
+        repository,
+        wire_arrays(config, "input", plan.tensors),
+        datatypes,
+        contents,
+        {d.name: d.data_type for d in layout.outputs},
+        {f.tensor: f.content for f in layout.contract.outputs.fields},
+        parameters=wire_parameters(plan.example_params),
+    )
+    report = {
+        "mode": validation["mode"],
+        "saved_artifact_checked": validation["mode"] == "saved-artifact",
+        "validation_device": validation["device"],
+        "target_device": plan.device,
+        "tensor_mapping": {
+            "validated": True,
+            "where": "local",
+            "how": "example encoded to Triton tensors, decoded by the runtime codecs, predicted, "
+            "prediction encoded to the configured outputs",
+            "outputs": {name: list(array.shape) for name, array in validation["outputs"].items()},
+        },
+        "triton": {
+            "validated": False,
+            "note": "logging does not start Triton; run `mlflow-triton check <model URI>` to validate on a real server",
+        },
+        "request_files": request_files,
+        "warnings": list(plan.recorded_warnings),
+        "mlflow_version": mlflow.__version__,
+        "runtime_version": RUNTIME_VERSION,
+        "mapping_version": layout.contract.version,
+    }
+    if plan.lineage is not None:
+        report["source"] = plan.lineage
+    if plan.output_mapping is not None:
+        report["output_mapping"] = plan.output_mapping
+    if plan.batching.enabled:
+        report["batching"] = {
+            "max_batch_size": plan.batching.max_batch_size,
+            "max_queue_delay_microseconds": plan.batching.max_queue_delay_microseconds,
+            "row_independence": plan.batching_proof,
+            "zero_row_requests": _batching.ZERO_ROW_REQUESTS,
+        }
+    (repository / VALIDATION_FILE).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+
+def _write_requirements(repository):
+    """Write the repository's lean ``requirements.txt`` (``_serving_requirements``) from the MLflow package's."""
+    native = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY / REQUIREMENTS_FILE
+    lines = native.read_text(encoding="utf-8").splitlines() if native.exists() else []
+    lean = _serving_requirements.serving_requirements(lines, mlflow.__version__, _serving_requirements.mlflow_bounds())
+    (repository / REQUIREMENTS_FILE).write_text(
+        _serving_requirements.SERVING_REQUIREMENTS_HEADER + "".join(f"{line}\n" for line in lean), encoding="utf-8"
+    )
+
+
+def add_triton_flavor(package, triton_model_name, mapping_version):
+    """Add the ``triton`` flavor, which names the repository, to the MLmodel of the package at ``package``."""
+    mlmodel_path = package / "MLmodel"
+    model = Model.load(str(mlmodel_path))
+    model.add_flavor(
+        FLAVOR_NAME,
+        data=f"{REPOSITORY_DIRECTORY}/{triton_model_name}",
+        model_name=triton_model_name,
+        mapping_version=mapping_version,
+        runtime_version=RUNTIME_VERSION,
+    )
+    model.save(str(mlmodel_path))
