@@ -9,44 +9,24 @@
   (``env.tar.gz`` + ``EXECUTION_ENV_PATH``) for a named target (:mod:`~mlflow_triton.deploy.targets`), packed by
   venv-pack2 (:mod:`~mlflow_triton.deploy.archive`, the ``deploy`` extra).
 
-Boundary: this part may use ``mlflow_triton.local`` (its serving-environment builder and server),
-the logging side (``triton.load_model``), the runtime's codecs and the contract; none of those
-import it. Heavy or optional dependencies are imported lazily with an error naming the extra.
+The package offers the commands and the pieces a program composes them from (``__all__``); the errors are
+in ``errors``, ``pack_errors``, ``store`` and ``kserve``. Boundary: this part may use ``mlflow_triton.local`` (its
+serving-environment builder and server), the repository format and the command frame; none of those import it.
+Heavy or optional dependencies are imported lazily with an error naming the extra.
 """
 
-from .errors import DeployError, OutputPathError
-from .kserve import KServeManifestError, inference_service, kserve_command
+from .errors import DeployError
+from .kserve import inference_service, kserve_command
 from .pack import PackedModel, pack_command, pack_models
-from .pack_errors import PackError, PackOutputError, PackRequirementsError, PackTargetError, PackToolMissingError
-from .store import (
-    NotATritonModelError,
-    StoreAccessError,
-    StoreLocation,
-    StoreLocationError,
-    StorePathError,
-    locate_repository,
-)
+from .store import StoreLocation, locate_repository
 from .store_commands import check_from_store_command, locate_command, serve_from_store_command
-from .targets import TARGETS, PackPlan, Target, resolve_target
+from .targets import TARGETS, resolve_target
 
 __all__ = [
     "TARGETS",
     "DeployError",
-    "KServeManifestError",
-    "NotATritonModelError",
-    "OutputPathError",
-    "PackError",
-    "PackOutputError",
-    "PackPlan",
-    "PackRequirementsError",
-    "PackTargetError",
-    "PackToolMissingError",
     "PackedModel",
-    "StoreAccessError",
     "StoreLocation",
-    "StoreLocationError",
-    "StorePathError",
-    "Target",
     "check_from_store_command",
     "inference_service",
     "kserve_command",

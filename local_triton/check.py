@@ -300,30 +300,7 @@ def validate_repository(
             report.repository = repository_address
         _check_device(served, device)
         carried = packed_environment(served)
-        env = None
-        if carried is None:
-            started = time.monotonic()
-            say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
-            env = ensure_serving_env(
-                served / REQUIREMENTS_FILE,
-                installation.serving_constraints,
-                progress=say,
-                python=installation.python_executable,
-            )
-            report.seconds["serving_env"] = round(time.monotonic() - started, 1)
-            report.serving_env = env_summary(env)
-        else:
-            _check_carried_interpreter(served)
-            archive = Path(carried.replace(_MODEL_DIRECTORY, str(served)))
-            report.serving_env = {
-                "carried": carried,
-                "bare_start": True,
-                "archive_mib": round(archive.stat().st_size / 2**20) if archive.is_file() else None,
-            }
-            say.say(
-                f"the model carries its environment ({ENV_PATH_PARAMETER} {carried}): bare start, as env -i "
-                f"would (PATH={BARE_PATH}, only the server's own libraries, no serving environment)"
-            )
+        env = _serving_environment(served, carried, installation, report, say)
         say.say(f"starting tritonserver and loading the model (log: {log_path}) ...")
         report.logs["tritonserver"] = str(log_path)
         with TritonServer(
@@ -352,21 +329,7 @@ def validate_repository(
                 report.reason = f"Triton rejected {what} (HTTP {error.status}): {error.triton_error}"
                 return report
             report.seconds["inference"] = round(time.monotonic() - started, 2)
-        report.request_form = response.form
-        volatile = volatile_outputs(model_dir)
-        report.comparison = compare(expected, response.outputs, volatile=volatile)
-        for extra, answer in answers:
-            comparison = compare(extra.expected, answer.outputs, volatile=volatile)
-            report.inputs.append(
-                {
-                    "label": extra.label,
-                    "request": str(extra.request.body_path),
-                    "form": answer.form,
-                    "rows": extra.rows,
-                    "comparison": comparison,
-                    "equal": all(result["equal"] for result in comparison.values()),
-                }
-            )
+        _compare_answers(report, model_dir, expected, response, answers)
         report.passed, report.reason = _verdict(report)
     except TritonStartError as error:
         # Triton's reason may carry a Python traceback: its first line goes on the verdict line, the rest is in the
@@ -377,6 +340,54 @@ def validate_repository(
     except Exception as error:  # a FAIL line for this model; Ctrl-C and SIGTERM (BaseException) stop the check
         report.reason = f"{type(error).__name__}: {error}"
     return report
+
+
+def _serving_environment(served, carried, installation, report, say):
+    """The serving environment built from the model's requirements.txt, or ``None`` for a model that carries its
+    own (``carried``: its ``EXECUTION_ENV_PATH``; the server then starts bare); what was used goes into ``report``."""
+    if carried is None:
+        started = time.monotonic()
+        say.say(f"serving environment from requirements.txt + {list(installation.serving_constraints)}")
+        env = ensure_serving_env(
+            served / REQUIREMENTS_FILE,
+            installation.serving_constraints,
+            progress=say,
+            python=installation.python_executable,
+        )
+        report.seconds["serving_env"] = round(time.monotonic() - started, 1)
+        report.serving_env = env_summary(env)
+        return env
+    _check_carried_interpreter(served)
+    archive = Path(carried.replace(_MODEL_DIRECTORY, str(served)))
+    report.serving_env = {
+        "carried": carried,
+        "bare_start": True,
+        "archive_mib": round(archive.stat().st_size / 2**20) if archive.is_file() else None,
+    }
+    say.say(
+        f"the model carries its environment ({ENV_PATH_PARAMETER} {carried}): bare start, as env -i "
+        f"would (PATH={BARE_PATH}, only the server's own libraries, no serving environment)"
+    )
+    return None
+
+
+def _compare_answers(report, model_dir, expected, response, answers):
+    """Triton's answers to the shipped request and to each extra request, compared with ``pyfunc.predict``'s."""
+    report.request_form = response.form
+    volatile = volatile_outputs(model_dir)
+    report.comparison = compare(expected, response.outputs, volatile=volatile)
+    for extra, answer in answers:
+        comparison = compare(extra.expected, answer.outputs, volatile=volatile)
+        report.inputs.append(
+            {
+                "label": extra.label,
+                "request": str(extra.request.body_path),
+                "form": answer.form,
+                "rows": extra.rows,
+                "comparison": comparison,
+                "equal": all(result["equal"] for result in comparison.values()),
+            }
+        )
 
 
 def _failure_text(error):

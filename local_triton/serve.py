@@ -90,23 +90,10 @@ def serve_models(
     """
     say = as_progress(progress)
     work_dir = Path(work_dir)
-    if not is_loopback(host):
-        say.say(
-            f"WARNING: listening on {host}, not loopback: anyone who can reach this machine can call these "
-            "models. Triton 2.51 is not hardened against untrusted clients (see docs/limits.md)."
-        )
-    ports = (("--http-port", http_port), ("--grpc-port", grpc_port), ("--metrics-port", metrics_port))
-    if len({port for _, port in ports}) != len(ports):
-        raise PortInUseError(f"HTTP, gRPC and metrics need three different ports, got {[port for _, port in ports]}")
-    for option, port in ports:
-        check_port_free(host, port, option)
-
-    sources = []
-    for number, uri in enumerate(model_uris, start=1):
-        say.say(f"[{uri}] fetching the model's Triton repository ...")
-        empty_download_dir(work_dir / "download" / str(number), uri)
-        sources.append((fetch or resolve_model)(uri, work_dir / "download" / str(number)))
-    check_unique_names(sources)
+    _check_listening(
+        host, (("--http-port", http_port), ("--grpc-port", grpc_port), ("--metrics-port", metrics_port)), say
+    )
+    sources = _fetch_models(model_uris, work_dir, fetch or resolve_model, say)
     lines = shared_requirements(sources)
     if repository_addresses:
         served = [ServedModel(source, source.repository) for source in sources]
@@ -156,6 +143,30 @@ def serve_models(
             return_code = 1
     say.say("tritonserver stopped")
     return return_code
+
+
+def _check_listening(host, ports, say):
+    """Warn when ``host`` is not loopback; refuse ports (``(option, port)`` pairs) that repeat or are taken."""
+    if not is_loopback(host):
+        say.say(
+            f"WARNING: listening on {host}, not loopback: anyone who can reach this machine can call these "
+            "models. Triton 2.51 is not hardened against untrusted clients (see docs/limits.md)."
+        )
+    if len({port for _, port in ports}) != len(ports):
+        raise PortInUseError(f"HTTP, gRPC and metrics need three different ports, got {[port for _, port in ports]}")
+    for option, port in ports:
+        check_port_free(host, port, option)
+
+
+def _fetch_models(model_uris, work_dir, fetch, say):
+    """Each model's source, fetched into its own download folder; names must not repeat."""
+    sources = []
+    for number, uri in enumerate(model_uris, start=1):
+        say.say(f"[{uri}] fetching the model's Triton repository ...")
+        empty_download_dir(work_dir / "download" / str(number), uri)
+        sources.append(fetch(uri, work_dir / "download" / str(number)))
+    check_unique_names(sources)
+    return sources
 
 
 def check_unique_names(sources: Iterable[ModelSource]) -> None:

@@ -285,63 +285,70 @@ def ensure_env_for_requirements(
     # keep_parents: the cache is shared; equal_build_marker: a concurrent build of the same key that finishes
     # first is as good as this one (same requirements, constraints and interpreter), so this one is discarded.
     with staged_directory(env, prefix=f".{key}-", keep_parents=True, equal_build_marker=ENV_RECORD) as tmp:
-        started = time.monotonic()
-        say.say(
-            f"building serving environment {env} for {source} with {python_id} (the first build takes a few "
-            f"minutes; pip log: {tmp / PIP_LOG})"
-        )
-        log_path = tmp / PIP_LOG
-        with open(log_path, "w") as log:
-            venv = _run_logged([base_python, "-m", "venv", str(tmp)], log, say, started, "creating the virtualenv")
-        if venv != 0:
-            output = log_path.read_text(errors="replace")
-            raise ServingEnvError(f"`{base_python} -m venv` failed:\n{output}", output.splitlines(), conflict=False)
-        env_python = str(tmp / "bin" / "python")
-        _upgrade_pip(env_python, log_path, say, started)
-        (tmp / "requirements.txt").write_text("".join(f"{line}\n" for line in lines))
-        cmd = [
-            env_python,
-            "-m",
-            "pip",
-            "install",
-            "--progress-bar",
-            "off",
-            "--no-input",
-            "-r",
-            str(tmp / "requirements.txt"),
-        ]
-        if cons:
-            cmd += ["-c", str(_write_constraints(tmp, cons))]
-        with open(log_path, "a") as log:
-            status = _run_logged(cmd, log, say, started, "pip")
-        if status != 0:
-            raise _pip_error(
-                "building the serving environment", source, cons, log_path.read_text(errors="replace"), python_id
-            )
-
-        freeze = subprocess.run(
-            [env_python, "-m", "pip", "freeze", "--all"], capture_output=True, text=True
-        ).stdout.splitlines()
-        _relocate_scripts(tmp, env)
-        build_seconds = round(time.monotonic() - started, 1)
-        (tmp / ENV_RECORD).write_text(
-            json.dumps(
-                {
-                    "requirements": lines,
-                    "constraints": cons,
-                    "python": python_id,
-                    "base_python": base_python,
-                    "source": source,
-                    "installed": freeze,
-                    "build_seconds": build_seconds,
-                    "size_bytes": disk_usage(tmp),
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+        _build_env(tmp, env, base_python, python_id, lines, cons, source, say)
     say.say(f"serving environment ready ({_cost(env_summary(env))}): {env}")
     return env
+
+
+def _build_env(tmp, env, base_python, python_id, lines, cons, source, say):
+    """Build the environment in ``tmp`` (the staging directory that becomes ``env``): a virtualenv of
+    ``base_python``, pip upgraded, ``lines`` installed under ``cons``, scripts relocated, and the record written
+    last (what marks it finished)."""
+    started = time.monotonic()
+    say.say(
+        f"building serving environment {env} for {source} with {python_id} (the first build takes a few "
+        f"minutes; pip log: {tmp / PIP_LOG})"
+    )
+    log_path = tmp / PIP_LOG
+    with open(log_path, "w") as log:
+        venv = _run_logged([base_python, "-m", "venv", str(tmp)], log, say, started, "creating the virtualenv")
+    if venv != 0:
+        output = log_path.read_text(errors="replace")
+        raise ServingEnvError(f"`{base_python} -m venv` failed:\n{output}", output.splitlines(), conflict=False)
+    env_python = str(tmp / "bin" / "python")
+    _upgrade_pip(env_python, log_path, say, started)
+    (tmp / "requirements.txt").write_text("".join(f"{line}\n" for line in lines))
+    cmd = [
+        env_python,
+        "-m",
+        "pip",
+        "install",
+        "--progress-bar",
+        "off",
+        "--no-input",
+        "-r",
+        str(tmp / "requirements.txt"),
+    ]
+    if cons:
+        cmd += ["-c", str(_write_constraints(tmp, cons))]
+    with open(log_path, "a") as log:
+        status = _run_logged(cmd, log, say, started, "pip")
+    if status != 0:
+        raise _pip_error(
+            "building the serving environment", source, cons, log_path.read_text(errors="replace"), python_id
+        )
+
+    freeze = subprocess.run(
+        [env_python, "-m", "pip", "freeze", "--all"], capture_output=True, text=True
+    ).stdout.splitlines()
+    _relocate_scripts(tmp, env)
+    build_seconds = round(time.monotonic() - started, 1)
+    (tmp / ENV_RECORD).write_text(
+        json.dumps(
+            {
+                "requirements": lines,
+                "constraints": cons,
+                "python": python_id,
+                "base_python": base_python,
+                "source": source,
+                "installed": freeze,
+                "build_seconds": build_seconds,
+                "size_bytes": disk_usage(tmp),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 def _upgrade_pip(env_python, log_path, say, started) -> None:

@@ -18,14 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mlflow_triton.deploy import (
-    NotATritonModelError,
-    StoreAccessError,
-    StorePathError,
-    kserve_command,
-    locate_command,
-    locate_repository,
-)
+from mlflow_triton.deploy import kserve_command, locate_command, locate_repository
+from mlflow_triton.deploy.store import NotATritonModelError, StoreAccessError, StorePathError
 from tests.support.kserve_schema import validate_inference_service
 from tests.support.mlflow_server import running_mlflow_server, using_tracking
 from tests.support.ports import free_ports

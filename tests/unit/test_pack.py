@@ -15,18 +15,10 @@ from pathlib import Path
 import pytest
 
 from mlflow_triton import cli
-from mlflow_triton.deploy import (
-    TARGETS,
-    PackOutputError,
-    PackRequirementsError,
-    PackTargetError,
-    pack_command,
-    pack_models,
-    resolve_target,
-)
+from mlflow_triton.deploy import TARGETS, pack_command, pack_models, resolve_target
 from mlflow_triton.deploy import pack as pack_module
 from mlflow_triton.deploy.archive import audit_archive, pack_environment
-from mlflow_triton.deploy.pack_errors import PackError
+from mlflow_triton.deploy.pack_errors import PackError, PackOutputError, PackRequirementsError, PackTargetError
 from mlflow_triton.deploy.wheels import environment_needs, glibc_of_platform, report_needs, too_new
 from mlflow_triton.local import check_command
 from mlflow_triton.local.interpreters import running_interpreter
