@@ -33,7 +33,7 @@ __all__ = ["die_with_parent", "kill_group", "stop_signals_deferred", "wait_or_ki
 _PR_SET_PDEATHSIG = 1
 
 
-def _find_prctl():
+def _find_prctl() -> Any:
     """libc's ``prctl``, or None where there is none (non-Linux, a libc without it)."""
     if not sys.platform.startswith("linux"):
         return None
@@ -46,7 +46,7 @@ def _find_prctl():
 _prctl = _find_prctl()
 
 
-def _set_parent_death_signal():
+def _set_parent_death_signal() -> None:
     _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
@@ -82,7 +82,7 @@ def stop_signals_deferred() -> Iterator[None]:
             signal.raise_signal(arrived[0])  # the handler of before acts on it now
 
 
-def wait_or_kill_group(proc, timeout):
+def wait_or_kill_group(proc: subprocess.Popen[Any], timeout: float | None) -> None:
     """Wait ``timeout`` seconds for ``proc``; then, or on a second Ctrl-C while waiting, SIGKILL its
     process group and wait for it. The interrupt propagates once the process is gone."""
     try:
@@ -94,7 +94,7 @@ def wait_or_kill_group(proc, timeout):
             raise
 
 
-def kill_group(proc):
+def kill_group(proc: subprocess.Popen[Any]) -> None:
     """SIGKILL ``proc``'s process group (its children too); nothing if it is gone already."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
