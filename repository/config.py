@@ -16,7 +16,7 @@ from tritonclient.grpc import model_config_pb2
 from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.runtime.codecs import tensor_types_from_model_config
-from mlflow_triton.shared_contract import CONTRACT_PARAMETER, contract_from_model_config
+from mlflow_triton.shared_contract import CONTRACT_PARAMETER, ContractError, contract_from_model_config
 
 from .layout import TensorDeclaration
 
@@ -84,7 +84,10 @@ def parse_config(text):
     """config.pbtxt text -> (ModelConfig, Contract); the contract is checked against the tensors and
     ``max_batch_size`` as the runtime checks them when Triton loads the model."""
     config = text_format.Parse(text, model_config_pb2.ModelConfig())
-    return config, contract_from_model_config(as_model_config_json(config))
+    try:
+        return config, contract_from_model_config(as_model_config_json(config))
+    except ContractError as error:  # the runtime's words, and which file they are about
+        raise ContractError(f"config.pbtxt: {error}") from None
 
 
 def as_model_config_json(config):

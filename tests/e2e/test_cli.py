@@ -280,7 +280,10 @@ def add_one_to_every_output(model_dir):
             r"got \S+, expected \S+$",
         ),
         (damage_model_py, r"Triton did not load the model: .*damaged on purpose.* \(log: .+\.log\)"),
-        (set_max_batch_size, r"config.pbtxt has max_batch_size 4, 'mlflow_contract' records 0; re-log the model$"),
+        (
+            set_max_batch_size,
+            r"config.pbtxt: max_batch_size must be 0 \(shapes carry their own batch dimension\), got 4$",
+        ),
         (
             change_first_input_datatype,
             r"Triton rejected the shipped request \(HTTP 400\): .*data-type is 'FP64', but model '\w+' expects 'FP32'",

@@ -145,7 +145,7 @@ def test_parse_config_raises_when_contract_parameter_is_missing():
     config = build_config("model", _layout())
     del config.parameters[CONTRACT_PARAMETER]
 
-    with pytest.raises(ContractError, match="Model config has no 'mlflow_contract' parameter"):
+    with pytest.raises(ContractError, match="config.pbtxt: Model config has no 'mlflow_contract' parameter"):
         parse_config(render_config(config))
 
 
@@ -228,5 +228,7 @@ def test_contract_from_model_config_raises_when_max_batch_size_differs_from_the_
 def test_parse_config_raises_when_max_batch_size_differs_from_the_contract():
     text = render_config(_batched_config()).replace("max_batch_size: 16", "max_batch_size: 4")
 
-    with pytest.raises(ContractError, match="max_batch_size must be 16 as 'mlflow_contract' records .*got 4"):
+    with pytest.raises(
+        ContractError, match="config.pbtxt: max_batch_size must be 16 as 'mlflow_contract' records .*got 4"
+    ):
         parse_config(text)
