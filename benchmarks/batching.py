@@ -224,7 +224,7 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
     import mlflow.pyfunc
 
     from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env
-    from mlflow_triton.local.compare import predict_outputs
+    from mlflow_triton.local._compare import predict_outputs
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)

@@ -379,7 +379,7 @@ class Oracle:
 
     def differences(self, frame, outputs):
         """``(equal, largest float difference)`` of ``outputs`` against the prediction for ``frame``."""
-        from mlflow_triton.local.compare import compare
+        from mlflow_triton.local._compare import compare
 
         results = compare(self.expected.for_input(frame), outputs or {})
         return all(r["equal"] for r in results.values()), max(

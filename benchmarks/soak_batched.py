@@ -97,7 +97,7 @@ class BatchedOracle:
 
     def differences(self, frame: object, outputs: dict | None) -> tuple[bool, float]:
         """``(equal, largest absolute float difference)`` of ``outputs`` against the prediction for ``frame``."""
-        from mlflow_triton.local.compare import compare
+        from mlflow_triton.local._compare import compare
 
         expected = self.expected_answers.for_input(frame)
         outputs = outputs or {}

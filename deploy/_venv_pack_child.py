@@ -1,6 +1,6 @@
 """``python -m mlflow_triton.deploy._venv_pack_child SPEC.json``: venv-pack2 in a process of its own.
 
-:func:`mlflow_triton.deploy.archive.pack_environment` runs this in its own process group, so that Ctrl-C or
+:func:`mlflow_triton.deploy._archive.pack_environment` runs this in its own process group, so that Ctrl-C or
 SIGTERM stops the packing as a whole and the partial archive (venv-pack writes it in ``$TMPDIR``, which the
 parent points into its staging directory) goes with the staging directory. The spec (JSON) holds:
 

@@ -36,7 +36,7 @@ from . import _deps
 from ._errors import ExportError, ParityError
 
 # (rtol, atol) per datatype the graph computes an output in; every other datatype is compared exactly.
-# FP64 is mlflow-triton check's FP64 tolerance (local_triton/compare.py).
+# FP64 is mlflow-triton check's FP64 tolerance (local_triton/_compare.py).
 FLOAT_TOLERANCES = {"TYPE_FP16": (1e-2, 1e-3), "TYPE_FP32": (1e-4, 1e-5), "TYPE_FP64": (1e-6, 1e-9)}
 THRESHOLD_PROBES = "the trees' split thresholds and their float32 / float64 neighbours"
 GENERATED_EXAMPLES = 40

@@ -2,7 +2,8 @@
 
 The command line (``mlflow-triton check|serve``) calls :func:`check_command` and
 :func:`serve_command`. The package offers those two and the pieces a program composes them from
-(``__all__``); each module below is usable on its own, and its errors are in :mod:`~mlflow_triton.local.errors`:
+(``__all__``). Its modules without a leading ``_`` are usable on their own (other parts and the
+example runner use them), and its errors are in :mod:`~mlflow_triton.local.errors`:
 
 * :mod:`~mlflow_triton.local.installation` -- where the server comes from: the Triton 2.51 of
   the ``nvidia-pytriton`` wheel (``pip install 'mlflow-triton[local]'``), or an existing
@@ -10,13 +11,16 @@ The command line (``mlflow-triton check|serve``) calls :func:`check_command` and
 * :mod:`~mlflow_triton.local.serving_env` -- cached virtualenvs built from ``requirements.txt``.
 * :mod:`~mlflow_triton.local.interpreters` -- the Python they are built with (``--python X.Y``),
   which must be the Python of the target Triton's stub.
-* :mod:`~mlflow_triton.local.server` -- a ``tritonserver`` process as a context manager that
-  always stops it (loopback ports unless told otherwise).
 * :mod:`~mlflow_triton.local.send` -- the shipped ``request.json`` / ``request.bin`` sent exactly
   as ``curl`` would, and the answer decoded.
-* :mod:`~mlflow_triton.local.sources`, :mod:`~mlflow_triton.local.compare`,
-  :mod:`~mlflow_triton.local.check`, :mod:`~mlflow_triton.local.serve` -- model URIs to
-  repositories, the ``pyfunc`` oracle, and the two commands' flows.
+* :mod:`~mlflow_triton.local.sources`, :mod:`~mlflow_triton.local.user_input`,
+  :mod:`~mlflow_triton.local.check` -- model URIs to repositories, a user's own input file, and
+  the check of a repository against the ``pyfunc`` oracle.
+
+Within the part: ``_server`` (a ``tritonserver`` process as a context manager that always stops
+it; loopback ports unless told otherwise), ``_compare`` (answers against the oracle, one table of
+tolerances), ``_serve`` and ``_commands`` (the two commands' flows), ``_download`` (a model's
+download folder, emptied before each fetch) and ``_stale`` (build folders a killed process left).
 
 Boundary: this part uses ``mlflow_triton`` (``triton.load_model``, the config reader, the
 request writer), the runtime's codecs and the contract; the runtime, the contract and the
@@ -28,13 +32,13 @@ logging wrappers never import it. Typical use::
         outputs, form = send_shipped_request(server.url, model_dir)
 """
 
+from ._commands import check_command, serve_command
+from ._serve import serve_models
+from ._server import TritonServer
 from .check import check_models, validate_repository
-from .commands import check_command, serve_command
 from .errors import LocalTritonError
 from .installation import TritonInstallation
 from .send import send_shipped_request
-from .serve import serve_models
-from .server import TritonServer
 from .serving_env import ensure_serving_env
 from .sources import ModelSource, resolve_model
 

@@ -27,8 +27,7 @@ from mlflow_triton.repository.config import DEVICE_KINDS, ENV_PATH_PARAMETER, re
 from mlflow_triton.repository.layout import CONFIG_FILE, REQUIREMENTS_FILE
 from mlflow_triton.shared_contract import MlflowTritonError
 
-from ._download import empty_download_dir
-from .compare import (
+from ._compare import (
     VOLATILE,
     compare,
     expected_outputs,
@@ -37,10 +36,11 @@ from .compare import (
     predict_outputs,
     volatile_outputs,
 )
+from ._download import empty_download_dir
+from ._server import BARE_PATH, TritonServer
 from .errors import InferenceError, ModelSourceError, OraclePredictionError, TritonStartError
 from .installation import TritonInstallation
 from .send import RequestFiles, send_request, shipped_request
-from .server import BARE_PATH, TritonServer
 from .serving_env import ensure_serving_env, env_summary
 from .sources import resolve_model
 from .user_input import input_request, load_user_input, rows_of

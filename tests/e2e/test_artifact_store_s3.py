@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from mlflow_triton.deploy import kserve_command, locate_command, locate_repository
-from mlflow_triton.deploy.store import NotATritonModelError, StoreAccessError, StorePathError
+from mlflow_triton.deploy.errors import NotATritonModelError, StoreAccessError, StorePathError
 from tests.support.kserve_schema import validate_inference_service
 from tests.support.mlflow_server import running_mlflow_server, using_tracking
 from tests.support.ports import free_ports
@@ -167,7 +167,7 @@ def test_serve_from_store_answers_the_shipped_request_like_pyfunc_when_triton_re
     from mlflow_triton import triton
     from mlflow_triton.deploy import serve_from_store_command
     from mlflow_triton.local import send_shipped_request
-    from mlflow_triton.local.compare import compare
+    from mlflow_triton.local._compare import compare
     from tests.support.oracle import expected_example_tensors
 
     before = user_env.objects(BUCKET)

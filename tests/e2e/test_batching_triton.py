@@ -25,7 +25,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from mlflow_triton import sklearn
 from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS, ulps_per_element
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
-from mlflow_triton.local.compare import compare
+from mlflow_triton.local._compare import compare
 from tests.support.oracle import expected_example_tensors
 from tests.support.v2_http import counts_since, post_infer, statistics
 

@@ -23,7 +23,7 @@ import pytest
 
 from mlflow_triton import sklearn as triton_sklearn
 from mlflow_triton.local import check_command
-from mlflow_triton.local.compare import FLOAT_TOLERANCES, compare
+from mlflow_triton.local._compare import FLOAT_TOLERANCES, compare
 from mlflow_triton.local.send import decode_response
 from tests.support.oracle import expected_example_tensors
 from tests.support.ports import free_ports

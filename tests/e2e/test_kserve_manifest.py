@@ -10,7 +10,7 @@ import copy
 import pytest
 
 from mlflow_triton.deploy import inference_service
-from mlflow_triton.deploy.kserve import KServeManifestError
+from mlflow_triton.deploy.errors import KServeManifestError
 from tests.support.kserve_schema import ManifestInvalid, validate_inference_service
 
 STORAGE_URI = "s3://team-bucket/mlartifacts/1/models/m-01/artifacts/model_repository"

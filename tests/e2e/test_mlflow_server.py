@@ -18,7 +18,7 @@ from sklearn.linear_model import LogisticRegression
 
 from mlflow_triton import sklearn as mlflow_triton_sklearn
 from mlflow_triton import triton
-from mlflow_triton.local.compare import differences
+from mlflow_triton.local._compare import differences
 from tests.support import tiny_models
 from tests.support.mlflow_server import file_tree, mlflow_server, using_tracking, write_triton_repository  # noqa: F401
 from tests.support.oracle import expected_example_tensors

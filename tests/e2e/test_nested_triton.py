@@ -21,7 +21,7 @@ import torch
 
 from mlflow_triton import pyfunc, pytorch
 from mlflow_triton.local import TritonInstallation, TritonServer, send_shipped_request
-from mlflow_triton.local.compare import compare
+from mlflow_triton.local._compare import compare
 from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
 from tests.support.oracle import expected_example_tensors
 from tests.support.v2_http import post_infer

@@ -17,7 +17,7 @@ from sklearn.linear_model import LogisticRegression
 
 from mlflow_triton import sklearn
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
-from mlflow_triton.local.compare import compare
+from mlflow_triton.local._compare import compare
 from tests.support.column_models import identity_model
 from tests.support.oracle import expected_example_tensors
 

@@ -25,7 +25,7 @@ import pytest
 from mlflow_triton import transformers as triton_transformers
 from mlflow_triton import triton
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
-from mlflow_triton.local.compare import differences
+from mlflow_triton.local._compare import differences
 from mlflow_triton.repository.config import declarations, read_config
 from tests.support import tiny_models
 from tests.support.fidelity import client

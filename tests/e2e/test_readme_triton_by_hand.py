@@ -25,7 +25,7 @@ import pytest
 
 from mlflow_triton import triton
 from mlflow_triton.local import send_shipped_request
-from mlflow_triton.local.compare import compare
+from mlflow_triton.local._compare import compare
 from tests.support.environment import preserved_environment
 from tests.support.oracle import expected_example_tensors
 from tests.support.ports import free_ports

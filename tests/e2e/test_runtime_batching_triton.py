@@ -22,7 +22,7 @@ import pytest
 from mlflow_triton import pytorch, transformers
 from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS, ulps_per_element
 from mlflow_triton.local import TritonInstallation, TritonServer, send_shipped_request
-from mlflow_triton.local.compare import differences
+from mlflow_triton.local._compare import differences
 from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
 from mlflow_triton.repository.config import read_config, wire_arrays
 from tests.support import tiny_models

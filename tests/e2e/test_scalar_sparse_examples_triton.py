@@ -12,7 +12,7 @@ import pytest
 
 from mlflow_triton import sklearn, transformers
 from mlflow_triton.local import TritonInstallation, TritonServer, send_shipped_request
-from mlflow_triton.local.compare import differences
+from mlflow_triton.local._compare import differences
 from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
 from tests.support import example_forms
 from tests.support.oracle import expected_example_tensors

@@ -46,3 +46,13 @@ def owning_part(module):
         (package, folder) for folder, package in PARTS.items() if module == package or module.startswith(package + ".")
     ]
     return max(matches, key=lambda match: len(match[0]))[1] if matches else None
+
+
+def absolute_imports(path):
+    """Like :func:`imported_modules` for a file outside the parts (examples/): its absolute imports only."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)

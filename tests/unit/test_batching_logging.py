@@ -16,7 +16,7 @@ from tritonclient.grpc import model_config_pb2
 from mlflow_triton import sklearn
 from mlflow_triton._batching import MIN_DISTINCT_ROWS, ROW_INDEPENDENCE_ULPS, ZERO_ROW_REQUESTS
 from mlflow_triton.errors import BatchingRefusedError, BatchingWarning
-from mlflow_triton.local.compare import predict_outputs
+from mlflow_triton.local._compare import predict_outputs
 from mlflow_triton.local.user_input import input_request
 from tests.support import fake_pb_utils
 

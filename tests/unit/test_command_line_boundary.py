@@ -25,7 +25,14 @@ def imported_modules(path):
 
 
 def test_the_part_holds_the_modules_it_is_parsed_for():
-    assert {path.stem for path in MODULES} >= {"__init__", "runner", "signals", "progress", "urls", "download_bars"}
+    assert {path.stem for path in MODULES} >= {
+        "__init__",
+        "_runner",
+        "_signals",
+        "_progress",
+        "_urls",
+        "_download_bars",
+    }
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)

@@ -6,7 +6,7 @@ import signal
 import pytest
 
 from mlflow_triton.command_line import StopRequested, run_command, sigterm_raises
-from mlflow_triton.command_line.download_bars import DOWNLOAD_BAR_VARIABLE
+from mlflow_triton.command_line._download_bars import DOWNLOAD_BAR_VARIABLE
 from mlflow_triton.shared_contract import MlflowTritonError
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from mlflow_triton import cli
 from mlflow_triton.deploy import StoreLocation
-from mlflow_triton.deploy import kserve as kserve_module
+from mlflow_triton.deploy import _kserve as kserve_module
 
 LOCATION = StoreLocation(
     model_uri="models:/churn/3",
@@ -122,7 +122,7 @@ def test_kserve_creates_the_missing_folders_when_out_lies_in_new_ones(located, t
 
 
 def test_kserve_leaves_no_folder_it_created_when_the_model_cannot_be_located(monkeypatch, tmp_path, capsys):
-    from mlflow_triton.deploy.store import StoreLocationError
+    from mlflow_triton.deploy.errors import StoreLocationError
 
     def not_found(uri, **kwargs):
         raise StoreLocationError(f"{uri}: model not found")

@@ -1,11 +1,12 @@
-"""Addresses Triton reads a repository from, made from where MLflow stored it (``mlflow_triton.deploy.store``)."""
+"""Addresses Triton reads a repository from, made from where MLflow stored it (``mlflow_triton.deploy._store``)."""
 
 import re
 from pathlib import Path
 
 import pytest
 
-from mlflow_triton.deploy.store import StoreAccessError, StoreLocationError, StorePathError, _address, _store_uri
+from mlflow_triton.deploy._store import _address, _store_uri
+from mlflow_triton.deploy.errors import StoreAccessError, StoreLocationError, StorePathError
 
 REPOSITORY = "mlartifacts/1/models/m-0123abcd/artifacts/model_repository"
 
@@ -151,7 +152,7 @@ def test_locate_returns_the_stored_repository_folder_when_the_store_is_local(log
 
 def test_locate_refuses_with_how_to_relog_when_the_model_has_no_triton_flavor(logged_locally):
     from mlflow_triton.deploy import locate_repository
-    from mlflow_triton.deploy.store import NotATritonModelError
+    from mlflow_triton.deploy.errors import NotATritonModelError
 
     with pytest.raises(NotATritonModelError, match=r"models:/plain/1 has no triton flavor \(flavors: .*sklearn"):
         locate_repository("models:/plain/1")

@@ -13,7 +13,7 @@ from mlflow_triton import pyfunc as triton_pyfunc
 from mlflow_triton import sklearn as triton_sklearn
 from mlflow_triton.local import check as check_module
 from mlflow_triton.local import check_command
-from mlflow_triton.local.compare import expected_outputs
+from mlflow_triton.local._compare import expected_outputs
 from mlflow_triton.local.send import ShippedResponse
 from tests.support.fake_triton import fake_triton
 

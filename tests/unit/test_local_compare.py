@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mlflow_triton.local._compare import compare, differences, expected_outputs, predict_outputs
 from mlflow_triton.local.check import ValidationReport, _verdict
-from mlflow_triton.local.compare import compare, differences, expected_outputs, predict_outputs
 from tests.support import tolerance_table
 
 DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "test-oracles.md"

@@ -1,6 +1,6 @@
 """The comparator bites: pairs just inside and just outside each stated tolerance, per dtype.
 
-The tolerances are read from :data:`mlflow_triton.local.compare.FLOAT_TOLERANCES`, the one source the
+The tolerances are read from :data:`mlflow_triton.local._compare.FLOAT_TOLERANCES`, the one source the
 comparator uses and ``docs/test-oracles.md``'s table is generated from. "Just inside" is 0.9 of the
 tolerance away from the expected value, "just outside" 1.1 of it: with the tolerances switched off
 (exact comparison) the inside pairs fail, with them ten times looser the outside pairs pass.
@@ -10,7 +10,7 @@ Integers, booleans and text have no tolerance: one unit, one flip or one byte is
 import numpy as np
 import pytest
 
-from mlflow_triton.local.compare import FLOAT_TOLERANCES, compare
+from mlflow_triton.local._compare import FLOAT_TOLERANCES, compare
 
 FLOATS = sorted(FLOAT_TOLERANCES)
 # An expected value whose relative tolerance dwarfs the absolute one, and whose neighbours at

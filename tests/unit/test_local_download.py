@@ -82,7 +82,7 @@ def test_empty_download_dir_refuses_when_the_model_lies_inside_it(tmp_path):
 
 
 def test_download_bars_turn_off_when_stderr_is_not_a_terminal(monkeypatch):
-    from mlflow_triton.command_line import download_bars as bars
+    from mlflow_triton.command_line import _download_bars as bars
 
     monkeypatch.delenv(bars.DOWNLOAD_BAR_VARIABLE, raising=False)
     monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
@@ -95,7 +95,7 @@ def test_download_bars_turn_off_when_stderr_is_not_a_terminal(monkeypatch):
 
 
 def test_download_bars_keep_the_users_setting_when_one_is_set(monkeypatch):
-    from mlflow_triton.command_line import download_bars as bars
+    from mlflow_triton.command_line import _download_bars as bars
 
     monkeypatch.setenv(bars.DOWNLOAD_BAR_VARIABLE, "true")
 

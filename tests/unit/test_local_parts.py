@@ -10,9 +10,9 @@ import pytest
 
 from mlflow_triton.command_line import Progress, as_progress
 from mlflow_triton.local import TritonInstallation, TritonServer
+from mlflow_triton.local._server import check_port_free, connect_host, is_loopback
 from mlflow_triton.local.errors import PortInUseError
 from mlflow_triton.local.send import RequestFiles, curl_command
-from mlflow_triton.local.server import check_port_free, connect_host, is_loopback
 from mlflow_triton.local.serving_env import (
     ENV_RECORD,
     _env_key,
@@ -157,7 +157,7 @@ def test_latest_step_reports_the_pip_stage_when_new_output_arrives(output, step)
 
 def test_progress_prints_changed_steps_and_a_heartbeat_but_not_every_tick_when_not_on_a_terminal(monkeypatch):
     lines, clock = [], iter([0.0, 1.0, 6.0, 7.0, 40.0])
-    monkeypatch.setattr("mlflow_triton.command_line.progress.time.monotonic", lambda: next(clock))
+    monkeypatch.setattr("mlflow_triton.command_line._progress.time.monotonic", lambda: next(clock))
     progress = Progress(lines.append, interval=5.0, heartbeat=30.0)
 
     for message, elapsed in [

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from mlflow_triton.local import TritonInstallation, TritonServer
-from mlflow_triton.local.server import is_cloud_repository
+from mlflow_triton.local._server import is_cloud_repository
 
 INSTALLATION = TritonInstallation(
     server_binary=Path("/opt/tritonserver/bin/tritonserver"), backend_directory=Path("/opt/tritonserver/backends")

@@ -21,7 +21,7 @@ from sklearn.pipeline import make_pipeline
 
 from mlflow_triton import pytorch, sklearn
 from mlflow_triton.errors import UnsupportedSchemaError
-from mlflow_triton.local.compare import output_codec
+from mlflow_triton.local._compare import output_codec
 from mlflow_triton.shared_contract import Contract
 from tests.support import tiny_models
 from tests.support.shipped_request import arrays_from_binary_request, read_headers_file

@@ -381,7 +381,7 @@ class Describe(mlflow.pyfunc.PythonModel):
 
 def test_save_model_maps_a_text_prediction_as_one_text_element(tmp_path):
     from mlflow_triton import pyfunc as triton_pyfunc
-    from mlflow_triton.local.compare import output_codec
+    from mlflow_triton.local._compare import output_codec
 
     triton_pyfunc.save_model(Describe(), tmp_path / "describe", input_example="asdf")
 

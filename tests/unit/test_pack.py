@@ -16,10 +16,10 @@ import pytest
 
 from mlflow_triton import cli
 from mlflow_triton.deploy import TARGETS, pack_command, pack_models, resolve_target
-from mlflow_triton.deploy import pack as pack_module
-from mlflow_triton.deploy.archive import audit_archive, pack_environment
-from mlflow_triton.deploy.pack_errors import PackError, PackOutputError, PackRequirementsError, PackTargetError
-from mlflow_triton.deploy.wheels import environment_needs, glibc_of_platform, report_needs, too_new
+from mlflow_triton.deploy import _pack as pack_module
+from mlflow_triton.deploy._archive import audit_archive, pack_environment
+from mlflow_triton.deploy._wheels import environment_needs, glibc_of_platform, report_needs, too_new
+from mlflow_triton.deploy.errors import PackError, PackOutputError, PackRequirementsError, PackTargetError
 from mlflow_triton.local import check_command
 from mlflow_triton.local.interpreters import running_interpreter
 from mlflow_triton.local.sources import expand_repositories

@@ -303,7 +303,7 @@ def test_execute_refuses_parameters_with_invalid_arg_when_the_model_has_no_param
 def test_save_model_ships_the_example_params_as_request_parameters_when_the_example_is_an_input_params_tuple(
     tmp_path,
 ):
-    from mlflow_triton.local.compare import expected_outputs
+    from mlflow_triton.local._compare import expected_outputs
 
     model = tiny_models.scripted_scaled_linear()
     example = tiny_models.mlp_example()

@@ -1,4 +1,4 @@
-"""No credential in what the commands print or write when they fail (``mlflow_triton.command_line.urls``).
+"""No credential in what the commands print or write when they fail (``mlflow_triton.command_line._urls``).
 
 Credentials come from three places: the environment (``AWS_SECRET_ACCESS_KEY``, ``MLFLOW_TRACKING_PASSWORD``), the
 tracking URI (``http://KEY:SECRET@host:port``) and the S3 endpoint URL (``MLFLOW_S3_ENDPOINT_URL`` with user info).
@@ -11,7 +11,7 @@ import pytest
 
 from mlflow_triton import cli
 from mlflow_triton.command_line import unreachable, without_user_info
-from mlflow_triton.deploy import store as store_module
+from mlflow_triton.deploy import _store as store_module
 from tests.support.fake_triton import fake_triton
 from tests.support.ports import free_ports
 

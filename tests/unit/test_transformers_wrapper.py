@@ -324,7 +324,7 @@ def test_gpu_repository_declares_kind_gpu_and_asks_the_loader_for_the_assigned_d
 @pytest.mark.parametrize("task", ["text-classification", "text-generation"])
 def test_generated_model_py_answers_like_pyfunc_on_the_text_when_the_example_is_a_single_string(tmp_path, task):
     """#22.4: ``input_example="some text"`` (MLflow's docs and tests) was refused: a str has no rows."""
-    from mlflow_triton.local.compare import predict_outputs
+    from mlflow_triton.local._compare import predict_outputs
 
     generation = task == "text-generation"
     pipeline = (

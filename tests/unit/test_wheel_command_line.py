@@ -26,10 +26,10 @@ def test_wheel_installs_the_mlflow_triton_command_and_the_local_extra_when_built
         "mlflow_triton/cli.py",
         "mlflow_triton/__main__.py",
         "mlflow_triton/local/__init__.py",
-        "mlflow_triton/local/serve.py",
+        "mlflow_triton/local/_serve.py",
         "mlflow_triton/local/check.py",
         "mlflow_triton/command_line/__init__.py",
-        "mlflow_triton/command_line/runner.py",
+        "mlflow_triton/command_line/_runner.py",
     } <= names
     assert "[console_scripts]\nmlflow-triton = mlflow_triton.cli:main" in entry_points
     assert "Provides-Extra: local" in metadata

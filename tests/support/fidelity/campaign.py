@@ -41,7 +41,7 @@ from mlflow_triton import pytorch as triton_pytorch
 from mlflow_triton import sklearn as triton_sklearn
 from mlflow_triton import triton
 from mlflow_triton.local import TritonInstallation, TritonServer, send_shipped_request
-from mlflow_triton.local.compare import differences
+from mlflow_triton.local._compare import differences
 from mlflow_triton.local.serving_env import ENV_RECORD, ensure_env_for_requirements, requirement_lines
 from mlflow_triton.repository.config import declarations, read_config, wire_arrays
 

@@ -23,10 +23,10 @@ from packaging.utils import canonicalize_name
 from mlflow_triton.command_line import ProgressLike, as_progress
 
 from ._download import empty_download_dir
+from ._server import LOOPBACK, TritonServer, check_port_free, is_loopback
 from .errors import PortInUseError, RepositoryAssemblyError, ServingEnvError
 from .installation import TritonInstallation
 from .send import RequestFiles, curl_command, shipped_request
-from .server import LOOPBACK, TritonServer, check_port_free, is_loopback
 from .serving_env import ensure_env_for_requirements, requirement_lines
 from .sources import ModelSource, resolve_model
 

@@ -31,8 +31,8 @@ from typing import Any
 from mlflow_triton.command_line import as_progress
 from mlflow_triton.command_line.children import die_with_parent, kill_group, stop_signals_deferred, wait_or_kill_group
 
-from .pack_errors import PackError, PackToolMissingError
-from .targets import PackPlan, libpython_of
+from ._targets import PackPlan, libpython_of
+from .errors import PackError, PackToolMissingError
 
 __all__ = ["ARCHIVE_NAME", "ArchiveFacts", "audit_archive", "pack_environment", "require_packer"]
 

@@ -29,7 +29,7 @@ from mlflow_triton.local.errors import InterpreterError
 from mlflow_triton.local.installation import BUNDLED_SERVING_CONSTRAINTS, BUNDLED_TRITON_VERSION
 from mlflow_triton.local.interpreters import Interpreter, find_interpreter, running_interpreter
 
-from .pack_errors import PackTargetError
+from .errors import PackTargetError
 
 __all__ = ["DEFAULT_TARGET", "TARGETS", "PackPlan", "Target", "host_glibc", "resolve_target"]
 

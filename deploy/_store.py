@@ -30,15 +30,11 @@ from pathlib import Path
 
 from mlflow_triton.command_line import unreachable, without_user_info
 
-from .errors import DeployError
+from .errors import DeployError, NotATritonModelError, StoreAccessError, StoreLocationError, StorePathError
 
 __all__ = [
     "ARTIFACTS_DESTINATION_VARIABLE",
-    "NotATritonModelError",
-    "StoreAccessError",
     "StoreLocation",
-    "StoreLocationError",
-    "StorePathError",
     "locate_repository",
     "s3_endpoint_url",
 ]
@@ -48,22 +44,6 @@ _BUCKET = re.compile(r"^[0-9a-z.-]+$")
 _SEGMENT = re.compile(r"^[0-9a-zA-Z._-]+$")
 _ENDPOINT_VARIABLES = ("MLFLOW_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 _AZURE_HOST = re.compile(r"^(?P<account>[^.]+)\.(blob|dfs)\.core\.windows\.net$")
-
-
-class StoreLocationError(DeployError, ValueError):
-    """A model's repository cannot be located in the artifact store, or cannot be read there by Triton."""
-
-
-class StorePathError(StoreLocationError):
-    """The repository's address breaks Triton's object-storage path rules."""
-
-
-class StoreAccessError(StoreLocationError):
-    """The store cannot be read with the credentials and endpoint Triton would use."""
-
-
-class NotATritonModelError(StoreLocationError):
-    """The MLflow model has no ``triton`` flavor: it holds no repository Triton could read."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,11 +32,11 @@ from mlflow_triton.repository.layout import CONFIG_FILE
 from mlflow_triton.repository.paths import lies_inside
 from mlflow_triton.repository.staging import staged_directory
 
+from ._archive import ARCHIVE_NAME, audit_archive, pack_environment, require_packer
 from ._output import checked_out
-from .archive import ARCHIVE_NAME, audit_archive, pack_environment, require_packer
-from .pack_errors import PackError, PackOutputError, PackRequirementsError
-from .targets import DEFAULT_TARGET, PackPlan, resolve_target
-from .wheels import environment_needs, report_needs, too_new
+from ._targets import DEFAULT_TARGET, PackPlan, resolve_target
+from ._wheels import environment_needs, report_needs, too_new
+from .errors import PackError, PackOutputError, PackRequirementsError
 
 __all__ = ["MANIFEST_NAME", "PackedModel", "pack_command", "pack_models"]
 
@@ -77,8 +77,8 @@ def pack_models(
 ) -> list[PackedModel]:
     """Write the packed repository ``out`` (created; must not exist or be empty); returns one entry per model.
 
-    Raises a :class:`~mlflow_triton.deploy.pack_errors.PackError` before anything is built when a model cannot
-    work on ``target``, and :class:`~mlflow_triton.deploy.pack_errors.PackOutputError` before anything else when
+    Raises a :class:`~mlflow_triton.deploy.errors.PackError` before anything is built when a model cannot
+    work on ``target``, and :class:`~mlflow_triton.deploy.errors.PackOutputError` before anything else when
     ``out`` is a symbolic link or lies inside a local model directory it packs; nothing is left in ``out`` after any
     error or interruption.
     """

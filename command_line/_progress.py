@@ -12,7 +12,7 @@ A :class:`Progress` prints two kinds of lines:
 The functions of ``mlflow_triton.local`` and ``mlflow_triton.deploy`` take ``progress=`` as a
 :class:`Progress`, any callable taking one string (``print``, ``list.append``) or ``None`` (quiet);
 :func:`as_progress` accepts all three. A command given no ``progress`` writes to stderr
-(:func:`~mlflow_triton.command_line.runner.run_command`).
+(:func:`~mlflow_triton.command_line._runner.run_command`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO, TypeAlias
 
-from .urls import without_user_info
+from ._urls import without_user_info
 
 __all__ = ["Progress", "ProgressLike", "as_progress"]
 

@@ -1,7 +1,7 @@
 """``mlflow-triton kserve``: a KServe ``InferenceService`` (v1beta1, Triton predictor) for a logged model.
 
 The manifest points ``storageUri`` at the model's repository where MLflow stored it (located and checked by
-:func:`~mlflow_triton.deploy.store.locate_repository`, in the ``s3://bucket/…`` form KServe's storage
+:func:`~mlflow_triton.deploy._store.locate_repository`, in the ``s3://bucket/…`` form KServe's storage
 initializer reads), serves it with KServe's Triton runtime (``protocolVersion: v2``, the NGC
 ``tritonserver`` image tag ``<triton version>-py3``), loads only the model Triton will see, and asks for
 resources. Nothing is applied to a cluster. No credential goes into it: the cluster's storage credentials
@@ -19,10 +19,10 @@ from pathlib import Path
 from mlflow_triton.command_line import Progress, run_command, without_user_info
 
 from ._output import checked_out, missing_ancestors
-from .errors import DeployError
-from .store import locate_repository
+from ._store import locate_repository
+from .errors import KServeManifestError
 
-__all__ = ["KServeManifestError", "inference_service", "kserve_command"]
+__all__ = ["inference_service", "kserve_command"]
 
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 #: KServe derives ``<name>-predictor-…`` services and hostnames from the name: it must stay a short DNS label.
@@ -30,10 +30,6 @@ MAX_NAME_LENGTH = 45
 _TRITON_VERSION = re.compile(r"^\d{2}\.\d{2}$")
 #: The option that lets ``--out`` replace an existing file.
 OVERWRITE_FLAG = "--overwrite"
-
-
-class KServeManifestError(DeployError, ValueError):
-    """An argument of ``mlflow-triton kserve`` cannot make a valid InferenceService."""
 
 
 def inference_service(

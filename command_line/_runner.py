@@ -22,10 +22,10 @@ from collections.abc import Callable
 
 from mlflow_triton.shared_contract import MlflowTritonError
 
-from .download_bars import download_bars_on_terminals_only
-from .progress import Progress, ProgressLike, as_progress
-from .signals import StopRequested, stop_on_sigterm
-from .urls import without_user_info
+from ._download_bars import download_bars_on_terminals_only
+from ._progress import Progress, ProgressLike, as_progress
+from ._signals import StopRequested, stop_on_sigterm
+from ._urls import without_user_info
 
 __all__ = ["FAILED", "INTERRUPTED", "TERMINATED", "os_error_text", "run_command"]
 

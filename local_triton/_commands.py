@@ -26,7 +26,7 @@ from .errors import InputFileError, LocalTritonError
 from .installation import choose_installation
 
 if TYPE_CHECKING:
-    from .server import TritonServer
+    from ._server import TritonServer
 
 __all__ = ["check_command", "serve_command", "workspace"]
 
@@ -112,9 +112,9 @@ def serve_command(
     """``mlflow-triton serve``: Triton in the foreground with every model loaded, until Ctrl-C or SIGTERM.
 
     ``fetch``, ``repository_addresses`` and ``server_environment``: see
-    :func:`~mlflow_triton.local.serve.serve_models`.
+    :func:`~mlflow_triton.local._serve.serve_models`.
     """
-    from .serve import serve_models
+    from ._serve import serve_models
 
     def run(directory: Path, say: Progress) -> int:
         _use_tracking_uri(tracking_uri)

@@ -1,6 +1,6 @@
 """``mlflow-triton locate`` and ``check|serve --from-store``: the repository read where MLflow stored it.
 
-``locate_command`` prints the address Triton can read (:func:`~mlflow_triton.deploy.store.locate_repository`).
+``locate_command`` prints the address Triton can read (:func:`~mlflow_triton.deploy._store.locate_repository`).
 ``check_from_store_command`` and ``serve_from_store_command`` run the local part's ``check`` and ``serve``
 with Triton started on that address (``tritonserver --model-repository s3://…``) instead of a local copy:
 the serving environment is built from the model's ``requirements.txt`` as usual, Triton downloads the
@@ -21,7 +21,8 @@ from pathlib import Path
 from mlflow_triton.command_line import Progress, run_command, unreachable, without_user_info
 from mlflow_triton.repository.layout import CONFIG_FILE, REQUIREMENTS_FILE
 
-from .store import StoreLocation, StoreLocationError, locate_repository
+from ._store import StoreLocation, locate_repository
+from .errors import StoreLocationError
 
 __all__ = ["check_from_store_command", "locate_command", "serve_from_store_command", "server_environment"]
 
