@@ -22,9 +22,10 @@ it; loopback ports unless told otherwise), ``_compare`` (answers against the ora
 tolerances), ``_serve`` and ``_commands`` (the two commands' flows), ``_download`` (a model's
 download folder, emptied before each fetch) and ``_stale`` (build folders a killed process left).
 
-Boundary: this part uses ``mlflow_triton`` (``triton.load_model``, the config reader, the
-request writer), the runtime's codecs and the contract; the runtime, the contract and the
-logging wrappers never import it. Typical use::
+Boundary: this part uses ``mlflow_triton.triton`` (``load_model``), the repository format
+(``mlflow_triton.repository``: the config reader, the request files), the command frame, the
+runtime's codecs and conversions, and the contract; the runtime, the contract and the logging
+wrappers never import it. Typical use::
 
     inst = TritonInstallation.bundled()
     env = ensure_serving_env(model_dir / "requirements.txt", inst.serving_constraints)
