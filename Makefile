@@ -27,10 +27,11 @@ VENV_MLFLOW_FLOOR ?= .venv-mlflow314
 TORCH ?= torch==2.13.0
 PIP_FLAGS ?= --disable-pip-version-check -q
 # Unit and property tests are CPU-bound and independent: pytest-xdist spreads them over the cores (`make XDIST=` runs
-# them in one process). The e2e tests share a server within a module: two workers take a file each at a time
-# (`make XDIST_E2E=` runs them in one process). Servers bind free ports; serving environments build atomically.
+# them in one process). The e2e tests share a server within a module: two workers take a file each at a time, the
+# longest files first (tests/e2e/conftest.py; `make XDIST_E2E=` runs them in one process). Servers bind free ports;
+# serving environments build atomically.
 XDIST ?= -n 2
-XDIST_E2E ?= -n 2 --dist loadfile
+XDIST_E2E ?= -n 2 --dist loadfile --no-loadscope-reorder
 # make fidelity: served cases (rejections: N / 10), and how many are in flight at once
 N ?= 1000
 FIDELITY_WORKERS ?= 2
@@ -44,7 +45,10 @@ MUTATION_MODULES ?= compare conversions codecs contract
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
 
-test: venv venv-numpy2 venv-py310 venv-mlflow-floor
+# The four environments install side by side (pip waits mostly on downloads and disk), each one's output in one
+# piece; then the legs run one after the other.
+test:
+	$(MAKE) -j4 --output-sync=target venv venv-numpy2 venv-py310 venv-mlflow-floor
 	$(MAKE) lint
 	$(MAKE) docs
 	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
