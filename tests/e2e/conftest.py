@@ -1,10 +1,10 @@
 """Session output for the fidelity campaign: its seed before the tests, its figures after them.
 
-``make test`` runs the e2e tests over two pytest-xdist workers, a test file per worker at a time
-(``--dist loadfile``: a module's shared server stays in one process). The campaign then runs in a
-worker: the controller fixes the seed for every process through ``FIDELITY_SEED`` before the workers
-start, names it once the worker has collected the campaign, and prints the figures the worker hands
-back when it finishes. Without xdist the same hooks print from the one process.
+``make test`` runs the e2e tests over two pytest-xdist workers, a test file per worker at a time (``--dist
+loadfile``: a module's shared server stays in one process), the longest files first. The campaign then runs
+in a worker: the controller fixes the seed for every process through ``FIDELITY_SEED`` before the workers
+start, names it once the worker has collected the campaign, and prints the figures the worker hands back
+when it finishes. Without xdist the same hooks print from the one process.
 """
 
 import os
@@ -15,6 +15,21 @@ from tests.support.fidelity.seed import SEED, SUMMARIES
 
 FIDELITY_MODULE = "test_fidelity_generated.py"
 SUMMARIES_KEY = "fidelity_summaries"
+# The files that take longest (seconds on the 2-core machine, ``--durations``), run first: xdist hands the files to
+# the workers in collection order (``make test`` passes ``--no-loadscope-reorder``; xdist's own order puts the files
+# with most tests first, which left one worker alone with the corpus for minutes at the end). The rest follow by name.
+LONGEST_FIRST = (
+    "test_mlflow_corpus_sample.py",
+    "test_fidelity_generated.py",
+    "test_cli.py",
+    "test_runtime_fidelity.py",
+    "test_llm_tasks_triton.py",
+    "test_faults.py",
+    "test_pretrained_triton.py",
+    "test_existing_models_triton.py",
+    "test_output_misfits.py",
+    "test_export_triton.py",
+)
 
 # Runs in the controller (or the only process) before any worker exists: workers inherit it, so the
 # seed printed here is the one the campaign uses (tests/support/fidelity/seed.py reads it).
@@ -25,6 +40,14 @@ def _say_seed(config, nodeids):
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and any(nodeid.split("::")[0].endswith(FIDELITY_MODULE) for nodeid in nodeids):
         reporter.write_line(f"fidelity: FIDELITY_SEED={SEED} (set FIDELITY_SEED={SEED} to replay this run's cases)")
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: a file's tests, and the other files, keep their order
 
 
 def pytest_collection_finish(session):
