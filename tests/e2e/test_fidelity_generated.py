@@ -10,14 +10,13 @@ their messages.
 
 Why ``@given`` running one case per example: each example is a real model on a real server (about 6 s,
 nearly all of it Triton starting the model's Python stub), so Hypothesis drives the cases one by one
-and, on a failure, shrinks to the smallest failing case and prints it -- a ``Case(...)`` to paste
-into ``@example`` -- plus a ``@reproduce_failure`` blob. ``@seed`` makes a run replayable:
-the seed is fresh per run and printed at the start and end of the session
-(``FIDELITY_SEED=<seed>`` replays it). ``FIDELITY_CASES`` sets how many served cases (default 40),
-``FIDELITY_REJECTIONS`` how many rejections (default 12). About one served draw in seven has nested
-columns (Array / Object / Array(Object), mapping version 5) and requests with a malformed nested row.
-The long campaign with a report is
-``make fidelity`` (``tests/support/fidelity/run.py``).
+and, on a failure, shrinks to the smallest failing case and prints it -- a ``Case(...)`` to paste into
+``@example`` -- plus a ``@reproduce_failure`` blob. ``@seed`` makes a run replayable: the seed is fresh
+per run and printed at the start and end of the session (``FIDELITY_SEED=<seed>`` replays it).
+``FIDELITY_CASES`` sets how many served cases (default 12), ``FIDELITY_REJECTIONS`` how
+many rejections (default 12). About one served draw in seven has nested columns (Array / Object /
+Array(Object), mapping version 5) and requests with a malformed nested row. The long campaign with a
+report is ``make fidelity`` (``tests/support/fidelity/run.py``).
 """
 
 import json
@@ -35,7 +34,7 @@ from tests.support.fidelity.seed import SEED, SUMMARIES
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
-CASES = int(os.environ.get("FIDELITY_CASES", "40"))
+CASES = int(os.environ.get("FIDELITY_CASES", "12"))
 REJECTIONS = int(os.environ.get("FIDELITY_REJECTIONS", "12"))
 CAMPAIGN_SETTINGS = dict(
     deadline=None,
