@@ -182,20 +182,23 @@ def test_served_export_runs_requests_queued_behind_a_busy_instance_in_one_batch_
     [stub] = stub_pids(server.pid)
     before = _stats(server)
 
-    def one(position):
-        connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=300)
-        try:
-            return position, _infer(connection, server.model_name, _row_body(tensors, rows, position))
-        finally:
-            connection.close()
+    bodies = [_row_body(tensors, rows, position) for position in range(CLIENTS)]
+    connections = [http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=300) for _ in range(CLIENTS)]
 
+    def one(position):
+        return position, _infer(connections[position], server.model_name, bodies[position])
+
+    # Triton's Python backend fails the requests of a stub that has not answered for about a second ("Stub process
+    # is not healthy"), so everything that can be done before the pause is: connections open, bodies built. The first
+    # request goes to the paused instance alone and the others 0.2 s later, to wait behind it (sent together on two
+    # busy cores, they could all reach the queue before the scheduler wakes and leave in one batch, none waiting).
+    for connection in connections:
+        connection.connect()
     os.kill(stub, signal.SIGSTOP)
     try:
         with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
-            # The first request alone, given a second to reach the paused instance: sent together, all of them can
-            # reach Triton's queue before its scheduler wakes (2 busy cores), leave in one batch and none waits.
             futures = [pool.submit(one, 0)]
-            time.sleep(1.0)
+            time.sleep(0.2)
             futures += [pool.submit(one, position) for position in range(1, CLIENTS)]
             deadline = time.monotonic() + 120
             while _pending(server) < 2:  # one request is in the paused instance; two or more wait behind it
@@ -203,11 +206,13 @@ def test_served_export_runs_requests_queued_behind_a_busy_instance_in_one_batch_
                 assert time.monotonic() < deadline, (
                     f"requests not queued within 120s: {_pending(server)} pending, {len(answered_early)} answered"
                 )
-                time.sleep(0.05)
+                time.sleep(0.01)
             os.kill(stub, signal.SIGCONT)
             answered = [future.result() for future in futures]
     finally:
         os.kill(stub, signal.SIGCONT)
+        for connection in connections:
+            connection.close()
     after = _stats(server)
 
     for position, answer in answered:
