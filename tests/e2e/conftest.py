@@ -1,4 +1,4 @@
-"""Session output for the fidelity campaign: its seed before the tests, its figures after them.
+"""The e2e session: the order of the files, and the fidelity campaign's seed before the tests and figures after them.
 
 ``make test`` runs the e2e tests over two pytest-xdist workers, a test file per worker at a time (``--dist
 loadfile``: a module's shared server stays in one process), the longest files first. The campaign then runs
@@ -8,6 +8,7 @@ when it finishes. Without xdist the same hooks print from the one process.
 """
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +44,9 @@ def _say_seed(config, nodeids):
 
 
 def pytest_collection_modifyitems(items):
+    renamed = [name for name in LONGEST_FIRST if not (Path(__file__).parent / name).is_file()]
+    assert not renamed, f"tests/e2e/conftest.py: LONGEST_FIRST names files that are not in tests/e2e: {renamed}"
+
     def rank(item):
         name = item.path.name
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
