@@ -21,7 +21,7 @@ SUMMARIES_KEY = "fidelity_summaries"
 # with most tests first, which left one worker alone with the corpus for minutes at the end). The rest follow by name.
 LONGEST_FIRST = (
     "test_mlflow_corpus_sample.py",
-    "test_fidelity_generated.py",
+    FIDELITY_MODULE,
     "test_cli.py",
     "test_runtime_fidelity.py",
     "test_llm_tasks_triton.py",
@@ -47,11 +47,9 @@ def pytest_collection_modifyitems(items):
     renamed = [name for name in LONGEST_FIRST if not (Path(__file__).parent / name).is_file()]
     assert not renamed, f"tests/e2e/conftest.py: LONGEST_FIRST names files that are not in tests/e2e: {renamed}"
 
-    def rank(item):
-        name = item.path.name
-        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
-
-    items.sort(key=rank)  # stable: a file's tests, and the other files, keep their order
+    rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
+    # stable: a file's tests, and the files not listed, keep their order
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 def pytest_collection_finish(session):
