@@ -17,10 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mlflow_triton.command_line import Progress, run_command, without_user_info
+from mlflow_triton.repository.paths import checked_out, missing_ancestors
 
-from ._output import checked_out, missing_ancestors
 from ._store import locate_repository
-from .errors import KServeManifestError
+from .errors import KServeManifestError, OutputPathError
 
 __all__ = ["inference_service", "kserve_command"]
 
@@ -95,7 +95,7 @@ def kserve_command(
 ) -> int:
     """``mlflow-triton kserve``: write the manifest to ``out_file`` (or print it); 0, or 1 after an error.
 
-    ``out_file`` follows the rules of every ``--out`` (:func:`~mlflow_triton.deploy._output.checked_out`), checked
+    ``out_file`` follows the rules of every ``--out`` (:func:`~mlflow_triton.repository.paths.checked_out`), checked
     before the model is located: never a symbolic link or a directory, an existing file only with ``overwrite``;
     missing folders are created. The file is written whole or not at all.
     """
@@ -106,7 +106,9 @@ def kserve_command(
     def write(say: Progress) -> int:
         nonlocal target
         if out_file is not None:
-            target = checked_out(out_file, kind="file", replace_flag=OVERWRITE_FLAG, replace=overwrite)
+            target = checked_out(
+                out_file, kind="file", error=OutputPathError, replace_flag=OVERWRITE_FLAG, replace=overwrite
+            )
         if tracking_uri is not None:
             import mlflow
 

@@ -29,11 +29,10 @@ from mlflow_triton.local.serving_env import cached_serving_env, check_requiremen
 from mlflow_triton.local.sources import ModelSource, resolve_model
 from mlflow_triton.repository.config import ENV_PATH_PARAMETER
 from mlflow_triton.repository.layout import CONFIG_FILE
-from mlflow_triton.repository.paths import lies_inside
+from mlflow_triton.repository.paths import checked_out, lies_inside
 from mlflow_triton.repository.staging import staged_directory
 
 from ._archive import ARCHIVE_NAME, audit_archive, pack_environment, require_packer
-from ._output import checked_out
 from ._targets import DEFAULT_TARGET, PackPlan, resolve_target
 from ._wheels import environment_needs, report_needs, too_new
 from .errors import PackError, PackOutputError, PackRequirementsError
@@ -99,7 +98,7 @@ def pack_models(
 
 
 def _checked_out(out, model_uris) -> Path:
-    """``--out`` checked by the rules of every ``--out`` (:func:`~mlflow_triton.deploy._output.checked_out`), and
+    """``--out`` checked by the rules of every ``--out`` (:func:`~mlflow_triton.repository.paths.checked_out`), and
     outside every local model it packs: the staging folder beside it would be copied into itself."""
     out = checked_out(out, kind="directory", error=PackOutputError)
     for uri in model_uris:

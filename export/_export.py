@@ -17,7 +17,7 @@ from typing import Literal
 from mlflow_triton.repository import request_files
 from mlflow_triton.repository.layout import CONFIG_FILE, MODEL_FILE, REQUIREMENTS_FILE, VERSION_DIRECTORY
 from mlflow_triton.repository.names import check_model_name
-from mlflow_triton.repository.paths import lies_inside
+from mlflow_triton.repository.paths import checked_out, lies_inside
 
 from . import _config, _deps, _handoff, _parity, _pytorch, _sklearn, _tensors, _writer
 from ._errors import InvalidArgumentError, UnsupportedModelError
@@ -150,7 +150,7 @@ def _check_arguments(model_uri: object, out_dir: object, max_batch_size: object,
         )
     if not isinstance(out_dir, (str, os.PathLike)) or not str(out_dir):
         raise InvalidArgumentError(f"out_dir must be a directory path, got {out_dir!r}")
-    out_dir = pathlib.Path(out_dir).expanduser().resolve()
+    out_dir = checked_out(out_dir, kind="folder", label="out_dir", error=InvalidArgumentError)
     logged = _local_model_path(model_uri)
     if logged is not None and lies_inside(out_dir, logged):
         raise InvalidArgumentError(

@@ -51,6 +51,36 @@ def test_export_command_exits_1_with_the_error_on_stderr_when_the_target_exists(
     assert digest(tmp_path) == before
 
 
+@pytest.mark.parametrize("dangling", [False, True], ids=["link-to-folder", "dangling-link"])
+def test_export_command_exits_1_writing_nothing_when_out_is_a_symbolic_link(logged, tmp_path, capsys, dangling):
+    target = tmp_path / "elsewhere"
+    if not dangling:
+        target.mkdir()
+    link = tmp_path / "out"
+    link.symlink_to(target)
+
+    status = export_command(str(logged), link, out=pytest.fail)
+
+    err = capsys.readouterr().err
+    assert status == 1
+    assert f"{COMMAND}: error: out_dir {link}: a symbolic link (to {target}); give the real path of a new or " in err
+    if dangling:
+        assert not target.exists()
+    else:
+        assert list(target.iterdir()) == []  # nothing written where the link points
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["out"] if dangling else ["elsewhere", "out"])
+
+
+def test_export_command_exits_1_naming_the_file_when_out_lies_below_a_file(logged, tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("")
+
+    status = export_command(str(logged), tmp_path / "notes.txt" / "out", out=pytest.fail)
+
+    assert status == 1
+    err = capsys.readouterr().err
+    assert f"out_dir {tmp_path / 'notes.txt' / 'out'}: {tmp_path / 'notes.txt'} is not a folder" in err
+
+
 def test_export_command_exits_1_naming_the_uri_when_the_registry_has_no_such_model(tmp_path, capsys):
     with tiny_models.sqlite_tracking(tmp_path):
         import mlflow
