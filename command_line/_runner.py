@@ -42,13 +42,14 @@ def run_command(
     body: Callable[[Progress], int],
     *,
     progress: ProgressLike = None,
-    stopped: str = "",
+    stopped: str | Callable[[], str] = "",
     explain: Callable[[Exception], str | None] | None = None,
 ) -> int:
     """Run ``body(progress)`` as ``mlflow-triton <command>``; return its exit status (see the module).
 
     ``progress``: where status lines go; ``None`` means stderr (rewriting one line in place on a terminal), not
-    quiet. ``stopped``: what holds after Ctrl-C or SIGTERM (``nothing was written``), said after the stop.
+    quiet. ``stopped``: what holds after Ctrl-C or SIGTERM (``nothing was written``), said after the stop; a
+    function is asked at the stop (what holds may change as the body goes on).
     ``explain(error)``: the command's own words for an error (after ``error:``), or ``None`` to leave the error
     to the rule above.
     """
@@ -57,10 +58,10 @@ def run_command(
         with stop_on_sigterm(), download_bars_on_terminals_only():
             return body(say)
     except StopRequested as stop:
-        _say(f"mlflow-triton {command}: stopped by {stop}", stopped)
+        _say(f"mlflow-triton {command}: stopped by {stop}", _what_holds(stopped))
         return TERMINATED
     except KeyboardInterrupt:
-        _say(f"mlflow-triton {command}: interrupted (Ctrl-C)", stopped)
+        _say(f"mlflow-triton {command}: interrupted (Ctrl-C)", _what_holds(stopped))
         return INTERRUPTED
     except Exception as error:
         message = explain(error) if explain is not None else None
@@ -85,6 +86,10 @@ def _said(error: Exception) -> str | None:
     if isinstance(error, OSError):  # a work directory, report or output that cannot be written
         return os_error_text(error)
     return None
+
+
+def _what_holds(stopped: str | Callable[[], str]) -> str:
+    return stopped() if callable(stopped) else stopped
 
 
 def _say(line: str, after: str = "") -> None:

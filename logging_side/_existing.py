@@ -22,6 +22,7 @@ from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FIL
 from mlflow.store.artifact.utils.models import get_model_name_and_version
 
 from mlflow_triton.command_line import Progress, os_error_text, run_command, unreachable
+from mlflow_triton.repository.names import default_model_name
 
 from . import _framework, _mlflow_private, _model_requirements, _packaging, _repository_files
 from .errors import (
@@ -33,6 +34,9 @@ from .errors import (
 )
 
 SOURCE_TAG = "mlflow_triton.source_model_uri"
+#: The new model's name is the source's with this suffix: under the source's own name in the source's run it would
+#: shadow it (``runs:/<run>/<name>`` resolves to the newest model of that name in the run).
+NAME_SUFFIX = "-triton"
 #: What holds after an error, Ctrl-C or SIGTERM in ``add-repository`` (nothing is written when a step fails).
 NOTHING_LOGGED = "nothing was logged"
 PYFUNC = mlflow.pyfunc.FLAVOR_NAME
@@ -82,7 +86,10 @@ def add_repository(
     ``models:/m-<id>``; its flavors must include ``python_function``. Its saved input example is predicted
     (``input_example``: the model's input, as ``log_model`` takes it, when it has none; saved as the new model's
     example).
-    ``registered_model_name`` defaults to the source's registered model for a ``models:/name...`` URI.
+    ``registered_model_name`` defaults to the source's registered model for a ``models:/name...`` URI. ``name``,
+    the new model's name in MLflow, defaults to the source's followed by ``-triton``: under the source's own name in
+    the source's run it would become what ``runs:/<run>/<name>`` loads. ``triton_model_name`` defaults to the
+    source's name, made Triton-safe.
     Returns MLflow's ``ModelInfo``.
     """
     read_input = None if input_example is None else (lambda _schema: input_example)
@@ -102,6 +109,7 @@ def _add_repository(
     model_uri: str,
     read_input: "Callable[[Any], Any] | None",
     *,
+    on_logged: "Callable[[ModelInfo], object]" = lambda info: None,
     registered_model_name: "str | None" = None,
     name: "str | None" = None,
     triton_model_name: "str | None" = None,
@@ -110,7 +118,10 @@ def _add_repository(
     await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
 ) -> "ModelInfo":
     """``add_repository`` with the input read by ``read_input(the source's input schema)`` (the command line's
-    ``--input FILE``, parsed by the local part, which the logging side never imports), or the saved example."""
+    ``--input FILE``, parsed by the local part, which the logging side never imports), or the saved example.
+
+    ``on_logged(info)`` is called as soon as the new model is logged (and registered), before the temporary copies
+    are removed: a stop after it leaves the model in the store, and the command says so."""
     if not isinstance(model_uri, str) or not model_uri:
         raise InvalidArgumentError(f"model_uri must be a non-empty string, got {model_uri!r}")
     lineage = _lineage(model_uri)
@@ -125,9 +136,12 @@ def _add_repository(
         loaded = _load(model_uri, source)
         _check_requirements(model_uri, loaded, source)
         framework = _LoggedModel(_native_flavor(mlmodel), source, read_input is None)
-        model_name = name or lineage.get("name") or "model"
+        source_name = lineage.get("name") or "model"
+        if triton_model_name is None:  # Triton sees the source's name; MLflow a name of the new model's own
+            triton_model_name = default_model_name(source_name)
+        model_name = name or f"{source_name}{NAME_SUFFIX}"
         try:
-            return _packaging.log_model(
+            info = _packaging.log_model(
                 framework,
                 loaded,
                 input_example=example,
@@ -149,6 +163,8 @@ def _add_repository(
                 lineage={"model_uri": model_uri, **{k: v for k, v in lineage.items() if k != "name"}},
                 experiment_id=lineage.get("experiment_id"),
             )
+            on_logged(info)
+            return info
         except ExamplePredictionError as error:
             if read_input is not None:
                 raise
@@ -309,17 +325,30 @@ def add_repository_command(
     """``mlflow-triton add-repository``: log the new model, print its URI; returns the exit status."""
     from mlflow.exceptions import MlflowException
 
+    logged: list[str] = []  # what a stop after logging leaves in the store
+
+    def registered_uri(info: ModelInfo) -> str | None:
+        if info.registered_model_version is None:
+            return None
+        registered = options.get("registered_model_name") or _mlflow_private.parse_model_uri(model_uri).name
+        return f"models:/{registered}/{info.registered_model_version}"
+
+    def remember(info: ModelInfo) -> None:
+        registered = registered_uri(info)
+        logged.append(
+            f"{info.model_uri} was logged{f' and registered as {registered}' if registered else ''} before the "
+            "stop and stays"
+        )
+
     def add(say: Progress) -> int:
         if tracking_uri is not None:
             mlflow.set_tracking_uri(tracking_uri)
-        info = _add_repository(model_uri, read_input, **options)
+        info = _add_repository(model_uri, read_input, on_logged=remember, **options)
         out(f"logged {info.model_uri} from {model_uri}")
-        uri = info.model_uri
-        if info.registered_model_version is not None:
-            registered = options.get("registered_model_name") or _mlflow_private.parse_model_uri(model_uri).name
-            uri = f"models:/{registered}/{info.registered_model_version}"
+        uri = registered_uri(info)
+        if uri is not None:
             out(f"registered {uri}")
-        out(f"prove it: mlflow-triton check {uri}")
+        out(f"prove it: mlflow-triton check {uri or info.model_uri}")
         return 0
 
     def explain(error: Exception) -> str | None:
@@ -333,4 +362,4 @@ def add_repository_command(
             return None
         return f"{said}; {NOTHING_LOGGED}"
 
-    return run_command("add-repository", add, stopped=NOTHING_LOGGED, explain=explain)
+    return run_command("add-repository", add, stopped=lambda: logged[0] if logged else NOTHING_LOGGED, explain=explain)

@@ -441,7 +441,7 @@ source's experiment (and run, where it had one); a models:/<name>/... source get
 The source URI is recorded in the tag mlflow_triton.source_model_uri and in validation.json. Nothing is logged
 or registered when a step fails. Prove the result with `mlflow-triton check <printed URI>`.
 Exit status: 0 logged, 1 an error, 130 after Ctrl-C, 143 after SIGTERM (nothing logged on an error or an
-interruption).
+interruption, except a stop after the new model was logged: it stays, and the message names it and its version).
 """
 
 
@@ -466,9 +466,14 @@ def _add_repository_arguments(parser: argparse.ArgumentParser) -> None:
         help="register the new model as a version of NAME (default: the source's registered model for a "
         "models:/<name>/... URI; otherwise not registered)",
     )
-    parser.add_argument("--name", metavar="NAME", help="the new model's name (default: the source's, or 'model')")
     parser.add_argument(
-        "--triton-model-name", metavar="NAME", help="the model name Triton sees (default: from the model's name)"
+        "--name",
+        metavar="NAME",
+        help="the new model's name in MLflow (default: the source's followed by -triton, so that no URI of the "
+        "source, runs:/<run id>/<name> included, comes to mean the new model)",
+    )
+    parser.add_argument(
+        "--triton-model-name", metavar="NAME", help="the model name Triton sees (default: from the source's name)"
     )
     add_tracking_uri(parser)
 

@@ -7,6 +7,8 @@ with the fake ``pb_utils`` (the real server: tests/e2e/test_existing_models_trit
 
 import json
 import pathlib
+import tempfile
+import types
 
 import mlflow
 import mlflow.sklearn
@@ -18,7 +20,7 @@ from mlflow.types import ColSpec, DataType, Schema
 from sklearn.linear_model import LogisticRegression
 
 import mlflow_triton
-from mlflow_triton import cli
+from mlflow_triton import _existing, cli
 from mlflow_triton._existing import SOURCE_TAG
 from mlflow_triton.errors import InvalidArgumentError, UnsupportedSchemaError, ValidationError
 from tests.support.tree_digest import tree_digest
@@ -110,6 +112,35 @@ def test_add_repository_reads_the_source_when_its_uri_is_of_another_kind(trackin
     assert tracking_store.client().get_logged_model(info.model_id).tags[SOURCE_TAG] == uri
     registered = [int(v.version) for v in tracking_store.model_versions()]
     assert sorted(registered) == ([1, 2] if kind == "alias" else [1])
+
+
+def test_add_repository_leaves_every_uri_of_the_source_meaning_the_source_when_the_new_model_is_logged(
+    tracking_store, classifier
+):
+    source, run_id = log_plain(classifier)
+    client = tracking_store.client()
+    client.set_registered_model_alias("churn", "champion", "1")
+
+    info = mlflow_triton.add_repository("models:/churn/1")
+
+    assert client.get_logged_model(info.model_id).name == "clf-triton"
+    for uri in (f"runs:/{run_id}/clf", source.model_uri, "models:/churn@champion", "models:/churn/1"):
+        loaded = Model.load(uri)
+        assert (loaded.model_id, "triton" in loaded.flavors) == (source.model_id, False), uri
+    again = mlflow_triton.add_repository(f"runs:/{run_id}/clf")  # the source is still what that URI reads
+    assert "triton" in again.flavors
+    assert Model.load(f"runs:/{run_id}/clf-triton").model_id in (info.model_id, again.model_id)
+
+
+def test_add_repository_names_the_model_as_asked_and_triton_keeps_the_source_name_when_name_is_given(
+    tracking_store, classifier, tmp_path
+):
+    log_plain(classifier)
+
+    info = mlflow_triton.add_repository("models:/churn/1", name="churn-served")
+
+    assert tracking_store.client().get_logged_model(info.model_id).name == "churn-served"
+    assert (download(info.model_uri, tmp_path, "new") / "model_repository" / "clf" / "config.pbtxt").is_file()
 
 
 def test_add_repository_registers_under_the_chosen_name_when_registered_model_name_is_given(tracking_store, classifier):
@@ -232,6 +263,31 @@ def test_add_repository_refuses_when_the_source_already_has_a_triton_flavor(trac
 
     with pytest.raises(InvalidArgumentError, match="already has a triton flavor: prove it with `mlflow-triton check"):
         mlflow_triton.add_repository("models:/churn/2")
+
+
+class _StoppedWhileCleaningUp(tempfile.TemporaryDirectory):
+    """The source's temporary copy, whose removal (after the new model is logged and registered) meets Ctrl-C."""
+
+    def __exit__(self, *exc_info):
+        super().__exit__(*exc_info)
+        raise KeyboardInterrupt
+
+
+def test_add_repository_command_names_what_stays_when_ctrl_c_lands_after_the_version_is_registered(
+    tracking_store, classifier, capsys, monkeypatch
+):
+    log_plain(classifier)
+    monkeypatch.setattr(_existing, "tempfile", types.SimpleNamespace(TemporaryDirectory=_StoppedWhileCleaningUp))
+
+    status = cli.main(["add-repository", "models:/churn/1", "--tracking-uri", tracking_store.uri])
+
+    (new,) = [model for model in tracking_store.logged_models() if model.name == "clf-triton"]
+    assert status == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"mlflow-triton add-repository: interrupted (Ctrl-C); models:/{new.model_id} was logged and registered as "
+        "models:/churn/2 before the stop and stays"
+    )
+    assert sorted((v.name, int(v.version)) for v in tracking_store.model_versions()) == [("churn", 1), ("churn", 2)]
 
 
 def test_add_repository_command_prints_the_new_version_when_it_is_logged(tracking_store, classifier, capsys):
