@@ -7,8 +7,10 @@ gives another). It turns the outcome into the exit status:
 
 * the body's own status: 0 success (``check`` returns 1 for a FAIL);
 * 1 after an error, said in one line on stderr, ``mlflow-triton <command>: error: <message>``, with no traceback:
-  an ``MlflowTritonError`` says its message, an ``OSError`` its reason and file, and the command may word these
-  and others itself (``explain``); an error nobody explains (a bug) goes through with its traceback;
+  an ``MlflowTritonError`` says its message, a store that cannot be reached or opened (a tracking server, its
+  database or its driver, an S3 endpoint: :func:`~._urls.unreachable`) says which, an ``OSError`` its reason and
+  file, and the command may word these and others itself (``explain``); an error nobody explains (a bug) goes
+  through with its traceback;
 * 130 after Ctrl-C and 143 after SIGTERM, said as ``mlflow-triton <command>: interrupted (Ctrl-C)`` or
   ``mlflow-triton <command>: stopped by SIGTERM``, followed by what the command guarantees then (``stopped``).
 
@@ -25,7 +27,7 @@ from mlflow_triton.shared_contract import MlflowTritonError
 from ._download_bars import download_bars_on_terminals_only
 from ._progress import Progress, ProgressLike, as_progress
 from ._signals import StopRequested, stop_on_sigterm
-from ._urls import without_user_info
+from ._urls import unreachable, without_user_info
 
 __all__ = ["FAILED", "INTERRUPTED", "TERMINATED", "os_error_text", "run_command"]
 
@@ -83,6 +85,9 @@ def os_error_text(error: OSError) -> str:
 def _said(error: Exception) -> str | None:
     if isinstance(error, MlflowTritonError):
         return str(error)
+    store = unreachable(error)  # a tracking server, database or S3 endpoint; a database driver not installed
+    if store is not None:
+        return store
     if isinstance(error, OSError):  # a work directory, report or output that cannot be written
         return os_error_text(error)
     return None

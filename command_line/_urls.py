@@ -19,6 +19,15 @@ _USER_INFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/
 _CONTAINER_SCHEMES = ("wasb://", "wasbs://", "abfs://", "abfss://")
 _REQUESTS_FAILURES = ("ConnectionError", "Timeout")  # requests.exceptions: refused, unknown host, timed out
 _BOTOCORE_FAILURES = ("EndpointConnectionError", "ConnectTimeoutError", "ConnectionClosedError")
+_SQLALCHEMY = "sqlalchemy"  # MLflow's database stores (sqlite://, postgresql://, mysql://, mssql://)
+_SQLALCHEMY_FAILURES = ("OperationalError", "InterfaceError")  # sqlalchemy.exc: refused, unknown host, no such file
+#: The distribution to install for a driver module SQLAlchemy could not import (others: the module's name).
+_DRIVER_DISTRIBUTIONS = {
+    "psycopg": "'psycopg[binary]'",
+    "psycopg2": "psycopg2-binary",
+    "MySQLdb": "mysqlclient",
+    "mysql": "mysql-connector-python",
+}
 _MLFLOW_URL = re.compile(r"API request to (?P<url>\S+) failed")
 _MLFLOW_API = re.compile(r"/(ajax-)?api/\d")  # MLflow's REST endpoints: <server>/api/2.0/mlflow/…
 _OS_REASON = re.compile(r"\[Errno -?\d+\] (?P<reason>[^\"'()\[\]]+)")
@@ -41,7 +50,8 @@ def without_user_info(text: str) -> str:
 
 def unreachable(error: BaseException, *, reading: str | None = None) -> str | None:
     """``cannot reach the tracking server http://host:port (Connection refused): check …`` when ``error`` (or an
-    error it was raised from) is a failure to connect to MLflow's server or an S3 endpoint; ``None`` otherwise.
+    error it was raised from) is a failure to connect to MLflow's server, its database (a driver that is not
+    installed included) or an S3 endpoint; ``None`` otherwise.
 
     No user info is in it. ``reading``: what was being read, said after the server (``to read <reading>``).
     """
@@ -54,6 +64,19 @@ def unreachable(error: BaseException, *, reading: str | None = None) -> str | No
             return (
                 f"cannot reach the tracking server {server}{what} ({_reason(cause)}): check --tracking-uri "
                 "(or MLFLOW_TRACKING_URI) and that the server is running"
+            )
+        if isinstance(cause, ImportError) and _raised_in(cause, _SQLALCHEMY):
+            driver = cause.name or "its driver"
+            return (
+                f"the tracking store's database driver {driver} is not installed here (SQLAlchemy imports it for "
+                f"--tracking-uri or MLFLOW_TRACKING_URI): pip install {_DRIVER_DISTRIBUTIONS.get(driver, driver)}, "
+                "or name an installed driver in the URI (postgresql+psycopg2://…, mysql+pymysql://…)"
+            )
+        if module.startswith(_SQLALCHEMY) and names.intersection(_SQLALCHEMY_FAILURES):
+            reason = " ".join(str(getattr(cause, "orig", None) or cause).split()).split(" (Background on")[0]
+            return (
+                f"cannot open the tracking store's database{what} ({without_user_info(reason)[:300]}): check "
+                "--tracking-uri (or MLFLOW_TRACKING_URI) and that the database server is running"
             )
         if module.startswith("botocore") and names.intersection(_BOTOCORE_FAILURES):
             endpoint = _origin(str(getattr(cause, "kwargs", {}).get("endpoint_url", ""))) or "of AWS"
@@ -72,6 +95,16 @@ def _chain(error: BaseException) -> list[BaseException]:
         seen.append(current)
         current = current.__cause__ or current.__context__
     return seen
+
+
+def _raised_in(error: BaseException, package: str) -> bool:
+    """Whether a frame of ``error``'s traceback runs code of ``package`` (its files' paths name it)."""
+    traceback = error.__traceback__
+    while traceback is not None:
+        if f"/{package}/" in traceback.tb_frame.f_code.co_filename.replace("\\", "/"):
+            return True
+        traceback = traceback.tb_next
+    return False
 
 
 def _tracking_server(failure: BaseException, error: BaseException) -> str:

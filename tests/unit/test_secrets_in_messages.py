@@ -6,6 +6,8 @@ Each failure path of ``locate``, ``kserve``, ``check`` (with and without ``--fro
 the real command line against a port nobody listens on (bound, then closed): no server is needed.
 """
 
+import sys
+
 import mlflow.tracking._tracking_service.utils as tracking_utils
 import pytest
 
@@ -202,3 +204,45 @@ def test_check_report_holds_no_password_when_a_model_uri_error_quoted_one(secret
 
     assert TRACKING_SECRET not in report.line() and TRACKING_SECRET not in str(report.to_dict())
     assert "http://host/x" in report.line()
+
+
+# --- the tracking store's database ---------------------------------------------------------------------------
+
+
+def every_command_line(tmp_path):
+    """Each command that reads a model from the tracking store, as the command line runs it."""
+    return {
+        **command_lines(tmp_path),
+        "add-repository": ["add-repository", "models:/m/1"],
+        "export-onnx": ["export-onnx", "models:/m/1", "--out", str(tmp_path / "exports")],
+    }
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "add-repository", "export-onnx"])
+def test_command_names_the_database_driver_to_install_in_one_line_when_it_is_missing(
+    command, secret_environment, tmp_path, monkeypatch, capfd
+):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` raises ModuleNotFoundError
+    tracking_uri = f"postgresql+psycopg://{KEY}:{TRACKING_SECRET}@127.0.0.1:5/mlflow"
+
+    printed = run_failing([*every_command_line(tmp_path)[command], "--tracking-uri", tracking_uri], capfd)
+
+    assert "the tracking store's database driver psycopg is not installed here" in printed
+    assert "pip install 'psycopg[binary]'" in printed
+    assert "Traceback" not in printed and "model not found" not in printed
+    assert [secret for secret in SECRETS if secret in printed] == []
+    assert not (tmp_path / "exports").exists() and not (tmp_path / "packed").exists()
+
+
+def test_unreachable_says_the_database_cannot_be_opened_when_sqlalchemy_cannot_connect(tmp_path):
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'no-such-folder' / 'mlflow.db'}")
+    with pytest.raises(sqlalchemy.exc.OperationalError) as raised:
+        engine.connect()
+
+    assert unreachable(RuntimeError("MLflow's own wrapper")) is None
+    assert unreachable(raised.value) == (
+        "cannot open the tracking store's database (unable to open database file): check --tracking-uri (or "
+        "MLFLOW_TRACKING_URI) and that the database server is running"
+    )
