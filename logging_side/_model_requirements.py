@@ -41,7 +41,9 @@ from ._serving_requirements import RUNTIME_PACKAGES
 # numpy and pandas, which the serving requirements add with the bounds MLflow declares (a pin taken from the
 # logging environment, numpy 2 say, could not be installed beside Triton 2.51's stub, which needs numpy<2).
 _EXCLUDED = frozenset({"mlflow", "mlflow-skinny", "setuptools", *RUNTIME_PACKAGES})
-_NOT_INSTALLED = frozenset(sys.stdlib_module_names) | {"__main__", "builtins"}
+# MLflow's own modules: every distribution that installs the ``mlflow`` package (mlflow, mlflow-skinny and
+# mlflow-tracing, a distribution of MLflow itself) is MLflow, which the serving requirements name as mlflow-skinny.
+_NOT_INSTALLED = frozenset(sys.stdlib_module_names) | {"__main__", "builtins", "mlflow"}
 _CONDA_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 
 

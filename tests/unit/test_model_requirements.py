@@ -79,6 +79,17 @@ def test_distributions_needed_names_the_base_class_distribution_and_skips_the_st
     assert list(distributions_needed([tiny_models.tiny_bert_subclass()])) == ["transformers", "torch"]
 
 
+def test_distributions_needed_names_no_distribution_of_mlflow_itself_when_a_model_subclasses_mlflow_classes():
+    from mlflow.pyfunc import ChatModel
+
+    class Echo(ChatModel):
+        def predict(self, context, messages, params):
+            raise NotImplementedError
+
+    # mlflow.pyfunc's package is installed by mlflow, mlflow-skinny and mlflow-tracing alike
+    assert distributions_needed([Echo()]) == {}
+
+
 def test_complete_requirements_adds_only_what_the_defaults_do_not_bring_when_the_caller_declared_nothing():
     needed = {"scipy": ["function expit"], "scikit-learn": ["class Pipeline"], "transformers": ["class X"]}
 
