@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import mlflow
+import numpy as np
 from mlflow.models import Model
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS, ModelInfo
 from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FILE_NAME
@@ -134,6 +135,8 @@ def _add_repository(
         lineage.update({key: value for key, value in _ids_in(mlmodel).items() if lineage.get(key) is None})
         example = _example(model_uri, mlmodel, source, read_input)
         loaded = _load(model_uri, source)
+        if mlmodel.signature is None:
+            example = _with_graph_float32(loaded, example)
         _check_requirements(model_uri, loaded, source)
         framework = _LoggedModel(_native_flavor(mlmodel), source, read_input is None)
         source_name = lineage.get("name") or "model"
@@ -278,6 +281,31 @@ def _example(model_uri, mlmodel, source, read_input):
             f"Model {model_uri!r}: its saved input example cannot be read ({error}); {_INPUT_REMEDY}"
         ) from None
     return (example, params) if params else example
+
+
+def _with_graph_float32(loaded, example):
+    """``example`` with float64 arrays made float32 where the model's own graph takes float32 (an ONNX graph).
+
+    Without a signature the mapping is inferred from the example, and an example saved as JSON reads back float64;
+    MLflow's ONNX flavor casts float64 to the graph's float32 itself, so a float32 tensor is what the model takes and
+    what a client sends. Other flavors state no input types: the example is kept.
+    """
+    if isinstance(example, tuple):  # (example, params)
+        return (_with_graph_float32(loaded, example[0]), example[1])
+    try:
+        graph_inputs = [(tensor.name, tensor.type) for tensor in loaded.get_raw_model().get_inputs()]
+    except Exception:  # not an onnxruntime session: no stated input types
+        return example
+    float32 = {name for name, kind in graph_inputs if kind == "tensor(float)"}
+    if isinstance(example, np.ndarray) and len(graph_inputs) == 1 and float32:
+        return _as_float32(example)
+    if isinstance(example, dict):
+        return {key: _as_float32(value) if key in float32 else value for key, value in example.items()}
+    return example
+
+
+def _as_float32(value):
+    return value.astype(np.float32) if isinstance(value, np.ndarray) and value.dtype == np.float64 else value
 
 
 def _check_requirements(model_uri, loaded, source):

@@ -143,6 +143,48 @@ def test_add_repository_names_the_model_as_asked_and_triton_keeps_the_source_nam
     assert (download(info.model_uri, tmp_path, "new") / "model_repository" / "clf" / "config.pbtxt").is_file()
 
 
+def doubling_onnx_graph():
+    """An ONNX graph ``y = 2 * x`` over float32 ``x`` of shape [None, 2]."""
+    from onnx import TensorProto, helper
+
+    two = helper.make_tensor("two", TensorProto.FLOAT, [1], [2.0])
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "two"], ["y"])],
+        "doubling",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 2])],
+        [two],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_add_repository_keeps_the_graphs_float32_inputs_when_an_onnx_source_has_no_signature(
+    tracking_store, tmp_path, drive_model_py
+):
+    import mlflow.onnx
+
+    with mlflow.start_run():
+        mlflow.onnx.log_model(
+            doubling_onnx_graph(),
+            name="doubling",
+            input_example=np.array([[1.5, 2.25]], dtype=np.float32),  # saved as JSON: read back as float64
+            signature=False,
+            registered_model_name="doubling",
+        )
+
+    info = mlflow_triton.add_repository("models:/doubling/1")
+
+    repository = download(info.model_uri, tmp_path, "new") / "model_repository" / "doubling"
+    config = (repository / "config.pbtxt").read_text()
+    assert config.split("input {", 1)[1].split("}", 1)[0].split("data_type: ")[1].split()[0] == "TYPE_FP32"
+    request = json.loads((repository / "request.json").read_text())
+    assert [tensor["datatype"] for tensor in request["inputs"]] == ["FP32"]
+    outputs = drive_model_py(repository, {"input_0": np.array([[1.5, 2.25]], dtype=np.float32)})
+    np.testing.assert_array_equal(outputs["y"], np.array([[3.0, 4.5]], dtype=np.float32))
+
+
 def test_add_repository_registers_under_the_chosen_name_when_registered_model_name_is_given(tracking_store, classifier):
     log_plain(classifier)
 
