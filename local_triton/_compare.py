@@ -11,8 +11,15 @@ is a difference too. The recorded figures are finite, so a report is standard JS
 Fields MLflow fills afresh on every call cannot equal the oracle's: :data:`VOLATILE_FIELDS` names
 them per MLflow task, and :func:`volatile_outputs` finds them in a repository; they are compared by
 what they must be (a UUID, a time close to the oracle's own call), never skipped.
+
+A repository speaking MLflow's serving protocol answers MLflow's JSON body in its ``response`` tensor; the oracle is
+MLflow's own ``/invocations`` code on the same body (:func:`protocol_outputs`), and the two bodies are parsed and
+compared by value (:data:`MLFLOW_BODY`): floats within the float64 tolerances, everything else exactly, and the
+``id``/``created`` keys MLflow's chat and completions answers fill per call by what they must be.
 """
 
+import json
+import math
 import uuid
 from pathlib import Path
 
@@ -20,7 +27,10 @@ import numpy as np
 
 from mlflow_triton.repository.config import declarations, read_config, wire_arrays
 from mlflow_triton.repository.layout import CONFIG_FILE
+from mlflow_triton.repository.request_files import JSON_REQUEST
 from mlflow_triton.runtime.codecs import StructureCodec
+from mlflow_triton.runtime.protocol import OK, MlflowProtocol, response_tensors, serving_environment
+from mlflow_triton.shared_contract import MLFLOW_PROTOCOL, REQUEST_TENSOR, RESPONSE_TENSOR
 
 __all__ = [
     "FLOAT_TOLERANCES",
@@ -31,6 +41,8 @@ __all__ = [
     "load_input_example_params",
     "output_codec",
     "predict_outputs",
+    "protocol_outputs",
+    "speaks_mlflow_protocol",
     "volatile_outputs",
 ]
 
@@ -47,6 +59,10 @@ VOLATILE_FIELDS = {
 }
 # How far an answer's ``created`` may be from the oracle's own call (the server answers minutes later at most).
 CALL_TIME_WINDOW_SECONDS = 3600
+# The rule for the ``response`` of an MLflow-protocol repository: MLflow's JSON body, compared parsed.
+MLFLOW_BODY = "MLflow's JSON body, compared as parsed values"
+# Keys of that body MLflow fills afresh per call, in every chat, completions and agent answer: key -> what it must be.
+BODY_VOLATILE_KEYS = {"id": UUID, "created": CALL_TIME}
 
 
 def output_codec(model_dir):
@@ -73,10 +89,32 @@ def load_input_example_params(model_dir):
     return Model.load(str(artifact / "MLmodel")).load_input_example_params(str(artifact))
 
 
+def speaks_mlflow_protocol(model_dir):
+    """Whether the repository's contract says MLflow's serving protocol (``protocol="mlflow"``)."""
+    _, contract = read_config(Path(model_dir) / CONFIG_FILE)
+    return contract.protocol == MLFLOW_PROTOCOL
+
+
+def protocol_outputs(pyfunc_model, model_dir):
+    """What MLflow's scoring server answers to the body of the shipped ``request.json``, as the ``response``
+    tensor; a refusal is an error naming MLflow's status and message."""
+    body = json.loads((Path(model_dir) / JSON_REQUEST).read_text(encoding="utf-8"))
+    sent = next(entry for entry in body["inputs"] if entry["name"] == REQUEST_TENSOR)["data"][0]
+    with serving_environment():
+        answer = MlflowProtocol(pyfunc_model).answer(sent.encode("utf-8"))
+    if answer.status != OK:
+        raise ValueError(f"MLflow's scoring code refuses the shipped body: {answer.reason}")
+    return response_tensors(answer)
+
+
 def volatile_outputs(model_dir):
     """``{output tensor: what it must be}`` for the fields of :data:`VOLATILE_FIELDS` the model under
-    ``model_dir/1/artifact`` answers (its MLflow task in the MLmodel's metadata); empty for other models."""
+    ``model_dir/1/artifact`` answers (its MLflow task in the MLmodel's metadata); empty for other models.
+    An MLflow-protocol repository's ``response`` is :data:`MLFLOW_BODY`."""
     from mlflow.models import Model
+
+    if speaks_mlflow_protocol(model_dir):
+        return {RESPONSE_TENSOR: MLFLOW_BODY}
 
     task = (Model.load(str(Path(model_dir) / "1" / "artifact" / "MLmodel")).metadata or {}).get("task")
     fields = VOLATILE_FIELDS.get(task, {})
@@ -157,6 +195,8 @@ def _compare_volatile(want, got, rule):
     """A field MLflow fills per call: the same dtype and shape, and every element what ``rule`` says."""
     if got is None:
         return {"equal": False, "how": "missing from the response"}
+    if rule == MLFLOW_BODY:
+        return _compare_body(want, got)
     want, got = np.asarray(want), np.asarray(got)
     if got.dtype != want.dtype or got.shape != want.shape:
         return _compare_one(want, got, exact=True)
@@ -169,6 +209,55 @@ def _compare_volatile(want, got, rule):
         index = int(np.flatnonzero(~same)[0])
         how = f"{VOLATILE} ({rule}): element {index} is not one (got {_shown(got.ravel()[index])})"
     return {"equal": bool(same.all()), "how": how}
+
+
+def _compare_body(want, got):
+    """Two MLflow JSON bodies (one-element BYTES arrays), parsed: equal values, per-call keys by their rule."""
+    rtol, atol = FLOAT_TOLERANCES["float64"]
+    how = (
+        f"{MLFLOW_BODY} (floats allclose rtol={rtol} atol={atol}; "
+        f"{', '.join(f'{key}: {rule}' for key, rule in BODY_VOLATILE_KEYS.items())})"
+    )
+    try:
+        got_body = json.loads(_as_bytes(np.asarray(got).ravel()[0]))
+    except (ValueError, IndexError) as error:
+        return {"equal": False, "how": f"{MLFLOW_BODY}: the answer is not one JSON body ({error})"}
+    where = _body_difference(json.loads(_as_bytes(np.asarray(want).ravel()[0])), got_body, "$", rtol, atol)
+    if where is None:
+        return {"equal": True, "how": how}
+    return {"equal": False, "how": f"{MLFLOW_BODY}: {where}"}
+
+
+def _body_difference(want, got, path, rtol, atol, key=None):
+    """Where two parsed JSON values first differ (a JSON path and both values), or None."""
+    rule = BODY_VOLATILE_KEYS.get(key)
+    if rule == UUID and isinstance(want, str) and _is_uuid(want):
+        return None if isinstance(got, str) and _is_uuid(got) else f"{path} is not {rule} (got {_shown(got)})"
+    if rule == CALL_TIME and type(want) is int:
+        close = type(got) is int and abs(got - want) <= CALL_TIME_WINDOW_SECONDS
+        return None if close else f"{path} is not {rule} (got {_shown(got)}, the oracle's {want})"
+    if isinstance(want, dict) and isinstance(got, dict):
+        if list(want) != list(got):
+            return f"{path} has keys {list(got)}, expected {list(want)}"
+        for name in want:
+            found = _body_difference(want[name], got[name], f"{path}.{name}", rtol, atol, name)
+            if found is not None:
+                return found
+        return None
+    if isinstance(want, list) and isinstance(got, list):
+        if len(want) != len(got):
+            return f"{path} has {len(got)} items, expected {len(want)}"
+        for index, (one, other) in enumerate(zip(want, got)):
+            found = _body_difference(one, other, f"{path}[{index}]", rtol, atol)
+            if found is not None:
+                return found
+        return None
+    if type(want) is float and type(got) in (int, float):
+        if math.isclose(got, want, rel_tol=rtol, abs_tol=atol) or (math.isnan(want) and math.isnan(got)):
+            return None
+    elif type(want) is type(got) and want == got:
+        return None
+    return f"{path} is {_shown(got)}, expected {_shown(want)}"
 
 
 def _is_uuid(item):

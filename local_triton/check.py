@@ -28,12 +28,15 @@ from mlflow_triton.repository.layout import CONFIG_FILE, REQUIREMENTS_FILE
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from ._compare import (
+    MLFLOW_BODY,
     VOLATILE,
     compare,
     expected_outputs,
     load_input_example,
     load_input_example_params,
     predict_outputs,
+    protocol_outputs,
+    speaks_mlflow_protocol,
     volatile_outputs,
 )
 from ._download import empty_download_dir
@@ -230,6 +233,14 @@ def _expected_answers(source, input_file, work_dir):
         raise OraclePredictionError(
             f"mlflow.pyfunc could not load {source.uri}: {type(error).__name__}: {error}"
         ) from None
+    if speaks_mlflow_protocol(source.repository):  # the oracle is MLflow's /invocations code on the shipped body
+        if input_file is not None:
+            raise ModelSourceError(
+                f"{source.uri} speaks MLflow's serving protocol: check sends its shipped body (the model's MLflow "
+                "serving example); --input is for repositories with the typed tensor mapping"
+            )
+        expected = _predicted_body(pyfunc_model, source.repository)
+        return expected, [], lambda: _predicted_body(pyfunc_model, source.repository)
     example, params = load_input_example(source.repository), load_input_example_params(source.repository)
     expected = _predicted(pyfunc_model, example, source.repository, "the saved input example", params)
     extra = []
@@ -249,6 +260,17 @@ def _expected_answers(source, input_file, work_dir):
         return predict_outputs(pyfunc_model, load_input_example(source.repository), source.repository, params)
 
     return expected, extra, predict_again
+
+
+def _predicted_body(pyfunc_model, model_dir):
+    try:
+        return protocol_outputs(pyfunc_model, model_dir)
+    except MlflowTritonError:
+        raise
+    except Exception as error:  # MLflow's refusal or the model's own predict: report it, go on with the next model
+        raise OraclePredictionError(
+            f"MLflow's scoring code could not answer the shipped body: {type(error).__name__}: {error}"
+        ) from None
 
 
 def _predicted(pyfunc_model, value, model_dir, what, params=None):
@@ -398,10 +420,11 @@ def _failure_text(error):
 
 
 def _verdict(report):
+    oracle = _oracle(report.comparison)
     unequal = [n for n, result in report.comparison.items() if not result["equal"]]
     failed_inputs = [entry for entry in report.inputs if not entry["equal"]]
     if unequal:
-        return False, "outputs differ from pyfunc.predict: " + "; ".join(
+        return False, f"outputs differ from {oracle}: " + "; ".join(
             f"{n}: {report.comparison[n]['how']}" for n in unequal
         )
     if failed_inputs:
@@ -414,11 +437,18 @@ def _verdict(report):
     per_call = f"; {', '.join(volatile)}: filled by MLflow on every call, checked as such" if volatile else ""
     reason = (
         f"Triton {report.triton_version} answered the shipped {report.request_form} request like "
-        f"pyfunc.predict ({', '.join(sorted(report.comparison))}{per_call})"
+        f"{oracle} ({', '.join(sorted(report.comparison))}{per_call})"
     )
     for entry in report.inputs:
         reason += f"; and the {entry['label']} ({entry['rows']} rows, {entry['form']}) like pyfunc.predict of it"
     return True, reason
+
+
+def _oracle(comparison):
+    """Whom Triton's answer was compared with: MLflow's scoring server for a body (MLflow's serving protocol)."""
+    if any(result["how"].startswith(MLFLOW_BODY) for result in comparison.values()):
+        return "MLflow's scoring server (the same body, its answer parsed)"
+    return "pyfunc.predict"
 
 
 def packed_environment(model_dir):

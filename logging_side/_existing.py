@@ -19,13 +19,14 @@ import mlflow
 import numpy as np
 from mlflow.models import Model
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS, ModelInfo
+from mlflow.models.utils import SERVING_INPUT_FILENAME
 from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FILE_NAME
 from mlflow.store.artifact.utils.models import get_model_name_and_version
 
 from mlflow_triton.command_line import Progress, os_error_text, run_command, unreachable
 from mlflow_triton.repository.names import default_model_name
 
-from . import _framework, _mlflow_private, _model_requirements, _packaging, _repository_files
+from . import _framework, _mlflow_private, _model_requirements, _packaging, _protocol, _repository_files
 from .errors import (
     ExamplePredictionError,
     InvalidArgumentError,
@@ -64,6 +65,12 @@ class _LoggedModel(_framework.Framework):
     def pyfunc_adapter(self, model, options, model_meta):
         return model  # the source as mlflow.pyfunc loaded it: its own signature is enforced
 
+    def saved_serving_body(self):
+        if not self._example_saved:  # a given input: its body is built from it, as MLflow builds the file
+            return None
+        serving = self._source_dir / SERVING_INPUT_FILENAME
+        return serving.read_text(encoding="utf-8") if serving.is_file() else None
+
     def save_native(self, model, path, signature, input_example, options):
         shutil.copytree(self._source_dir, path, symlinks=False)
         if not self._example_saved:  # the given input becomes the new model's example (check predicts it)
@@ -80,6 +87,7 @@ def add_repository(
     max_batch_size: int = 0,
     max_queue_delay_microseconds: "int | None" = None,
     await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
+    protocol: str = _protocol.TENSORS_PROTOCOL,
 ) -> "ModelInfo":
     """Log a new MLflow model: the source's files unchanged plus the ``triton`` flavor and ``model_repository/``.
 
@@ -90,7 +98,9 @@ def add_repository(
     ``registered_model_name`` defaults to the source's registered model for a ``models:/name...`` URI. ``name``,
     the new model's name in MLflow, defaults to the source's followed by ``-triton``: under the source's own name in
     the source's run it would become what ``runs:/<run>/<name>`` loads. ``triton_model_name`` defaults to the
-    source's name, made Triton-safe.
+    source's name, made Triton-safe. ``protocol``: ``"tensors"`` (one typed tensor per field of the signature) or
+    ``"mlflow"`` (the body ``mlflow models serve`` accepts at ``/invocations`` in one BYTES tensor, its answer in
+    another; see docs/repository.md).
     Returns MLflow's ``ModelInfo``.
     """
     read_input = None if input_example is None else (lambda _schema: input_example)
@@ -103,6 +113,7 @@ def add_repository(
         max_batch_size=max_batch_size,
         max_queue_delay_microseconds=max_queue_delay_microseconds,
         await_registration_for=await_registration_for,
+        protocol=protocol,
     )
 
 
@@ -117,6 +128,7 @@ def _add_repository(
     max_batch_size: int = 0,
     max_queue_delay_microseconds: "int | None" = None,
     await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
+    protocol: str = _protocol.TENSORS_PROTOCOL,
 ) -> "ModelInfo":
     """``add_repository`` with the input read by ``read_input(the source's input schema)`` (the command line's
     ``--input FILE``, parsed by the local part, which the logging side never imports), or the saved example.
@@ -125,6 +137,7 @@ def _add_repository(
     are removed: a stop after it leaves the model in the store, and the command says so."""
     if not isinstance(model_uri, str) or not model_uri:
         raise InvalidArgumentError(f"model_uri must be a non-empty string, got {model_uri!r}")
+    _protocol.check_protocol(protocol, max_batch_size)  # before the source is looked up
     lineage = _lineage(model_uri)
     if registered_model_name is None:
         registered_model_name = lineage.get("registered_model_name")
@@ -165,6 +178,7 @@ def _add_repository(
                 max_queue_delay_microseconds=max_queue_delay_microseconds,
                 lineage={"model_uri": model_uri, **{k: v for k, v in lineage.items() if k != "name"}},
                 experiment_id=lineage.get("experiment_id"),
+                protocol=protocol,
             )
             on_logged(info)
             return info

@@ -26,6 +26,7 @@ SOURCES = (
     ("runtime/loading.py", _RUNTIME_DIR / "loading.py"),
     ("runtime/parameters.py", _RUNTIME_DIR / "parameters.py"),
     ("runtime/batching.py", _RUNTIME_DIR / "batching.py"),
+    ("runtime/protocol.py", _RUNTIME_DIR / "protocol.py"),
     ("runtime/triton_model.py", _RUNTIME_DIR / "triton_model.py"),
 )
 _PACKAGE_IMPORTS = re.compile(

@@ -24,7 +24,7 @@ from mlflow.models import ModelSignature
 
 from mlflow_triton.repository.names import check_model_name, default_model_name
 
-from . import _batching, _build, _caller, _model_log, _model_requirements
+from . import _batching, _build, _caller, _model_log, _model_requirements, _protocol
 from ._examples import check_example, for_request
 from ._framework import Framework
 from ._prediction import predict, predict_and_map
@@ -55,11 +55,13 @@ def log_model(
     max_queue_delay_microseconds=None,
     lineage=None,
     experiment_id=None,
+    protocol=_protocol.TENSORS_PROTOCOL,
 ):
     """Prepare the complete package, then hand it to ``Model.log``; returns ``ModelInfo``.
 
     ``lineage`` (a JSON-ready dict) is recorded as ``source`` in validation.json; ``experiment_id`` places the
     LoggedModel in that experiment instead of the active one (``add_repository``: beside its source).
+    ``protocol`` is the repository kind (``_protocol``): the typed tensor mapping or MLflow's serving protocol.
     """
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
@@ -80,6 +82,7 @@ def log_model(
         options=options,
         batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds),
         lineage=lineage,
+        protocol=protocol,
     )
     return _model_log.log_prepared(
         plan,
@@ -166,8 +169,10 @@ def _plan(
     options,
     batching=_batching.NO_BATCHING,
     lineage=None,
+    protocol=_protocol.TENSORS_PROTOCOL,
 ):
     """Check the arguments, predict the example in memory and derive the mapping; writes nothing."""
+    _protocol.check_protocol(protocol, batching.max_batch_size)
     options = dict(options)
     declared_init_kwargs = options.pop("architecture_init_kwargs", None)
     example_input, example_params = _split_example(input_example)
@@ -194,6 +199,37 @@ def _plan(
     recorded_warnings = custom_code + tuple(missing)
     for message in recorded_warnings:
         _caller.warn(message, CustomCodeWarning)
+    if protocol == _protocol.MLFLOW_PROTOCOL:  # the example's serving body, answered in memory as Triton will
+        body = _protocol.serving_body(framework.saved_serving_body(), example_input, example_params)
+        layout, tensors, validation = _protocol.prove_serving_body(
+            framework.flavor, framework.pyfunc_adapter(model, options, None), body, framework.current_device(model)
+        )
+        typed = {}  # params travel in the body; no mapping, no batching
+    else:
+        signature, layout, tensors, validation, typed = _typed_parts(
+            framework, model, example_input, example_params, signature, options, batching, validate_saved_model
+        )
+    return Plan(
+        framework=framework,
+        model=model,
+        input_example=input_example,
+        options=options,
+        declared_init_kwargs=declared_init_kwargs,
+        signature=signature,
+        layout=layout,
+        tensors=tensors,
+        validation=validation,
+        device=device,
+        triton_model_name=triton_model_name,
+        recorded_warnings=recorded_warnings,
+        lineage=lineage,
+        **typed,
+    )
+
+
+def _typed_parts(framework, model, example_input, example_params, signature, options, batching, validate_saved_model):
+    """The typed tensor mapping: ``(signature, layout, tensors, validation, the Plan's batching and mapping fields)``
+    from the example predicted in memory."""
     adapter, signature, mapped, layout, output_mapping = predict_and_map(
         framework, model, example_input, example_params, signature, options
     )
@@ -211,25 +247,13 @@ def _plan(
         )
         batching_proof = _batching.prove_row_independence(predictor, tensors)
         _caller.warn(f"max_batch_size={batching.max_batch_size}: {_batching.ZERO_ROW_REQUESTS}", BatchingWarning)
-    return Plan(
-        framework=framework,
-        model=model,
-        input_example=input_example,
-        options=options,
-        declared_init_kwargs=declared_init_kwargs,
-        signature=signature,
-        layout=layout,
-        tensors=tensors,
-        validation=validation,
-        device=device,
-        triton_model_name=triton_model_name,
-        recorded_warnings=recorded_warnings,
-        batching=batching,
-        batching_proof=batching_proof,
-        example_params=example_params,
-        lineage=lineage,
-        output_mapping=output_mapping,
-    )
+    typed = {
+        "batching": batching,
+        "batching_proof": batching_proof,
+        "example_params": example_params,
+        "output_mapping": output_mapping,
+    }
+    return signature, layout, tensors, validation, typed
 
 
 def _split_example(input_example):

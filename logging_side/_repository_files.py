@@ -74,7 +74,8 @@ def write_repository(repository, plan: Plan, validation):
         "tensor_mapping": {
             "validated": True,
             "where": "local",
-            "how": "example encoded to Triton tensors, decoded by the runtime codecs, predicted, "
+            "how": validation.get("how")
+            or "example encoded to Triton tensors, decoded by the runtime codecs, predicted, "
             "prediction encoded to the configured outputs",
             "outputs": {name: list(array.shape) for name, array in validation["outputs"].items()},
         },
@@ -87,6 +88,7 @@ def write_repository(repository, plan: Plan, validation):
         "mlflow_version": mlflow.__version__,
         "runtime_version": RUNTIME_VERSION,
         "mapping_version": layout.contract.version,
+        "protocol": layout.contract.protocol,
     }
     if plan.lineage is not None:
         report["source"] = plan.lineage

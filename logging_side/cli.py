@@ -23,6 +23,7 @@ from pathlib import Path
 from mlflow_triton import __version__
 from mlflow_triton.command_line import add_tracking_uri
 from mlflow_triton.runtime import RUNTIME_VERSION
+from mlflow_triton.shared_contract import MLFLOW_PROTOCOL, PROTOCOLS, TENSORS_PROTOCOL
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "build_parser", "main"]
 
@@ -475,6 +476,14 @@ def _add_repository_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--triton-model-name", metavar="NAME", help="the model name Triton sees (default: from the source's name)"
     )
+    parser.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default=TENSORS_PROTOCOL,
+        help=f"what the Triton model speaks: {TENSORS_PROTOCOL} (default: one typed tensor per field of the "
+        f"signature) or {MLFLOW_PROTOCOL} (the body `mlflow models serve` accepts at /invocations in one BYTES "
+        "tensor `request`, its answer in the BYTES tensor `response`)",
+    )
     add_tracking_uri(parser)
 
 
@@ -494,6 +503,7 @@ def _run_add_repository(args: argparse.Namespace) -> int:
         registered_model_name=args.registered_model_name,
         name=args.name,
         triton_model_name=args.triton_model_name,
+        protocol=args.protocol,
         tracking_uri=args.tracking_uri,
     )
 

@@ -33,6 +33,10 @@ bad request gets its own error and the others are answered. A request without
 rows is always answered alone. Without batching each request is decoded,
 predicted and encoded alone, and nothing counts its rows.
 
+A contract with protocol ``mlflow`` (MLflow's serving protocol, ``protocol.py``) maps no tensors: each request's
+``request`` body is answered by MLflow's own ``/invocations`` code, MLflow's 4xx are ``INVALID_ARG`` with its
+error code and message, its 5xx ``INTERNAL``.
+
 Messages name the tensor or column, the element index and the expected type,
 and are cut to ``MAX_MESSAGE_LENGTH`` characters. Request errors found by this
 runtime quote no request values; a value that does not fit an output is quoted
@@ -55,12 +59,26 @@ import pandas as pd
 import triton_python_backend_utils as pb_utils
 
 # <mlflow-triton package imports: removed when composing model.py>
-from ..shared_contract.contract import JSON_CONTENT, MlflowTritonError, contract_from_model_config
+from ..shared_contract.contract import (
+    CONTENT_TYPE_TENSOR,
+    JSON_CONTENT,
+    MLFLOW_PROTOCOL,
+    REQUEST_TENSOR,
+    MlflowTritonError,
+    contract_from_model_config,
+)
 from .batching import RowCountError, check_output_rows, count_rows, group_positions, join_inputs, split_outputs
 from .codecs import StructureCodec, tensor_types_from_model_config
 from .conversions import TensorMappingError
 from .loading import device_for_instance, load_predictor
 from .parameters import ParameterError, params_schema_of, request_params
+from .protocol import (
+    MlflowProtocol,
+    ProtocolRequestError,
+    enter_serving_environment,
+    protocol_request,
+    response_tensors,
+)
 
 # </mlflow-triton package imports>
 
@@ -81,14 +99,21 @@ class TritonPythonModel:
         model_config = json.loads(args["model_config"])
         contract = contract_from_model_config(model_config)
         self.batching = contract.max_batch_size > 0
-        self.inputs = StructureCodec(contract.inputs, tensor_types_from_model_config(model_config, "input"))
-        self.outputs = StructureCodec(contract.outputs, tensor_types_from_model_config(model_config, "output"))
+        self.protocol = None  # MLflow's serving protocol (protocol.py) for an ``mlflow`` contract
+        if contract.protocol != MLFLOW_PROTOCOL:
+            self.inputs = StructureCodec(contract.inputs, tensor_types_from_model_config(model_config, "input"))
+            self.outputs = StructureCodec(contract.outputs, tensor_types_from_model_config(model_config, "output"))
         self.device = device_for_instance(args.get("model_instance_kind"), args.get("model_instance_device_id"))
         artifact = pathlib.Path(args["model_repository"]) / str(args["model_version"]) / ARTIFACT_DIRECTORY
         self.predictor = _load(artifact, contract.flavor, self.device)
         self.params_schema = params_schema_of(self.predictor)
+        if contract.protocol == MLFLOW_PROTOCOL:
+            self.protocol = MlflowProtocol(self.predictor)
+            enter_serving_environment()
 
     def execute(self, requests):
+        if self.protocol is not None:
+            return [self._answer_body(request) for request in requests]
         if self.batching and len(requests) > 1:
             return self._answer_joined(requests)
         return [self._answer(request) for request in requests]
@@ -100,6 +125,27 @@ class TritonPythonModel:
         except Exception as error:
             return _failure_response(error)
         return self._answer_decoded(model_input, empty_tensor, params)
+
+    def _answer_body(self, request):
+        """MLflow's serving protocol: MLflow's answer to the body; its 4xx are the client's (``INVALID_ARG``)."""
+        try:
+            arrays = {}
+            for name in (REQUEST_TENSOR, CONTENT_TYPE_TENSOR):
+                tensor = pb_utils.get_input_tensor_by_name(request, name)
+                if tensor is not None:
+                    arrays[name] = tensor.as_numpy()
+            answer = self.protocol.answer(*protocol_request(arrays))
+        except ProtocolRequestError as error:
+            return _failure_response(RequestError(str(error)))
+        except Exception as error:
+            return _failure_response(error)
+        if answer.reason is None:
+            return pb_utils.InferenceResponse(
+                output_tensors=[pb_utils.Tensor(name, array) for name, array in response_tensors(answer).items()]
+            )
+        if answer.status < 500:  # MLflow's message, never its stack trace
+            return _failure_response(RequestError(answer.reason))
+        return _failure_response(PredictionError(_withheld(answer.reason, answer.error or RuntimeError(answer.body))))
 
     def _answer_decoded(self, model_input, empty_tensor, params=None):
         try:

@@ -40,6 +40,13 @@ MLflow side; and ``optional`` (``columns`` inputs only) marks a column a request
 leave out (the config declares its tensors ``optional: true``; without them the
 model gets no such column, as when a JSON request to MLflow's scoring server leaves
 the field out). Writers emit version 5 only for a contract that uses one of them.
+Version 6 adds ``protocol``: ``"tensors"`` (the typed mapping above) or ``"mlflow"``
+(MLflow's serving protocol: the model takes the body ``mlflow models serve`` accepts at
+``/invocations`` in one BYTES tensor ``request``, its content type in an optional BYTES
+tensor ``content_type``, and answers the body MLflow's server returns in one BYTES
+tensor ``response``; both sides are ``tensors`` structures of exactly those text
+fields, unbatched). Writers emit version 6 only for an ``mlflow`` contract; readers
+take a version 6 contract without ``protocol`` as an error.
 """
 
 import dataclasses
@@ -49,7 +56,8 @@ MAPPING_VERSION = 2
 BATCHING_MAPPING_VERSION = 3
 COLUMN_ADAPTERS_MAPPING_VERSION = 4
 NESTED_MAPPING_VERSION = 5
-SUPPORTED_MAPPING_VERSIONS = (1, 2, 3, 4, 5)
+PROTOCOL_MAPPING_VERSION = 6
+SUPPORTED_MAPPING_VERSIONS = (1, 2, 3, 4, 5, 6)
 CONTRACT_PARAMETER = "mlflow_contract"
 
 STRUCTURES = ("columns", "tensor", "tensors")
@@ -58,6 +66,13 @@ DATETIME_CONTENT = "datetime"
 JSON_CONTENT = "json"
 # The ``type`` of a JSON field: MLflow's nested types (their ``to_dict()["type"]``).
 NESTED_TYPES = ("array", "object", "map")
+
+# What the model speaks: the typed tensor mapping, or MLflow's serving protocol (version 6).
+TENSORS_PROTOCOL = "tensors"
+MLFLOW_PROTOCOL = "mlflow"
+PROTOCOLS = (TENSORS_PROTOCOL, MLFLOW_PROTOCOL)
+# The tensors of an ``mlflow`` contract: the request body, its content type (optional) and the response body.
+REQUEST_TENSOR, CONTENT_TYPE_TENSOR, RESPONSE_TENSOR = "request", "content_type", "response"
 
 # Triton config datatype -> numpy dtype name. The one table both directions
 # are derived from; TYPE_STRING is Triton's BYTES (numpy object arrays).
@@ -215,9 +230,10 @@ class StructureMapping:
         if scalars and self.structure != "tensor":
             raise ContractError(f"Structure {self.structure!r}: 'scalar' is for 'tensor' only; used by: {scalars[0]}")
         optional = [f.tensor for f in self.fields if f.optional]
-        if optional and self.structure != "columns":
+        if optional and self.structure == "tensor":
             raise ContractError(
-                f"Structure {self.structure!r}: 'optional' is for 'columns' only; used by: {optional[0]}"
+                f"Structure {self.structure!r}: 'optional' is for 'columns' (and the mlflow protocol's 'tensors') "
+                f"only; used by: {optional[0]}"
             )
         _reject_duplicates(list(self.tensor_names), "tensor name")
         _reject_duplicates([f.name for f in self.fields if f.name is not None], "field name")
@@ -250,6 +266,7 @@ class Contract:
     outputs: StructureMapping
     version: int = MAPPING_VERSION
     max_batch_size: int = 0
+    protocol: str = TENSORS_PROTOCOL
 
     def __post_init__(self):
         if not _is_supported_version(self.version):
@@ -257,6 +274,14 @@ class Contract:
                 f"Mapping version {self.version!r} is not supported; "
                 f"supported: {', '.join(map(str, SUPPORTED_MAPPING_VERSIONS))}"
             )
+        if self.protocol not in PROTOCOLS:
+            raise ContractError(
+                f"Contract 'protocol' {self.protocol!r} is not supported; supported: {', '.join(PROTOCOLS)}"
+            )
+        if self.protocol == MLFLOW_PROTOCOL:
+            _check_mlflow_protocol(self)
+        elif any(f.optional for f in self.inputs.fields) and self.inputs.structure != "columns":
+            raise ContractError("'optional' marks 'columns' input fields only (or the mlflow protocol's content type)")
         if type(self.max_batch_size) is not int or self.max_batch_size < 0:
             raise ContractError(f"Contract 'max_batch_size' must be an integer >= 0, got {self.max_batch_size!r}")
         adapted = [f.tensor for f in self.inputs.fields + self.outputs.fields if f.uses_column_adapters]
@@ -294,6 +319,8 @@ class Contract:
         }
         if self.version >= BATCHING_MAPPING_VERSION:
             data["max_batch_size"] = self.max_batch_size
+        if self.version >= PROTOCOL_MAPPING_VERSION:
+            data["protocol"] = self.protocol
         return data
 
     @classmethod
@@ -310,6 +337,8 @@ class Contract:
         keys = ("version", "flavor", "inputs", "outputs")
         if data["version"] >= BATCHING_MAPPING_VERSION:
             keys += ("max_batch_size",)
+        if data["version"] >= PROTOCOL_MAPPING_VERSION:
+            keys += ("protocol",)
         _require_keys(data, keys, "contract")
         return cls(
             version=data["version"],
@@ -317,6 +346,7 @@ class Contract:
             inputs=StructureMapping.from_dict(data["inputs"]),
             outputs=StructureMapping.from_dict(data["outputs"]),
             max_batch_size=data.get("max_batch_size", 0),
+            protocol=data.get("protocol", TENSORS_PROTOCOL),
         )
 
     def to_json(self):
@@ -351,6 +381,45 @@ class Contract:
                     f"'{CONTRACT_PARAMETER}' maps {side} tensor(s) {', '.join(missing)} that the "
                     f"config does not declare; declared: {', '.join(declared) or 'none'}"
                 )
+
+
+def mlflow_protocol_contract(flavor):
+    """The contract of a model that speaks MLflow's serving protocol (version 6): body in, body out."""
+    return Contract(
+        flavor=flavor,
+        inputs=_mlflow_protocol_sides()[0],
+        outputs=_mlflow_protocol_sides()[1],
+        version=PROTOCOL_MAPPING_VERSION,
+        protocol=MLFLOW_PROTOCOL,
+    )
+
+
+def _mlflow_protocol_sides():
+    """(inputs, outputs) of every ``mlflow`` contract: the request body and its content type, the response body."""
+    inputs = (
+        FieldMapping(REQUEST_TENSOR, REQUEST_TENSOR, "text"),
+        FieldMapping(CONTENT_TYPE_TENSOR, CONTENT_TYPE_TENSOR, "text", optional=True),
+    )
+    outputs = (FieldMapping(RESPONSE_TENSOR, RESPONSE_TENSOR, "text"),)
+    return StructureMapping("tensors", inputs), StructureMapping("tensors", outputs)
+
+
+def _check_mlflow_protocol(contract):
+    """An ``mlflow`` contract is version 6, unbatched, and maps exactly the protocol's three text tensors."""
+    if contract.version < PROTOCOL_MAPPING_VERSION:
+        raise ContractError(
+            f"Mapping version {contract.version}: protocol {MLFLOW_PROTOCOL!r} needs version {PROTOCOL_MAPPING_VERSION}"
+        )
+    if contract.max_batch_size != 0:
+        raise ContractError(
+            f"Protocol {MLFLOW_PROTOCOL!r} answers one body per request: max_batch_size must be 0, "
+            f"got {contract.max_batch_size}"
+        )
+    if (contract.inputs, contract.outputs) != _mlflow_protocol_sides():
+        raise ContractError(
+            f"Protocol {MLFLOW_PROTOCOL!r} maps exactly the text tensors {REQUEST_TENSOR} and optional "
+            f"{CONTENT_TYPE_TENSOR} in, {RESPONSE_TENSOR} out ('tensors' structures)"
+        )
 
 
 def writer_version(inputs, outputs, max_batch_size=0):

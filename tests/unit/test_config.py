@@ -161,9 +161,9 @@ def test_parse_config_raises_when_config_tensor_is_renamed():
 
 def test_parse_config_raises_when_contract_version_is_unsupported():
     config = build_config("model", _layout())
-    text = render_config(config).replace('\\"version\\":2', '\\"version\\":6')
+    text = render_config(config).replace('\\"version\\":2', '\\"version\\":7')
 
-    with pytest.raises(ContractError, match="Mapping version 6 is not supported"):
+    with pytest.raises(ContractError, match="Mapping version 7 is not supported"):
         parse_config(text)
 
 

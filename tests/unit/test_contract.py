@@ -201,9 +201,9 @@ def test_structure_mapping_raises_when_structure_is_malformed(structure, fields,
         StructureMapping(structure, fields)
 
 
-@pytest.mark.parametrize("version", [0, 6, "1", 1.0, True, None])
+@pytest.mark.parametrize("version", [0, 7, "1", 1.0, True, None])
 def test_contract_raises_when_mapping_version_is_unsupported(version):
-    message = f"Mapping version {version!r} is not supported; supported: 1, 2, 3, 4, 5"
+    message = f"Mapping version {version!r} is not supported; supported: 1, 2, 3, 4, 5, 6"
     with pytest.raises(ContractError, match=re.escape(message)):
         _contract(version=version)
 
@@ -233,7 +233,7 @@ def _edited(edit):
     [
         ([], "Contract must be a JSON object, got list"),
         ({}, "Contract has no 'version'"),
-        ({"version": 6}, "Mapping version 6 is not supported; supported: 1, 2, 3, 4, 5"),
+        ({"version": 7}, "Mapping version 7 is not supported; supported: 1, 2, 3, 4, 5, 6"),
         ({"version": True}, "Mapping version True is not supported"),
         ({"version": 1.0}, "Mapping version 1.0 is not supported"),
         (_edited(lambda d: d.pop("flavor")), "A contract entry lacks flavor"),
@@ -307,10 +307,12 @@ def test_contract_from_model_config_raises_when_parameter_is_missing(parameters)
 
 def test_contract_from_model_config_raises_when_mapping_version_is_unsupported():
     data = _contract().to_dict()
-    data["version"] = 6
+    data["version"] = 7
     config = _model_config(json.dumps(data))
 
-    with pytest.raises(ContractError, match=re.escape("Mapping version 6 is not supported; supported: 1, 2, 3, 4, 5")):
+    with pytest.raises(
+        ContractError, match=re.escape("Mapping version 7 is not supported; supported: 1, 2, 3, 4, 5, 6")
+    ):
         contract_from_model_config(config)
 
 

@@ -74,7 +74,7 @@ def edit_contract(config, edit):
 
 
 def unsupported_version(config):
-    edit_contract(config, lambda contract: contract.update(version=6))
+    edit_contract(config, lambda contract: contract.update(version=7))
 
 
 def batching(config):
@@ -130,7 +130,7 @@ def column_of_rank_two(config):
 
 
 BROKEN_CONFIGS = {
-    unsupported_version: r"Mapping version 6 is not supported; supported: 1, 2, 3, 4, 5",
+    unsupported_version: r"Mapping version 7 is not supported; supported: 1, 2, 3, 4, 5, 6",
     contract_without_version: r"Contract has no 'version'",
     batching: r"max_batch_size must be 0 .*got 8",
     extra_config_input: r"Config input tensor\(s\) extra have no entry in 'mlflow_contract'",

@@ -1,0 +1,135 @@
+"""MLflow's serving protocol: the body ``mlflow models serve`` accepts at ``/invocations`` in, its answer out.
+
+A repository whose contract says protocol ``mlflow`` maps no signature onto tensors: its model takes one BYTES
+tensor ``request`` holding the HTTP body a client of MLflow's scoring server sends (JSON in every form MLflow reads,
+or CSV) and an optional BYTES tensor ``content_type`` (its Content-Type header, ``application/json`` when left out),
+and answers one BYTES tensor ``response`` holding exactly the body MLflow's server returns. The body is read,
+predicted and written by MLflow's own code, ``mlflow.pyfunc.scoring_server.invocations`` (the function behind its
+``/invocations`` route, the same in MLflow 3.14 to 3.17): there is no second parser to drift from MLflow's.
+
+:class:`MlflowProtocol` answers a body as :class:`ProtocolAnswer`: MLflow's status, the body it returns, and for a
+refusal MLflow's error code and message (never its stack trace) and the exception. The Triton entry point
+(``triton_model.py``) turns a 200 into the ``response`` tensor, MLflow's 4xx into ``INVALID_ARG`` and its 5xx into
+``INTERNAL``. The logging side proves the example's serving body with the same class, and ``check`` computes the
+answer Triton must give with it.
+"""
+
+import contextlib
+import dataclasses
+import os
+
+import numpy as np
+
+# <mlflow-triton package imports: removed when composing model.py>
+from ..shared_contract.contract import CONTENT_TYPE_TENSOR, REQUEST_TENSOR, RESPONSE_TENSOR
+from .loading import temporary_environment
+
+# </mlflow-triton package imports>
+
+JSON_CONTENT_TYPE = "application/json"
+# MLflow's scoring server sets it when it starts (scoring_server.init); type-hinted models read it while predicting.
+SERVING_ENVIRONMENT_VARIABLE = "_MLFLOW_IS_IN_SERVING_ENVIRONMENT"
+OK = 200
+
+
+class ProtocolRequestError(ValueError):
+    """The request's tensors do not hold one body (and one content type): the client's error."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProtocolAnswer:
+    """MLflow's answer to one body: its HTTP status, the body it returns and, for a refusal, why."""
+
+    status: int
+    body: str
+    reason: str | None = None  # "MLflow answered HTTP <status> (<error code>): <message>"
+    error: BaseException | None = None  # the MlflowException MLflow answered with, if it raised one
+
+
+def mlflow_invocations():
+    """``mlflow.pyfunc.scoring_server.invocations(data, content_type, model, input_schema)``.
+
+    The one place this runtime reaches into MLflow's scoring server: the signature is the same from MLflow 3.14
+    (the oldest this package supports) to 3.17; a release that changes it is adapted here.
+    """
+    from mlflow.pyfunc import scoring_server
+
+    return scoring_server.invocations
+
+
+class MlflowProtocol:
+    """A loaded pyfunc model behind MLflow's own ``/invocations`` code."""
+
+    def __init__(self, predictor):
+        self.predictor = predictor
+        self.input_schema = predictor.metadata.get_input_schema()
+        self._invocations = mlflow_invocations()
+
+    def answer(self, body, content_type=JSON_CONTENT_TYPE):
+        """What MLflow's scoring server answers to ``body`` (bytes) sent with ``content_type``."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            result = self._invocations(body, content_type, self.predictor, self.input_schema)
+        except MlflowException as error:  # MLflow's app answers it with serialize_as_json() and its HTTP status
+            status = error.get_http_status_code()
+            reason = f"MLflow answered HTTP {status} ({error.error_code}): {error.message}"
+            return ProtocolAnswer(status, error.serialize_as_json(), reason, error)
+        if result.status == OK:
+            return ProtocolAnswer(OK, result.response)
+        return ProtocolAnswer(
+            result.status, result.response, f"MLflow answered HTTP {result.status}: {result.response}"
+        )
+
+
+def protocol_request(arrays):
+    """``(body bytes, content type)`` from the request's ``{tensor name: array}``."""
+    body = _single_element(arrays, REQUEST_TENSOR)
+    if body is None:
+        raise ProtocolRequestError(
+            f"Tensor {REQUEST_TENSOR} is missing: send the body `mlflow models serve` accepts at /invocations in it"
+        )
+    content_type = _single_element(arrays, CONTENT_TYPE_TENSOR)
+    if content_type is None:
+        return body, JSON_CONTENT_TYPE
+    try:
+        return body, content_type.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolRequestError(f"Tensor {CONTENT_TYPE_TENSOR} is not valid UTF-8 text") from None
+
+
+def response_array(body):
+    """The ``response`` tensor: MLflow's body as the one element of a BYTES array."""
+    return np.array([body.encode("utf-8")], dtype=object)
+
+
+def response_tensors(answer):
+    """``{response tensor: array}`` of a 200 answer (what a client reads from Triton)."""
+    return {RESPONSE_TENSOR: response_array(answer.body)}
+
+
+def enter_serving_environment():
+    """Mark this process as MLflow's scoring server marks its own (``scoring_server.init``)."""
+    os.environ[SERVING_ENVIRONMENT_VARIABLE] = "true"
+
+
+@contextlib.contextmanager
+def serving_environment():
+    """:func:`enter_serving_environment` for a while (logging, check), restored afterwards."""
+    with temporary_environment({SERVING_ENVIRONMENT_VARIABLE: "true"}):
+        yield
+
+
+def _single_element(arrays, name):
+    """The one element of tensor ``name`` as bytes, or None when the request left it out."""
+    array = arrays.get(name)
+    if array is None:
+        return None
+    if array.size != 1:
+        raise ProtocolRequestError(f"Tensor {name} holds {array.size} elements; send exactly one (shape [1])")
+    value = array.ravel()[0]
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if not isinstance(value, bytes):
+        raise ProtocolRequestError(f"Tensor {name} must be BYTES, got {type(value).__name__} elements")
+    return value

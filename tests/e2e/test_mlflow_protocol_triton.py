@@ -1,0 +1,217 @@
+"""MLflow's serving protocol on the real Triton 2.51: the same bodies, the same answers as MLflow's scoring server.
+
+Two models logged with plain MLflow in a sqlite store: a scikit-learn classifier and a ``ChatModel`` (models from
+code; the typed mapping refuses it: "record 0 has no key `id`"). Each is added with ``protocol="mlflow"``, both are
+served by one Triton, and every request body goes to Triton (in the ``request`` tensor) and to MLflow's own scoring
+server app (``mlflow.pyfunc.scoring_server.init``, the app ``mlflow models serve`` runs) over HTTP: the answers must
+be the same (the chat answer's ``created`` by check's rule for per-call fields), MLflow's 400s must be Triton 400s
+with MLflow's message. ``mlflow-triton check`` PASSes both.
+"""
+
+import json
+import subprocess
+import textwrap
+
+import mlflow
+import mlflow.pyfunc
+import mlflow.sklearn
+import numpy as np
+import pandas as pd
+import pytest
+from fastapi.testclient import TestClient
+from sklearn.linear_model import LogisticRegression
+
+import mlflow_triton
+from mlflow_triton.local import TritonInstallation, TritonServer
+from mlflow_triton.local._compare import MLFLOW_BODY, compare
+from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
+from tests.e2e.test_cli import CONSOLE_SCRIPT, user_environment
+from tests.support import docs_pages
+from tests.support.mlflow_server import using_tracking
+from tests.support.v2_http import post_infer
+
+pytestmark = pytest.mark.triton
+
+X = pd.DataFrame({"length": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "width": [0.5, 0.1, 0.9, 0.3, 0.7, 0.2]})
+Y = np.array([0, 0, 2, 1, 1, 2])
+CHAT_MODEL_CODE = textwrap.dedent(
+    """\
+    import mlflow
+    from mlflow.pyfunc import ChatModel
+    from mlflow.types.llm import ChatChoice, ChatCompletionResponse, ChatMessage
+
+
+    class Shout(ChatModel):
+        def predict(self, context, messages, params):
+            text = " ".join(message.content for message in messages).upper()
+            return ChatCompletionResponse(
+                model="shout", choices=[ChatChoice(index=0, message=ChatMessage(role="assistant", content=text))]
+            )
+
+
+    mlflow.models.set_model(Shout())
+    """
+)
+SKLEARN_BODIES = [
+    ("application/json", json.dumps({"dataframe_split": X.head(3).to_dict(orient="split", index=False)})),
+    ("application/json", json.dumps({"dataframe_records": X.tail(2).to_dict(orient="records")})),
+    ("application/json", json.dumps({"inputs": {"length": [2.5, 6.0], "width": [0.4, 0.9]}})),
+    ("application/json", json.dumps({"instances": [{"length": 1.5, "width": 0.8}]})),
+    ("text/csv", "length,width\n4.0,0.3\n1.0,0.5\n"),
+]
+CHAT_BODIES = [
+    ("application/json", json.dumps({"messages": [{"role": "user", "content": "hello"}]})),
+    (
+        "application/json",
+        json.dumps(
+            {
+                "messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}],
+                "temperature": 0.5,
+                "max_tokens": 9,
+            }
+        ),
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def added(tmp_path_factory):
+    """``{name: (source model, the new model's URI, Triton model directory)}`` in a fresh sqlite store."""
+    root = tmp_path_factory.mktemp("protocol")
+    (root / "chat_model.py").write_text(CHAT_MODEL_CODE)
+    tracking_uri = f"sqlite:///{root / 'mlflow.db'}"
+    with using_tracking(tracking_uri):
+        mlflow.set_experiment("protocol")
+        with mlflow.start_run():
+            classifier = mlflow.sklearn.log_model(
+                LogisticRegression(max_iter=500).fit(X, Y),
+                name="iris",
+                input_example=X.head(2),
+                pyfunc_predict_fn="predict_proba",  # its answers are not what the inferred signature says
+                registered_model_name="iris",
+            )
+            chat = mlflow.pyfunc.log_model(
+                name="shout", python_model=str(root / "chat_model.py"), registered_model_name="shout"
+            )
+        models = {}
+        for name, source in (("iris", classifier), ("shout", chat)):
+            info = mlflow_triton.add_repository(f"models:/{name}/1", protocol="mlflow")
+            local = mlflow.artifacts.download_artifacts(info.model_uri, dst_path=str(root / "downloads" / name))
+            models[name] = (
+                source,
+                f"models:/{name}/2",
+                next((root / "downloads" / name / "model_repository").iterdir()),
+            )
+            assert models[name][2].is_dir(), local
+    return tracking_uri, root, models
+
+
+@pytest.fixture(scope="module")
+def triton(added, tmp_path_factory):
+    """One Triton serving both repositories, from one environment that holds both models' requirements."""
+    _, root, models = added
+    repository = root / "served"
+    repository.mkdir()
+    lines = []
+    for _, _, directory in models.values():
+        subprocess.run(["cp", "-r", str(directory), str(repository / directory.name)], check=True)
+        lines += requirement_lines((directory / "requirements.txt").read_text())
+    installation = TritonInstallation.bundled(progress=None)
+    env = ensure_env_for_requirements(
+        sorted(set(lines)), installation.serving_constraints, progress=None, reuse_superset=True, source="both models"
+    )
+    names = [directory.name for _, _, directory in models.values()]
+    with TritonServer(repository, names, installation=installation, serving_env=env) as server:
+        yield server
+
+
+def mlflow_answer(model_uri, content_type, body):
+    """What MLflow's scoring server app answers over HTTP: (status, body text)."""
+    from mlflow.pyfunc import scoring_server
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("_MLFLOW_IS_IN_SERVING_ENVIRONMENT", "false")  # init sets it; the test process keeps its own
+        app = scoring_server.init(mlflow.pyfunc.load_model(model_uri))
+        response = TestClient(app).post("/invocations", content=body, headers={"Content-Type": content_type})
+    return response.status_code, response.text
+
+
+def triton_answer(server, name, content_type, body):
+    """Triton's answer to the same body: (HTTP status, the response tensor's text or Triton's error)."""
+    inputs = [
+        {"name": "request", "datatype": "BYTES", "shape": [1], "data": [body]},
+        {"name": "content_type", "datatype": "BYTES", "shape": [1], "data": [content_type]},
+    ]
+    status, answer = post_infer(server, name, inputs)
+    if status != 200:
+        return status, answer["error"]
+    [output] = answer["outputs"]
+    return status, output["data"][0]
+
+
+def same_body(want, got):
+    [result] = compare(
+        {"response": np.array([want.encode()], dtype=object)},
+        {"response": np.array([got.encode()], dtype=object)},
+        volatile={"response": MLFLOW_BODY},
+    ).values()
+    return result
+
+
+@pytest.mark.parametrize(("name", "bodies"), [("iris", SKLEARN_BODIES), ("shout", CHAT_BODIES)])
+def test_triton_answers_every_body_as_mlflows_scoring_server_does(added, triton, name, bodies):
+    tracking_uri, _, models = added
+    source, _, directory = models[name]
+    with using_tracking(tracking_uri):
+        for content_type, body in bodies:
+            want_status, want = mlflow_answer(source.model_uri, content_type, body)
+            got_status, got = triton_answer(triton, directory.name, content_type, body)
+            assert (want_status, got_status) == (200, 200), (body, want, got)
+            result = same_body(want, got)
+            assert result["equal"], (body, result["how"], want, got)
+            if name == "iris":  # nothing per call: byte for byte what MLflow's server sends
+                assert got == want
+
+
+def test_mlflows_400_is_a_triton_400_with_mlflows_message(added, triton):
+    tracking_uri, _, models = added
+    source, _, directory = models["iris"]
+    body = json.dumps({"dataframe_split": {"columns": ["length"], "data": [[1.0]]}})  # `width` is missing
+    with using_tracking(tracking_uri):
+        want_status, want = mlflow_answer(source.model_uri, "application/json", body)
+    got_status, got = triton_answer(triton, directory.name, "application/json", body)
+    mlflow_error = json.loads(want)
+    assert (want_status, got_status) == (400, 400)
+    assert got.startswith(f"MLflow answered HTTP 400 ({mlflow_error['error_code']}): ")
+    assert mlflow_error["message"][:200] in got
+
+
+def test_check_passes_both_models(added):
+    tracking_uri, root, models = added
+    checked = subprocess.run(
+        [str(CONSOLE_SCRIPT), "check", *(uri for _, uri, _ in models.values()), "--tracking-uri", tracking_uri],
+        cwd=root,
+        env=user_environment(),
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    verdicts = [line for line in checked.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
+    assert checked.returncode == 0, checked.stdout[-4000:] + checked.stderr[-4000:]
+    assert [line.split(" ", 1)[0] for line in verdicts] == ["PASS", "PASS"], verdicts
+    for line in verdicts:
+        assert "request like MLflow's scoring server (the same body, its answer parsed) (response)" in line, line
+
+
+def test_the_documented_client_asks_triton_what_mlflow_would_answer(added, triton):
+    tracking_uri, _, models = added
+    source, _, directory = models["iris"]
+    [block] = [b for b in docs_pages.blocks(docs_pages.DOCS / "repository.md", "python") if "protocol" in b.heading]
+    namespace = {}
+    exec(block.code, namespace)
+    content_type, body = SKLEARN_BODIES[-1]  # CSV, with its content type
+
+    got = namespace["invocations"](body, content_type, url=f"127.0.0.1:{triton.http_port}", model=directory.name)
+
+    with using_tracking(tracking_uri):
+        assert (200, got) == mlflow_answer(source.model_uri, content_type, body)
