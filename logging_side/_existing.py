@@ -19,7 +19,6 @@ import mlflow
 import numpy as np
 from mlflow.models import Model
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS, ModelInfo
-from mlflow.models.utils import SERVING_INPUT_FILENAME
 from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FILE_NAME
 from mlflow.store.artifact.utils.models import get_model_name_and_version
 
@@ -64,12 +63,6 @@ class _LoggedModel(_framework.Framework):
 
     def pyfunc_adapter(self, model, options, model_meta):
         return model  # the source as mlflow.pyfunc loaded it: its own signature is enforced
-
-    def saved_serving_body(self):
-        if not self._example_saved:  # a given input: its body is built from it, as MLflow builds the file
-            return None
-        serving = self._source_dir / SERVING_INPUT_FILENAME
-        return serving.read_text(encoding="utf-8") if serving.is_file() else None
 
     def save_native(self, model, path, signature, input_example, options):
         shutil.copytree(self._source_dir, path, symlinks=False)

@@ -63,11 +63,6 @@ class Framework:
     def current_device(self, model):
         return "cpu"
 
-    def saved_serving_body(self):
-        """The MLflow serving body saved with the model (``serving_input_example.json``), or None: MLflow's
-        protocol then builds it from the example (``_protocol.serving_body``)."""
-        return None
-
     def task_signature(self, options):
         """The signature the native flavor sets itself for these options (and refuses any other), or None."""
         return None

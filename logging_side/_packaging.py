@@ -200,9 +200,8 @@ def _plan(
     for message in recorded_warnings:
         _caller.warn(message, CustomCodeWarning)
     if protocol == _protocol.MLFLOW_PROTOCOL:  # the example's serving body, answered in memory as Triton will
-        body = _protocol.serving_body(framework.saved_serving_body(), example_input, example_params)
-        layout, tensors, validation = _protocol.prove_serving_body(
-            framework.flavor, framework.pyfunc_adapter(model, options, None), body, framework.current_device(model)
+        layout, tensors, validation = _protocol.prove_saved_model(
+            framework, model, signature, input_example, options, framework.current_device(model)
         )
         typed = {}  # params travel in the body; no mapping, no batching
     else:

@@ -1,13 +1,19 @@
 """The repository kind chosen with ``protocol=``: the typed tensor mapping, or MLflow's serving protocol.
 
 With ``protocol="mlflow"`` the repository's model takes the body ``mlflow models serve`` accepts at ``/invocations``
-and answers the body it returns (``runtime/protocol.py``). Logging proves it as the typed mapping is proved: the
-example's MLflow serving body (the ``serving_input_example.json`` MLflow saved with the model, or the one MLflow
-builds from the example) is answered in memory by the runtime's own protocol code, and a refusal stops logging with
-MLflow's message; the shipped request is that body in the ``request`` tensor.
+and answers the body it returns (``runtime/protocol.py``). Logging proves it as the typed mapping is proved, before
+anything is written: the native package is saved to a temporary directory as the build will save it and loaded with
+``mlflow.pyfunc`` as Triton will load it, and the example's MLflow serving body (the ``serving_input_example.json``
+MLflow saved beside it, or the one MLflow builds from the example) is answered in memory by the runtime's own protocol
+code; a refusal stops logging with MLflow's message. The shipped request is that body in the ``request`` tensor.
 """
 
+import pathlib
+import tempfile
+
+import mlflow.pyfunc
 import numpy as np
+from mlflow.models.utils import SERVING_INPUT_FILENAME
 
 from mlflow_triton.repository.layout import TensorDeclaration, TensorLayout
 from mlflow_triton.runtime.protocol import OK, MlflowProtocol, response_tensors, serving_environment
@@ -53,16 +59,30 @@ def protocol_layout(flavor):
     )
 
 
-def serving_body(saved, example_input, example_params):
-    """The example as the JSON body a client of MLflow's scoring server sends: ``saved`` (the source's
-    ``serving_input_example.json``) when there is one, else built from the example as MLflow builds that file."""
-    if saved is not None:
-        return saved
+def prove_saved_model(framework, model, signature, input_example, options, device):
+    """``(layout, tensors, validation)`` for MLflow's protocol: the package saved and loaded as it will be served,
+    its serving example answered 200 by the runtime's protocol code (:func:`prove_serving_body`)."""
+    with tempfile.TemporaryDirectory(prefix="mlflow-triton-protocol-") as workspace:
+        package = pathlib.Path(workspace) / "model"
+        framework.save_native(model, package, signature, input_example, options)
+        try:
+            predictor = mlflow.pyfunc.load_model(str(package))
+        except Exception as error:
+            raise ValidationError(
+                f"mlflow.pyfunc.load_model failed on the saved package: {type(error).__name__}: {error}"
+            ) from None
+        saved = package / SERVING_INPUT_FILENAME
+        body = saved.read_text(encoding="utf-8") if saved.is_file() else serving_body(input_example)
+        return prove_serving_body(framework.flavor, predictor, body, device)
+
+
+def serving_body(input_example):
+    """The example (with its params, if any) as the JSON body a client of MLflow's scoring server sends, built as
+    MLflow builds ``serving_input_example.json``, for a package MLflow saved without one."""
     from mlflow.models.utils import convert_input_example_to_serving_input
 
-    example = example_input if example_params is None else (example_input, example_params)
     try:
-        body = convert_input_example_to_serving_input(example)
+        body = convert_input_example_to_serving_input(input_example)
     except Exception as error:  # MLflow cannot write this example as a serving body
         raise ValidationError(f"MLflow cannot write the input example as a serving body: {error}") from None
     if body is None:

@@ -238,6 +238,7 @@ def log_model(
     validate_saved_model: bool = False,
     max_batch_size: int = 0,
     max_queue_delay_microseconds: int | None = None,
+    protocol: str = "tensors",
     **kwargs: Any,
 ) -> ModelInfo:
     """Log a custom pyfunc model with its Triton repository.
@@ -255,6 +256,10 @@ def log_model(
     ``max_batch_size=N`` turns on Triton's dynamic batching as in the framework wrappers, once logging proved
     that rows are predicted on their own (docs/batching.md). A batched repository must never get a 0-row request:
     it stops Triton 2.51 (``BatchingWarning``).
+
+    ``protocol="mlflow"``: the Triton model speaks MLflow's serving protocol instead of typed tensors (one BYTES
+    tensor holding the body ``mlflow models serve`` accepts, its answer in another; docs/repository.md), for a model
+    whose answers typed tensors cannot carry (a ``ChatModel``, a prediction unlike its signature).
     """
     return _packaging.log_model(
         _FRAMEWORK,
@@ -274,6 +279,7 @@ def log_model(
         max_batch_size=max_batch_size,
         max_queue_delay_microseconds=max_queue_delay_microseconds,
         extra_options=_pyfunc_options(kwargs, artifacts, loader_module, data_path, code_paths, model_config),
+        protocol=protocol,
     )
 
 

@@ -288,3 +288,17 @@ def test_check_refuses_an_id_that_is_not_a_uuid_where_mlflow_answered_one():
     want = {"id": "9b2f1a4e-0d1c-4c7e-9a57-1f8f8a0b2c3d"}
     [result] = compare(body(want), body({"id": "chatcmpl-1"}), volatile={"response": MLFLOW_BODY}).values()
     assert not result["equal"] and "$.id is not a fresh UUID per row" in result["how"]
+
+
+def test_the_pyfunc_wrapper_logs_a_chat_model_with_the_protocol_and_its_chat_body_as_the_request(
+    tracking_store, tmp_path
+):
+    example = {"messages": [{"role": "user", "content": "hi there"}]}
+
+    info = mlflow_triton.pyfunc.log_model(EchoChat(), name="echo", input_example=example, protocol="mlflow")
+
+    local = pathlib.Path(mlflow.artifacts.download_artifacts(artifact_uri=info.model_uri, dst_path=str(tmp_path)))
+    repository = local / "model_repository" / "echo"
+    [sent] = json.loads((repository / "request.json").read_text())["inputs"][0]["data"]
+    assert json.loads(sent)["messages"] == example["messages"]
+    assert json.loads((repository / "validation.json").read_text())["protocol"] == "mlflow"
