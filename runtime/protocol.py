@@ -42,8 +42,14 @@ class ProtocolAnswer:
 
     status: int
     body: str
-    reason: str | None = None  # "MLflow answered HTTP <status> (<error code>): <message>"
+    heading: str | None = None  # a refusal's "MLflow answered HTTP <status> (<error code>)": no request data
+    message: str | None = None  # MLflow's message, which may quote the request
     error: BaseException | None = None  # the MlflowException MLflow answered with, if it raised one
+
+    @property
+    def reason(self):
+        """``"<heading>: <MLflow's message>"`` for a refusal, None for a 200."""
+        return None if self.heading is None else f"{self.heading}: {self.message}"
 
 
 def mlflow_invocations():
@@ -73,13 +79,11 @@ class MlflowProtocol:
             result = self._invocations(body, content_type, self.predictor, self.input_schema)
         except MlflowException as error:  # MLflow's app answers it with serialize_as_json() and its HTTP status
             status = error.get_http_status_code()
-            reason = f"MLflow answered HTTP {status} ({error.error_code}): {error.message}"
-            return ProtocolAnswer(status, error.serialize_as_json(), reason, error)
+            heading = f"MLflow answered HTTP {status} ({error.error_code})"
+            return ProtocolAnswer(status, error.serialize_as_json(), heading, error.message, error)
         if result.status == OK:
             return ProtocolAnswer(OK, result.response)
-        return ProtocolAnswer(
-            result.status, result.response, f"MLflow answered HTTP {result.status}: {result.response}"
-        )
+        return ProtocolAnswer(result.status, result.response, f"MLflow answered HTTP {result.status}", result.response)
 
 
 def protocol_request(arrays):

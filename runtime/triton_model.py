@@ -145,7 +145,7 @@ class TritonPythonModel:
             )
         if answer.status < 500:  # MLflow's message, never its stack trace
             return _failure_response(RequestError(answer.reason))
-        return _failure_response(PredictionError(_withheld(answer.reason, answer.error or RuntimeError(answer.body))))
+        return _failure_response(PredictionError(_withheld(answer.heading, answer.error or RuntimeError(answer.body))))
 
     def _answer_decoded(self, model_input, empty_tensor, params=None):
         try:

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from google.protobuf import json_format
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import INTERNAL_ERROR
 from mlflow.pyfunc import ChatModel
 from mlflow.types.llm import ChatChoice, ChatCompletionResponse, ChatMessage
 from sklearn.linear_model import LogisticRegression
@@ -38,7 +40,7 @@ from mlflow_triton.shared_contract import (
     mlflow_protocol_contract,
 )
 from tests.support import fake_pb_utils
-from tests.unit.test_runtime_execute import error_message, initialize_args
+from tests.unit.test_runtime_execute import error_message, initialize_args, triton_log  # noqa: F401 (fixture)
 
 X = pd.DataFrame({"length": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "width": [0.5, 0.1, 0.9, 0.3, 0.7, 0.2]})
 Y = np.array([0, 0, 0, 1, 1, 1])
@@ -302,3 +304,23 @@ def test_the_pyfunc_wrapper_logs_a_chat_model_with_the_protocol_and_its_chat_bod
     [sent] = json.loads((repository / "request.json").read_text())["inputs"][0]["data"]
     assert json.loads(sent)["messages"] == example["messages"]
     assert json.loads((repository / "validation.json").read_text())["protocol"] == "mlflow"
+
+
+class Broken(mlflow.pyfunc.PythonModel):
+    """A model whose predict fails with MLflow's INTERNAL_ERROR (MLflow's server answers 500) or a plain error (400)."""
+
+    def predict(self, context, model_input, params=None):
+        if "internal" in str(model_input):
+            raise MlflowException("secret 42 in the store", error_code=INTERNAL_ERROR)
+        raise ValueError("secret 42")
+
+
+def test_mlflows_500_stays_internal_with_its_text_only_in_tritons_log(tmp_path, triton_log):
+    model = serve(tmp_path, lambda path: mlflow.pyfunc.save_model(path, python_model=Broken(), pip_requirements=[]))
+
+    internal = error_message(ask(model, json.dumps({"inputs": ["internal"]})), fake_pb_utils.TritonError.INTERNAL)
+    bad_request = error_message(ask(model, json.dumps({"inputs": ["other"]})))
+
+    assert internal.startswith("MLflow answered HTTP 500 (INTERNAL_ERROR): ") and "secret" not in internal
+    assert any("secret 42 in the store" in text for _, text in triton_log)
+    assert bad_request.startswith("MLflow answered HTTP 400 (BAD_REQUEST): Encountered an unexpected error")
