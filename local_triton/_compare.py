@@ -29,7 +29,13 @@ from mlflow_triton.repository.config import declarations, read_config, wire_arra
 from mlflow_triton.repository.layout import CONFIG_FILE
 from mlflow_triton.repository.request_files import JSON_REQUEST
 from mlflow_triton.runtime.codecs import StructureCodec
-from mlflow_triton.runtime.protocol import OK, MlflowProtocol, response_tensors, serving_environment
+from mlflow_triton.runtime.protocol import (
+    JSON_CONTENT_TYPE,
+    OK,
+    MlflowProtocol,
+    response_tensors,
+    serving_environment,
+)
 from mlflow_triton.shared_contract import MLFLOW_PROTOCOL, REQUEST_TENSOR, RESPONSE_TENSOR
 
 __all__ = [
@@ -95,13 +101,15 @@ def speaks_mlflow_protocol(model_dir):
     return contract.protocol == MLFLOW_PROTOCOL
 
 
-def protocol_outputs(pyfunc_model, model_dir):
-    """What MLflow's scoring server answers to the body of the shipped ``request.json``, as the ``response``
-    tensor; a refusal is an error naming MLflow's status and message."""
-    body = json.loads((Path(model_dir) / JSON_REQUEST).read_text(encoding="utf-8"))
-    sent = next(entry for entry in body["inputs"] if entry["name"] == REQUEST_TENSOR)["data"][0]
+def protocol_outputs(pyfunc_model, model_dir, body=None, content_type=JSON_CONTENT_TYPE):
+    """What MLflow's scoring server answers to ``body`` (bytes; default: the body of the shipped ``request.json``)
+    sent with ``content_type``, as the ``response`` tensor; a refusal is an error naming MLflow's status and
+    message."""
+    if body is None:
+        shipped = json.loads((Path(model_dir) / JSON_REQUEST).read_text(encoding="utf-8"))
+        body = next(entry for entry in shipped["inputs"] if entry["name"] == REQUEST_TENSOR)["data"][0].encode("utf-8")
     with serving_environment():
-        answer = MlflowProtocol(pyfunc_model).answer(sent.encode("utf-8"))
+        answer = MlflowProtocol(pyfunc_model).answer(body, content_type)
     if answer.status != OK:
         raise ValueError(f"MLflow's scoring code refuses the shipped body: {answer.reason}")
     return response_tensors(answer)

@@ -25,6 +25,7 @@ from tritonclient.grpc import model_config_pb2
 from mlflow_triton.command_line import ProgressLike, as_progress, without_user_info
 from mlflow_triton.repository.config import DEVICE_KINDS, ENV_PATH_PARAMETER, read_config
 from mlflow_triton.repository.layout import CONFIG_FILE, REQUIREMENTS_FILE
+from mlflow_triton.runtime.protocol import JSON_CONTENT_TYPE
 from mlflow_triton.shared_contract import MlflowTritonError
 
 from ._compare import (
@@ -46,7 +47,7 @@ from .installation import TritonInstallation
 from .send import RequestFiles, send_request, shipped_request
 from .serving_env import ensure_serving_env, env_summary
 from .sources import resolve_model
-from .user_input import input_request, load_user_input, rows_of
+from .user_input import body_request, input_request, load_user_input, rows_of
 
 __all__ = [
     "ValidationReport",
@@ -101,7 +102,7 @@ class ExtraRequest:
     label: str
     request: RequestFiles
     expected: dict
-    rows: int
+    rows: int | None  # None: a body of MLflow's serving protocol, whose rows MLflow's parser counts
 
 
 def check_models(
@@ -233,14 +234,21 @@ def _expected_answers(source, input_file, work_dir):
         raise OraclePredictionError(
             f"mlflow.pyfunc could not load {source.uri}: {type(error).__name__}: {error}"
         ) from None
-    if speaks_mlflow_protocol(source.repository):  # the oracle is MLflow's /invocations code on the shipped body
-        if input_file is not None:
-            raise ModelSourceError(
-                f"{source.uri} speaks MLflow's serving protocol: check sends its shipped body (the model's MLflow "
-                "serving example); --input is for repositories with the typed tensor mapping"
-            )
+    if speaks_mlflow_protocol(source.repository):  # the oracle is MLflow's /invocations code on the same body
         expected = _predicted_body(pyfunc_model, source.repository)
-        return expected, [], lambda: _predicted_body(pyfunc_model, source.repository)
+        extra = []
+        if input_file is not None:  # a body, as a client of `mlflow models serve` sends it
+            request, body, content_type = body_request(input_file, work_dir / "requests")
+            label = f"input file {Path(input_file).name}"
+            extra.append(
+                ExtraRequest(
+                    label=label,
+                    request=request,
+                    expected=_predicted_body(pyfunc_model, source.repository, body, content_type),
+                    rows=None,
+                )
+            )
+        return expected, extra, lambda: _predicted_body(pyfunc_model, source.repository)
     example, params = load_input_example(source.repository), load_input_example_params(source.repository)
     expected = _predicted(pyfunc_model, example, source.repository, "the saved input example", params)
     extra = []
@@ -262,14 +270,15 @@ def _expected_answers(source, input_file, work_dir):
     return expected, extra, predict_again
 
 
-def _predicted_body(pyfunc_model, model_dir):
+def _predicted_body(pyfunc_model, model_dir, body=None, content_type=JSON_CONTENT_TYPE):
     try:
-        return protocol_outputs(pyfunc_model, model_dir)
+        return protocol_outputs(pyfunc_model, model_dir, body, content_type)
     except MlflowTritonError:
         raise
     except Exception as error:  # MLflow's refusal or the model's own predict: report it, go on with the next model
         raise OraclePredictionError(
-            f"MLflow's scoring code could not answer the shipped body: {type(error).__name__}: {error}"
+            f"MLflow's scoring code could not answer the {'shipped ' if body is None else ''}body: "
+            f"{type(error).__name__}: {error}"
         ) from None
 
 
@@ -429,7 +438,7 @@ def _verdict(report):
         )
     if failed_inputs:
         return False, "; ".join(
-            f"{entry['label']}: outputs differ from pyfunc.predict: "
+            f"{entry['label']}: outputs differ from {_oracle(entry['comparison'])}: "
             + "; ".join(f"{n}: {r['how']}" for n, r in entry["comparison"].items() if not r["equal"])
             for entry in failed_inputs
         )
@@ -440,7 +449,10 @@ def _verdict(report):
         f"{oracle} ({', '.join(sorted(report.comparison))}{per_call})"
     )
     for entry in report.inputs:
-        reason += f"; and the {entry['label']} ({entry['rows']} rows, {entry['form']}) like pyfunc.predict of it"
+        if entry["rows"] is None:  # a body of MLflow's serving protocol
+            reason += f"; and the {entry['label']} ({entry['form']}) like {_oracle(entry['comparison'])}"
+        else:
+            reason += f"; and the {entry['label']} ({entry['rows']} rows, {entry['form']}) like pyfunc.predict of it"
     return True, reason
 
 

@@ -29,7 +29,14 @@ from mlflow_triton.repository.config import declarations, read_config, wire_arra
 from mlflow_triton.repository.layout import CONFIG_FILE
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.runtime.conversions import TensorMappingError, to_numbers
-from mlflow_triton.shared_contract import MlflowTritonError
+from mlflow_triton.runtime.protocol import JSON_CONTENT_TYPE
+from mlflow_triton.shared_contract import (
+    BYTES_TYPE,
+    CONTENT_TYPE_TENSOR,
+    REQUEST_TENSOR,
+    RESPONSE_TENSOR,
+    MlflowTritonError,
+)
 
 from .errors import InputFileError
 from .send import RequestFiles
@@ -159,3 +166,34 @@ def rows_of(value: Any) -> int:
     if isinstance(value, dict):
         value = next(iter(value.values()), np.empty(0))
     return len(value)
+
+
+#: The content type of an ``--input`` body for a repository speaking MLflow's protocol, by the file's suffix.
+CSV_CONTENT_TYPE = "text/csv"
+
+
+def body_request(
+    path: str | os.PathLike[str], directory: str | os.PathLike[str], stem: str = "input-request"
+) -> tuple[RequestFiles, bytes, str]:
+    """``(request files, body, content type)`` for a repository speaking MLflow's serving protocol: the file is the
+    body a client of ``mlflow models serve`` sends (CSV for a ``.csv`` file, JSON otherwise), put in the ``request``
+    tensor with its content type; the request JSON is written under ``directory``."""
+    path = Path(path)
+    body = path.read_bytes()
+    content_type = CSV_CONTENT_TYPE if path.suffix.lower() == ".csv" else JSON_CONTENT_TYPE
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputFileError(f"{path}: the body is not UTF-8 text, which MLflow's scoring server requires") from None
+    tensors = {
+        REQUEST_TENSOR: np.array([body], dtype=object),
+        CONTENT_TYPE_TENSOR: np.array([content_type.encode("utf-8")], dtype=object),
+    }
+    datatypes = dict.fromkeys(tensors, BYTES_TYPE)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    body_path = directory / f"{stem}.json"
+    body_path.write_text(
+        json.dumps(request_files.json_request(tensors, datatypes, [RESPONSE_TENSOR])), encoding="utf-8"
+    )
+    return RequestFiles("json", body_path, [("Content-Type", "application/json")]), body, content_type

@@ -151,7 +151,8 @@ def _check_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also send this input (JSON in MLflow's serving format: dataframe_split, "
         "dataframe_records, inputs or instances; or a CSV table) and compare the answer with "
-        "mlflow.pyfunc's prediction of it (one MODEL_URI only)",
+        "mlflow.pyfunc's prediction of it (one MODEL_URI only); for a repository speaking MLflow's serving "
+        "protocol, the body as sent to `mlflow models serve` (CSV for a .csv file), compared with MLflow's answer",
     )
     parser.add_argument("--report", type=Path, metavar="PATH", help="JSON report (default: <work dir>/report.json)")
     _add_common_options(parser, "model copies, logs and the report")

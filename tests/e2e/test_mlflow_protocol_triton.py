@@ -186,10 +186,10 @@ def test_mlflows_400_is_a_triton_400_with_mlflows_message(added, triton):
     assert mlflow_error["message"][:200] in got
 
 
-def test_check_passes_both_models(added):
-    tracking_uri, root, models = added
+def check(root, tracking_uri, *arguments):
+    """``mlflow-triton check`` as a user runs it: (exit status, its PASS/FAIL lines, all it printed)."""
     checked = subprocess.run(
-        [str(CONSOLE_SCRIPT), "check", *(uri for _, uri, _ in models.values()), "--tracking-uri", tracking_uri],
+        [str(CONSOLE_SCRIPT), "check", *arguments, "--tracking-uri", tracking_uri],
         cwd=root,
         env=user_environment(),
         capture_output=True,
@@ -197,10 +197,21 @@ def test_check_passes_both_models(added):
         timeout=1200,
     )
     verdicts = [line for line in checked.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
-    assert checked.returncode == 0, checked.stdout[-4000:] + checked.stderr[-4000:]
-    assert [line.split(" ", 1)[0] for line in verdicts] == ["PASS", "PASS"], verdicts
-    for line in verdicts:
-        assert "request like MLflow's scoring server (the same body, its answer parsed) (response)" in line, line
+    return checked.returncode, verdicts, checked.stdout[-4000:] + checked.stderr[-4000:]
+
+
+def test_check_passes_both_models_and_a_csv_body_given_with_input(added):
+    tracking_uri, root, models = added
+    (root / "rows.csv").write_text(SKLEARN_BODIES[-1][1])
+
+    status, [iris], said = check(root, tracking_uri, models["iris"][1], "--input", str(root / "rows.csv"))
+    chat_status, [shout], chat_said = check(root, tracking_uri, models["shout"][1])
+
+    oracle = "like MLflow's scoring server (the same body, its answer parsed)"
+    assert (status, chat_status) == (0, 0), said + chat_said
+    assert iris.startswith("PASS") and f"request {oracle} (response)" in iris, iris
+    assert f"and the input file rows.csv (json) {oracle}" in iris, iris
+    assert shout.startswith("PASS") and f"request {oracle} (response)" in shout, shout
 
 
 def test_the_documented_client_asks_triton_what_mlflow_would_answer(added, triton):

@@ -29,6 +29,8 @@ from mlflow_triton._model_py import compose_model_py
 from mlflow_triton._protocol import protocol_layout
 from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.local._compare import MLFLOW_BODY, compare, volatile_outputs
+from mlflow_triton.local.errors import InputFileError
+from mlflow_triton.local.user_input import body_request
 from mlflow_triton.repository.config import build_config, render_config
 from mlflow_triton.runtime.protocol import SERVING_ENVIRONMENT_VARIABLE
 from mlflow_triton.shared_contract import (
@@ -324,3 +326,21 @@ def test_mlflows_500_stays_internal_with_its_text_only_in_tritons_log(tmp_path, 
     assert internal.startswith("MLflow answered HTTP 500 (INTERNAL_ERROR): ") and "secret" not in internal
     assert any("secret 42 in the store" in text for _, text in triton_log)
     assert bad_request.startswith("MLflow answered HTTP 400 (BAD_REQUEST): Encountered an unexpected error")
+
+
+def test_checks_input_file_for_the_protocol_is_a_body_with_its_content_type_by_suffix(tmp_path):
+    (tmp_path / "rows.csv").write_text("length,width\n1.0,0.5\n")
+    (tmp_path / "body.json").write_text('{"inputs": [[1.0, 0.5]]}')
+    (tmp_path / "latin1.json").write_bytes(b'{"inputs": ["caf\xe9"]}')
+
+    csv_request, csv_body, csv_type = body_request(tmp_path / "rows.csv", tmp_path / "requests", "csv")
+    _, _, json_type = body_request(tmp_path / "body.json", tmp_path / "requests", "json")
+
+    sent = json.loads(csv_request.body_path.read_text())
+    assert (csv_type, json_type, csv_body) == ("text/csv", "application/json", b"length,width\n1.0,0.5\n")
+    assert [(i["name"], i["data"]) for i in sent["inputs"]] == [
+        ("request", ["length,width\n1.0,0.5\n"]),
+        ("content_type", ["text/csv"]),
+    ]
+    with pytest.raises(InputFileError, match="the body is not UTF-8 text"):
+        body_request(tmp_path / "latin1.json", tmp_path / "requests")
