@@ -15,6 +15,7 @@ from mlflow_triton import triton
 from mlflow_triton.repository.config import declarations, read_config
 from mlflow_triton.repository.layout import ARTIFACT_DIRECTORY, CONFIG_FILE, VERSION_DIRECTORY, TensorLayout, codecs_for
 from mlflow_triton.runtime.loading import load_predictor
+from mlflow_triton.shared_contract import MLFLOW_PROTOCOL
 
 from ._errors import ExportError, UnsupportedModelError
 
@@ -61,6 +62,12 @@ def read_logged_model(model_uri, workspace):
     config, contract = read_config(repository / CONFIG_FILE)
     inputs, outputs = declarations(config)
     layout = TensorLayout(contract=contract, inputs=inputs, outputs=outputs)
+    if contract.protocol == MLFLOW_PROTOCOL:
+        raise UnsupportedModelError(
+            f"Model {model_uri!r} speaks MLflow's serving protocol (a JSON or CSV body in, MLflow's JSON body out), "
+            "which no ONNX graph speaks: export-onnx converts repositories with typed tensors; add the source again "
+            "with --protocol tensors (the default) and export that one"
+        )
     if contract.flavor == "transformers":
         raise UnsupportedModelError(
             f"Model {model_uri!r} is a Transformers pipeline: export-onnx converts scikit-learn and PyTorch models "

@@ -28,6 +28,8 @@ from mlflow_triton import cli
 from mlflow_triton._model_py import compose_model_py
 from mlflow_triton._protocol import protocol_layout
 from mlflow_triton.errors import InvalidArgumentError
+from mlflow_triton.export._errors import UnsupportedModelError
+from mlflow_triton.export._source import read_logged_model
 from mlflow_triton.local._compare import MLFLOW_BODY, compare, volatile_outputs
 from mlflow_triton.local.errors import InputFileError
 from mlflow_triton.local.user_input import body_request
@@ -245,6 +247,21 @@ def test_add_repository_with_the_protocol_ships_mlflows_serving_example_as_the_r
     assert (validation["protocol"], validation["mapping_version"]) == ("mlflow", 6)
     assert "max_batch_size: 0" in (repository / "config.pbtxt").read_text()
     assert volatile_outputs(repository) == {"response": MLFLOW_BODY}
+
+
+def test_export_onnx_refuses_a_repository_speaking_mlflows_protocol_saying_how_to_get_one_it_can_export(
+    tracking_store, classifier, tmp_path
+):
+    with mlflow.start_run():
+        source = mlflow.sklearn.log_model(
+            classifier, name="clf", input_example=X.head(2), pip_requirements=["scikit-learn"]
+        )
+    info = mlflow_triton.add_repository(source.model_uri, protocol="mlflow")
+
+    with pytest.raises(
+        UnsupportedModelError, match="speaks MLflow's serving protocol .* add the source again with --protocol tensors"
+    ):
+        read_logged_model(info.model_uri, tmp_path)
 
 
 def test_add_repository_refuses_an_unknown_protocol_naming_the_allowed_ones(tracking_store):
