@@ -6,4 +6,4 @@ and ``triton_model.py`` (with the shared contract) into the generated ``1/model.
 (``logging_side/_model_py.py``). Importing it here lets tests and the logging side exercise the very same codecs.
 """
 
-RUNTIME_VERSION = "2.5.1"
+RUNTIME_VERSION = "2.6.0"
