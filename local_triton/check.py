@@ -28,6 +28,7 @@ from mlflow_triton.repository.layout import CONFIG_FILE, REQUIREMENTS_FILE
 from mlflow_triton.runtime.protocol import JSON_CONTENT_TYPE
 from mlflow_triton.shared_contract import MlflowTritonError
 
+from . import _oracle_env
 from ._compare import (
     MLFLOW_BODY,
     VOLATILE,
@@ -80,6 +81,7 @@ class ValidationReport:
     inputs: list = dataclasses.field(default_factory=list)
     seconds: dict = dataclasses.field(default_factory=dict)
     serving_env: dict = dataclasses.field(default_factory=dict)
+    environment_note: str | None = None  # where the serving, oracle and logging environments differ (_oracle_env)
     logs: dict = dataclasses.field(default_factory=dict)
     triton_log_tail: str | None = None
 
@@ -139,6 +141,8 @@ def check_models(
             repository_address=(repository_addresses or {}).get(uri),
             server_environment=server_environment,
         )
+        if report.environment_note:
+            out(report.environment_note)
         if report.triton_log_tail and not report.passed:
             out(
                 f"--- last lines of the Triton log ({report.logs.get('tritonserver')}) ---\n"
@@ -387,6 +391,10 @@ def _serving_environment(served, carried, installation, report, say):
         )
         report.seconds["serving_env"] = round(time.monotonic() - started, 1)
         report.serving_env = env_summary(env)
+        found = _oracle_env.differences(served, env)
+        if found:
+            report.serving_env["versions_differ"] = found
+            report.environment_note = _oracle_env.note(report.model, found, installation.serving_constraints)
         return env
     _check_carried_interpreter(served)
     archive = Path(carried.replace(_MODEL_DIRECTORY, str(served)))

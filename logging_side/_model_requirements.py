@@ -10,8 +10,9 @@ flavor's serializer -- and maps the top-level module of each onto the installed
 distribution that provides it (``transformers`` for a ``BertModel`` subclass),
 as MLflow maps imported modules. Distributions required by another one found
 or by the flavor's defaults are pruned, and each is pinned to its installed
-version with MLflow's own helper (``numpy`` and ``pandas`` are left to the
-serving requirements, which bound them as MLflow does).
+version with MLflow's own helper (``numpy``, ``pandas`` and ``pyarrow`` are left
+to the serving requirements, which pin them to their installed versions, a
+numpy 2 excepted).
 
 * Without ``pip_requirements`` / ``conda_env`` the found distributions are added
   to the flavor's defaults (and ``extra_pip_requirements``).
@@ -34,13 +35,14 @@ import sys
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from mlflow_triton.repository.serving_pins import ANSWER_DISTRIBUTIONS
+
 from . import _mlflow_private
-from ._serving_requirements import RUNTIME_PACKAGES
 
 # Never recorded: MLflow itself (the serving requirements name mlflow-skinny), setuptools (MLflow excludes it), and
-# numpy and pandas, which the serving requirements add with the bounds MLflow declares (a pin taken from the
-# logging environment, numpy 2 say, could not be installed beside Triton 2.51's stub, which needs numpy<2).
-_EXCLUDED = frozenset({"mlflow", "mlflow-skinny", "setuptools", *RUNTIME_PACKAGES})
+# numpy, pandas and pyarrow, which the serving requirements pin (:func:`_serving_requirements.answer_pins`: a numpy 2
+# pin taken from the logging environment could not be installed beside Triton 2.51's stub, which needs numpy<2).
+_EXCLUDED = frozenset({"mlflow", "mlflow-skinny", "setuptools", *ANSWER_DISTRIBUTIONS})
 # MLflow's own modules: every distribution that installs the ``mlflow`` package (mlflow, mlflow-skinny and
 # mlflow-tracing, a distribution of MLflow itself) is MLflow, which the serving requirements name as mlflow-skinny.
 _NOT_INSTALLED = frozenset(sys.stdlib_module_names) | {"__main__", "builtins", "mlflow"}

@@ -5,6 +5,7 @@ served model will predict it; the signature is recorded or inferred from that pr
 (``_schema.layout_from_signature``) derived from it. Nothing is written.
 """
 
+import collections.abc
 import copy
 
 import numpy as np
@@ -86,9 +87,7 @@ def _predict_example(adapter, example_input, schema, example_params):
     equal-length lists that MLflow makes one row of Array cells, which the model cannot predict, is refused with the
     remedy: the caller most likely meant one row per item."""
     try:
-        return _as_plain(
-            predict(adapter, for_prediction(copy.deepcopy(example_input), schema), "example", example_params)
-        )
+        prediction = predict(adapter, for_prediction(copy.deepcopy(example_input), schema), "example", example_params)
     except ValidationError as error:
         meant_rows = lists_in_one_row(example_input, schema)
         if meant_rows is None:
@@ -96,6 +95,22 @@ def _predict_example(adapter, example_input, schema, example_params):
         raise InvalidArgumentError(
             f"{meant_rows}, which the model failed to predict ({error.__cause__!r}); {DATAFRAME_REMEDY}"
         ) from error.__cause__
+    _refuse_a_stream(prediction)
+    return _as_plain(prediction)
+
+
+def _refuse_a_stream(prediction):
+    """A ``predict`` that returns a generator (or any iterator) streams its answer: MLflow's scoring server cannot
+    answer it either (``json`` cannot write a generator: ``mlflow models serve`` answers 500 "Object of type
+    generator is not JSON serializable"), and a Triton tensor holds whole values, so it is refused with what to do."""
+    if isinstance(prediction, collections.abc.Iterator):
+        raise ValidationError(
+            f"The prediction of the example is a {type(prediction).__name__} (predict yields its answer instead of "
+            "returning it): MLflow's scoring server cannot answer it either (mlflow models serve answers HTTP 500, "
+            "'Object of type generator is not JSON serializable'), and a Triton tensor holds whole values; return "
+            "the whole answer from predict (a list, an array or a DataFrame, e.g. list(...) of the generator); a "
+            "PythonModel streams from predict_stream, which a Triton repository does not serve"
+        )
 
 
 def _refuse_unframed_prediction(adapter, example_input, framed_prediction, example_params):

@@ -25,6 +25,7 @@ from mlflow_triton.repository.layout import (
     VERSION_DIRECTORY,
 )
 from mlflow_triton.repository.request_files import wire_parameters, write_request
+from mlflow_triton.repository.serving_pins import ANSWER_DISTRIBUTIONS, PREDICTED_WITH, installed_versions
 from mlflow_triton.runtime import RUNTIME_VERSION
 
 from . import _batching, _model_py, _serving_requirements
@@ -54,7 +55,7 @@ def write_repository(repository, plan: Plan, validation):
     config = build_config(plan.triton_model_name, layout, plan.device, plan.batching.max_queue_delay_microseconds)
     write_config(config, repository / CONFIG_FILE)
     (repository / VERSION_DIRECTORY / MODEL_FILE).write_text(_model_py.compose_model_py(), encoding="utf-8")
-    _write_requirements(repository)
+    environment = _write_requirements(repository)
     datatypes = {d.name: d.data_type for d in layout.inputs}
     contents = {f.tensor: f.content for f in layout.contract.inputs.fields}
     request_files = write_request(
@@ -89,6 +90,7 @@ def write_repository(repository, plan: Plan, validation):
         "runtime_version": RUNTIME_VERSION,
         "mapping_version": layout.contract.version,
         "protocol": layout.contract.protocol,
+        **environment,
     }
     if plan.lineage is not None:
         report["source"] = plan.lineage
@@ -105,13 +107,27 @@ def write_repository(repository, plan: Plan, validation):
 
 
 def _write_requirements(repository):
-    """Write the repository's lean ``requirements.txt`` (``_serving_requirements``) from the MLflow package's."""
+    """Write the repository's lean ``requirements.txt`` (``_serving_requirements``) from the MLflow package's, with
+    the distributions that decide the answers pinned to this interpreter's versions (the example was predicted here).
+
+    Returns validation.json's record of them: ``predicted_with`` and, where a line does not pin that version,
+    ``not_pinned`` (why).
+    """
     native = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY / REQUIREMENTS_FILE
     lines = native.read_text(encoding="utf-8").splitlines() if native.exists() else []
-    lean = _serving_requirements.serving_requirements(lines, mlflow.__version__, _serving_requirements.mlflow_bounds())
+    answer_versions = installed_versions(ANSWER_DISTRIBUTIONS)
+    unpinnable = _serving_requirements.beside_no_stub(answer_versions)
+    pins = _serving_requirements.answer_pins(answer_versions, _serving_requirements.mlflow_bounds(), unpinnable)
+    lean = _serving_requirements.serving_requirements(lines, mlflow.__version__, pins)
     (repository / REQUIREMENTS_FILE).write_text(
         _serving_requirements.SERVING_REQUIREMENTS_HEADER + "".join(f"{line}\n" for line in lean), encoding="utf-8"
     )
+    versions = _serving_requirements.predicted_versions(lean)
+    record = {PREDICTED_WITH: versions}
+    reasons = _serving_requirements.not_pinned(lean, versions, unpinnable)
+    if reasons:
+        record["not_pinned"] = reasons
+    return record
 
 
 def add_triton_flavor(package, triton_model_name, mapping_version):

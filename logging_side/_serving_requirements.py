@@ -11,9 +11,14 @@ The lean set is derived from the MLflow package's own requirements:
 * every other line is kept: the flavor's load-time requirements (``scikit-learn``/``skops``,
   ``torch``/``cloudpickle``, ``transformers``/``tokenizers``) and whatever the user passed as
   ``pip_requirements`` / ``extra_pip_requirements``;
-* ``numpy`` and ``pandas``, which the runtime imports and which only the full ``mlflow`` brings,
-  are added with the bounds the logging MLflow declares for them (``pandas<3`` under MLflow 3.14),
-  unless a line already names them;
+* ``numpy``, ``pandas`` and ``pyarrow`` (:data:`~mlflow_triton.repository.serving_pins.ANSWER_DISTRIBUTIONS`),
+  which decide what ``predict`` answers and how MLflow reads a request, are pinned to the versions installed
+  where the example was predicted (:func:`answer_pins`; ``pyarrow`` only where it was installed), unless a line
+  already names them. numpy and pandas are needed in any case: the runtime imports them, and only the full
+  ``mlflow`` brings them. A logging numpy 2 is the exception (:func:`beside_no_stub`): no Triton stub the project
+  serves on installs beside it (they are built against the numpy 1 ABI), so numpy -- and a pandas that requires
+  numpy 2 -- keep the bound the logging MLflow declares (``numpy<3``, ``pandas<4``) and the server's constraint
+  picks versions that install; validation.json says so (``not_pinned``) and ``check`` prints it;
 * when no line names MLflow at all (a user's ``pip_requirements`` may name only ``mlflow-tracing``),
   ``mlflow-skinny==<logging version>`` is added: ``model.py`` cannot load the model without it.
 """
@@ -22,28 +27,44 @@ import importlib.metadata
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
-__all__ = ["RUNTIME_PACKAGES", "SERVING_REQUIREMENTS_HEADER", "mlflow_bounds", "serving_requirements"]
+from mlflow_triton.repository.serving_pins import ANSWER_DISTRIBUTIONS, installed_versions
+
+__all__ = [
+    "RUNTIME_PACKAGES",
+    "SERVING_REQUIREMENTS_HEADER",
+    "answer_pins",
+    "beside_no_stub",
+    "mlflow_bounds",
+    "not_pinned",
+    "predicted_versions",
+    "serving_requirements",
+]
 
 #: Imported by the runtime (``runtime/``), installed by the full ``mlflow`` but not by ``mlflow-skinny``.
 RUNTIME_PACKAGES = ("numpy", "pandas")
 _MLFLOW_NAMES = frozenset({"mlflow", "mlflow-skinny"})
+#: The last numpy 1 release: what a distribution must accept to be installed beside Triton's numpy-1 stubs.
+_LAST_NUMPY_1 = "1.26.4"
 
 SERVING_REQUIREMENTS_HEADER = (
     "# Serving environment for this Triton model: what 1/model.py needs to load and run the MLflow model.\n"
     "# mlflow-skinny (MLflow without its tracking server, UI and SQL stores) at the logging MLflow's version,\n"
-    "# the flavor's and the user's requirements from 1/artifact/requirements.txt, numpy and pandas for the runtime.\n"
+    "# the flavor's and the user's requirements from 1/artifact/requirements.txt, and numpy, pandas and pyarrow at\n"
+    "# the versions the example was predicted with (they change what predict answers; validation.json records them).\n"
     "# 1/artifact/requirements.txt keeps MLflow's own list (the full mlflow) for `mlflow models serve`.\n"
     "# Build it with the Python version of Triton's Python-backend stub; Triton 2.51's stub needs numpy<2.\n"
 )
 
 
-def serving_requirements(native_lines, mlflow_version, bounds):
+def serving_requirements(native_lines, mlflow_version, pins):
     """The lean requirement lines for the Triton repository, in the MLflow package's order.
 
     ``native_lines`` are the lines of ``1/artifact/requirements.txt``; ``mlflow_version`` is the
-    logging MLflow's version; ``bounds`` maps ``numpy``/``pandas`` to the requirement line to add
-    for each (see :func:`mlflow_bounds`). Comments and blank lines are dropped, duplicates removed.
+    logging MLflow's version; ``pins`` maps ``numpy``/``pandas``/``pyarrow`` to the requirement line to add
+    for each (see :func:`answer_pins`; numpy and pandas get a bare name where it has none, the runtime imports
+    them). Comments and blank lines are dropped, duplicates removed.
     """
     lines, names = [], set()
     for raw in native_lines:
@@ -60,8 +81,99 @@ def serving_requirements(native_lines, mlflow_version, bounds):
             lines.append(line)
     if not names & _MLFLOW_NAMES:
         lines.insert(0, f"mlflow-skinny=={mlflow_version}")
-    lines += [bounds.get(package, package) for package in RUNTIME_PACKAGES if package not in names]
+    for package in ANSWER_DISTRIBUTIONS:
+        line = pins.get(package, package if package in RUNTIME_PACKAGES else None)
+        if package not in names and line is not None:
+            lines.append(line)
     return lines
+
+
+def answer_pins(versions, bounds, beside_no_stub=frozenset()):
+    """``{name: requirement line}`` for the distributions that decide the answers, from their ``versions`` where the
+    example was predicted (``{name: version or None}``; ``None``: not installed, no line).
+
+    Each is pinned to its version, except those of ``beside_no_stub`` (:func:`beside_no_stub`: a numpy 2, a pandas
+    that requires it), which no Triton stub this project serves on can install beside: they get ``bounds[name]``
+    (:func:`mlflow_bounds`; the bare name without one), and the server's ``numpy<2`` picks versions that install.
+    """
+    pins = {}
+    for name in ANSWER_DISTRIBUTIONS:
+        version = versions.get(name)
+        if version is not None:
+            pins[name] = bounds.get(name, name) if name in beside_no_stub else f"{name}=={version}"
+    return pins
+
+
+def beside_no_stub(versions, requires=importlib.metadata.requires):
+    """The names of ``versions`` whose installed version cannot be installed beside numpy 1: numpy 2 or later, and a
+    distribution whose own requirements (``requires(name)``, its metadata) exclude numpy 1.26.4, the last numpy 1
+    (pandas 3.1 requires numpy>=2.0.2). The Python-backend stubs of Triton 2.51 and of the 24.xx/25.xx containers
+    are built against the numpy 1 ABI (``numpy<2`` in their serving environments)."""
+    names = set()
+    numpy = versions.get("numpy")
+    if numpy is None or _version(numpy) is None or _version(numpy).major < 2:
+        return names
+    names.add("numpy")
+    for name, version in versions.items():
+        if version is None or name == "numpy":
+            continue
+        for text in requires(name) or []:
+            requirement = _parse(text)
+            if requirement is None or canonicalize_name(requirement.name) != "numpy":
+                continue
+            if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+                continue
+            if not requirement.specifier.contains(_LAST_NUMPY_1, prereleases=True):
+                names.add(name)
+    return names
+
+
+def not_pinned(lines, versions, beside_no_stub=frozenset()):
+    """``{name: why}`` for each distribution of ``versions`` installed at logging time whose line in ``lines`` does
+    not pin that version (validation.json's ``not_pinned``): where the serving environment may answer otherwise."""
+    by_name = {}
+    for line in lines:
+        requirement = _parse(line)
+        if requirement is not None:
+            by_name.setdefault(canonicalize_name(requirement.name), (line, requirement))
+    reasons = {}
+    for name, version in versions.items():
+        if version is None or name not in by_name:
+            continue
+        line, requirement = by_name[name]
+        specifiers = list(requirement.specifier)
+        if len(specifiers) == 1 and specifiers[0].operator == "==" and requirement.specifier.contains(version, True):
+            continue
+        if name in beside_no_stub:
+            needs = "" if name == "numpy" else ", which requires numpy 2"
+            reasons[name] = (
+                f"the example was predicted with {name} {version}{needs}, and the Triton stubs (2.51, the 24.xx and "
+                "25.xx containers) are built against numpy 1: requirements.txt keeps "
+                f"{line!r} and the server's constraint numpy<2 picks a version that installs, so answers that depend "
+                f"on {name} may differ; log under numpy<2 for a serving environment that answers as the example was "
+                "proven"
+            )
+        else:
+            reasons[name] = (
+                f"the example was predicted with {name} {version}; requirements.txt names it as {line!r} (as given "
+                "or as MLflow recorded it), so the serving environment may install another version"
+            )
+    return reasons
+
+
+def predicted_versions(lines):
+    """``{name: installed version or None}`` for every distribution ``lines`` name and the answer distributions:
+    validation.json's ``predicted_with`` (this interpreter is the one the example was predicted in)."""
+    requirements = [_parse(line) for line in lines]
+    names = [requirement.name for requirement in requirements if requirement is not None]
+    return installed_versions(dict.fromkeys([*names, *ANSWER_DISTRIBUTIONS]))
+
+
+def _version(text):
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
 
 
 def mlflow_bounds(distribution="mlflow"):

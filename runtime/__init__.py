@@ -6,4 +6,4 @@ composes ``conversions.py``, ``nested.py``, ``codecs.py``, ``loading.py``, ``par
 (``logging_side/_model_py.py``). Importing it here lets tests and the logging side exercise the very same codecs.
 """
 
-RUNTIME_VERSION = "2.6.0"
+RUNTIME_VERSION = "2.7.0"

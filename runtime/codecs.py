@@ -31,7 +31,8 @@ Column adapters (mapping version 4, ``columns`` only): a field with ``content``
 datetime column into). A field with ``missing`` has a companion BOOL tensor of
 the same shape: ``to_tensors`` marks the rows whose value is missing and sends a
 placeholder there; ``from_tensors`` puts the column's missing value back (see
-``conversions.py``). The mask is a required input: a request without it fails.
+``conversions.py``). The mask is a required input, except beside the values of an
+``optional`` column (mapping version 5), where leaving it out means no row is missing.
 
 Mapping version 5: a field with ``content`` ``json`` (``columns`` only) is a
 BYTES tensor of one JSON text per row, read into lists and dicts and written
@@ -44,7 +45,9 @@ no tensor for a column the value does not hold.
 
 Records (a list of dicts, as MLflow's LLM tasks predict) may leave out a JSON
 field's key; the row is then ``null``, as for a missing row. A dict whose scalar
-columns hold single values is one record (one row), not a dict of columns.
+columns hold single values, or whose nested column holds one value of its type
+(``{"y": [1.0, 2.0]}`` for an ``Array(double)`` column), is one record (one row),
+not a dict of columns, as MLflow reads such a dict.
 """
 
 import numpy as np
@@ -274,6 +277,8 @@ def _mask(arrays, spec):
     if spec.mask is None:
         return None
     mask = arrays.get(spec.mask)
+    if mask is None and spec.field.optional and spec.tensor in arrays:
+        return None  # an optional column's mask is optional too: without it no row is missing
     if mask is None:
         raise TensorMappingError(f"Tensor `{spec.mask}` (missing-value mask of {spec.label}) is missing")
     return mask
@@ -347,8 +352,30 @@ def _columns_of(value, specs):
 
 def _is_one_record(value, specs):
     """A dict that is one row, not columns: a scalar column holds a single value (MLflow's embeddings task
-    answers a whole request with one such dict)."""
-    return any(not spec.is_json and spec.field.name in value and np.ndim(value[spec.field.name]) == 0 for spec in specs)
+    answers a whole request with one such dict), or a nested column holds one value of its type."""
+    return any(
+        spec.field.name in value
+        and (
+            _one_cell(value[spec.field.name], spec.field.type) if spec.is_json else np.ndim(value[spec.field.name]) == 0
+        )
+        for spec in specs
+    )
+
+
+def _one_cell(value, mlflow_type):
+    """Whether a dict's entry for a nested column is one value of its MLflow type, not a column of them: a dict for
+    an Object or a Map, a list nested exactly as deep as the Array (``[1.0, 2.0]`` for ``Array(double)``, not for
+    ``Array(Array(double))``). MLflow reads such a dict as one row: its schema inference makes
+    ``{"y": [1.0, 2.0]}`` one ``Array(double)`` cell, and its enforcement of one is ``pd.DataFrame([value])``."""
+    if mlflow_type.get("type") != "array":
+        return isinstance(value, dict)
+    depth, item = 0, value
+    while mlflow_type.get("type") == "array":
+        depth, mlflow_type = depth + 1, mlflow_type.get("items") or {}
+    nesting = 0
+    while isinstance(item, (list, tuple, np.ndarray)) and nesting <= depth:
+        nesting, item = nesting + 1, (item[0] if len(item) else None)
+    return nesting == depth
 
 
 def _frame_column(frame, spec):

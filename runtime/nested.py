@@ -2,7 +2,10 @@
 
 A column whose MLflow type is an Array, an Object or a Map travels as a BYTES
 tensor with one element per row, the row's value as UTF-8 JSON text (``null``
-for a missing row of an optional column).
+for a missing row of an optional column). Text that is not valid Unicode (a lone
+surrogate, which JSON's ``\\ud800`` escape can write and UTF-8 cannot carry)
+fails either way, naming the tensor and the row (MLflow's scoring server refuses
+such a request too).
 
 ``from_json_texts(texts, mlflow_type, label)`` reads a request's elements with
 ``json.loads``: arrays become lists, objects dicts, numbers ``int`` or ``float``
@@ -47,8 +50,31 @@ def from_json_texts(items, mlflow_type, label):
             value = json.loads(text)
         except (ValueError, RecursionError) as error:  # JSONDecodeError names the position only, not the text
             raise TensorMappingError(f"Tensor {label}: row {row} is not valid JSON ({error})") from None
+        if "\\u" in text and _holds_lone_surrogate(value):  # only an escape can write one in UTF-8 text
+            raise TensorMappingError(
+                f"Tensor {label}: row {row} holds text that is not valid Unicode (a lone surrogate such as "
+                "\\ud800, which UTF-8 cannot carry; MLflow's scoring server refuses it too)"
+            )
         values.append(_narrowed(value, mlflow_type, label, row) if narrows else value)
     return values
+
+
+def _holds_lone_surrogate(value):
+    """Whether a string of the JSON value (a key too) has no UTF-8 form: JSON's ``\\ud800`` escape writes one."""
+    pending = [value]
+    while pending:  # a loop, not recursion: the value may be nested as deep as json.loads reads
+        item = pending.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, dict):
+            pending.extend(item)
+            pending.extend(item.values())
+    return False
 
 
 def _has_narrow_leaf(mlflow_type):
@@ -108,7 +134,14 @@ def to_json_texts(items, label):
                 f"Tensor {label}: row {row} {error}, which JSON text cannot carry; it keeps lists, dicts with "
                 "string keys, text, numbers, booleans and null"
             ) from None
-        texts.append(json.dumps(plain, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        text = json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
+        try:
+            texts.append(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise TensorMappingError(
+                f"Tensor {label}: row {row} holds text that is not valid Unicode (a lone surrogate, which UTF-8 "
+                "cannot carry)"
+            ) from None
     return texts
 
 

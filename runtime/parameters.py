@@ -33,9 +33,13 @@ reads it here exactly as MLflow's scoring server reads its body (doubles
 exactly, the last of duplicate keys). What the module can see, it refuses:
 a key sent twice (Triton passes the first value twice, MLflow would keep the
 last), an integer beyond int64 for a ``long`` (Triton's HTTP front end passes it
-as a double), JSON text that ends early (a U+0000 cut it).
+as a double), JSON text that ends early (a U+0000 cut it). Its values are
+checked exactly as MLflow's scoring server checks ``params``: a list parameter is
+a JSON array there (a string is refused, not read as JSON text), and a refusal
+is MLflow's own message, which may quote the value.
 
-Messages name the parameter and the accepted ones; they never quote a value.
+Messages name the parameter and the accepted ones; outside ``mlflow_params``
+they never quote a value.
 """
 
 import json
@@ -75,7 +79,8 @@ def request_params(raw, schema):
     or any parameter sent to a model without a params schema.
     """
     given = _parsed(raw)
-    if PARAMS_CHANNEL in given:
+    channel = PARAMS_CHANNEL in given
+    if channel:
         given = _from_channel(given)
     if not given:
         return None
@@ -93,7 +98,8 @@ def request_params(raw, schema):
             f"Request parameter(s) {', '.join(f'`{name}`' for name in unknown)} not accepted by this model; "
             f"accepted: {_accepted(schema)}"
         )
-    return {name: _checked(value, specs[name]) for name, value in given.items()}
+    check = _checked_as_mlflow if channel else _checked
+    return {name: check(value, specs[name]) for name, value in given.items()}
 
 
 def _parsed(raw):
@@ -183,11 +189,31 @@ def _checked(value, spec):
         ) from None
 
 
+def _checked_as_mlflow(value, spec):
+    """``value`` as MLflow's scoring server takes it from ``params``, or ``ParameterError`` with MLflow's words.
+
+    In ``mlflow_params`` every value is already what it is in MLflow's ``params`` (a list a JSON array), so JSON
+    text is not read here: MLflow would refuse a string for a list. MLflow's message may quote the value.
+    """
+    from mlflow.types.schema import ParamSpec  # mlflow is loaded with the model by now
+
+    try:
+        return ParamSpec.validate_param_spec(value, spec)
+    except Exception as error:
+        reason = " ".join(str(getattr(error, "message", error)).split())
+        raise ParameterError(f"Request parameter `{spec.name}` (in `{PARAMS_CHANNEL}`): {reason}") from None
+
+
 def _expected(spec):
     dtype = getattr(spec.dtype, "name", None) or "object"
     if spec.shape == LIST_SHAPE:
         return f"a list of {dtype} values"
-    return f"an object ({spec.dtype})" if dtype == "object" else f"a {dtype}"
+    return f"an object ({spec.dtype})" if dtype == "object" else _a(dtype)
+
+
+def _a(word):
+    """``word`` with its indefinite article: "an integer", "a double"."""
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
 
 
 def _kind(value, spec=None):
@@ -199,8 +225,7 @@ def _kind(value, spec=None):
             f"a number beyond the int64 range {low}..{high} (Triton's HTTP front end passes an integer beyond it "
             "as a double)"
         )
-    name = type(value).__name__
-    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+    return _a(type(value).__name__)
 
 
 def _beyond_int64(value):

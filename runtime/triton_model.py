@@ -13,11 +13,14 @@ are answered normally. The error's code says whose fault it is:
 * ``INVALID_ARG`` (HTTP 400, gRPC INVALID_ARGUMENT), a ``RequestError``: an
   input tensor missing, of another dtype or shape than configured, column
   tensors of unequal lengths, invalid UTF-8 in a text tensor, invalid JSON in a
-  nested column, a value MLflow's schema enforcement rejects (for a nested column
-  with the column and row it refuses), or an empty request (a tensor without elements)
+  nested column or text that is not valid Unicode (a lone surrogate) in one, a
+  value MLflow's schema enforcement rejects (for a nested column with the column
+  and row it refuses), any other ``MlflowException`` that MLflow's scoring server
+  answers with HTTP 400 (a generation field a pipeline refuses, a value a type
+  hint refuses: MLflow's words), an empty request (a tensor without elements)
   that the model's ``predict`` fails on, or request parameters the model's
   params schema does not accept (``parameters.py``).
-* ``INTERNAL`` (HTTP 500): the model's own ``predict`` raised
+* ``INTERNAL`` (HTTP 500): the model's own ``predict`` raised anything else
   (``PredictionError``), the prediction does not fit the configured outputs
   (``OutputError``), or this runtime failed.
 
@@ -41,7 +44,8 @@ Messages name the tensor or column, the element index and the expected type,
 and are cut to ``MAX_MESSAGE_LENGTH`` characters. Request errors found by this
 runtime quote no request values; a value that does not fit an output is quoted
 (it is the prediction's), and so may be the first line of MLflow's schema
-refusal, cut to ``MAX_SCHEMA_REASON_LENGTH``. The
+refusal, cut to ``MAX_SCHEMA_REASON_LENGTH``, and MLflow's message for its other
+400s (as MLflow's scoring server answers it). The
 model's own exception text may quote the request (an unknown category, a long
 string), so the client gets only its type and a reference; Triton's log gets
 the text, cut to ``MAX_LOGGED_LENGTH``, under the same reference. Backends whose
@@ -250,6 +254,9 @@ class TritonPythonModel:
             if reason is not None:
                 where = _refused_nested_cell(self.predictor, self.inputs.mapping, model_input)
                 raise RequestError(f"The request does not match the model's input schema: {where}{reason}") from None
+            refusal = _mlflow_client_error(error)
+            if refusal is not None:
+                raise RequestError(refusal) from None
             if empty_tensor is not None:
                 # Many models cannot predict zero rows (a scaler, a tokenizer); that is the request's fault.
                 raise RequestError(
@@ -344,6 +351,25 @@ def _schema_refusal(error):
     return _bounded(lines[0], MAX_SCHEMA_REASON_LENGTH) if lines else "MLflow gave no reason"
 
 
+def _mlflow_client_error(error):
+    """MLflow's words when ``error`` is an ``MlflowException`` MLflow's scoring server answers with HTTP 400, else None.
+
+    MLflow's own mapping of its error codes decides (``get_http_status_code``): ``INVALID_PARAMETER_VALUE``,
+    ``BAD_REQUEST`` and the others it gives 400, such as a generation field its pipeline refuses or a value its
+    type-hint validation refuses. Its message, and the first line of the exception it wraps (the detail, e.g.
+    which keyword a pipeline did not take), may quote the request, as MLflow's own answer does.
+    """
+    try:
+        from mlflow.exceptions import MlflowException  # loaded with the model by now
+    except ImportError:
+        return None
+    if not isinstance(error, MlflowException) or error.get_http_status_code() != 400:
+        return None
+    cause = str(error.__cause__ or "").strip().splitlines()
+    detail = f" ({type(error.__cause__).__name__}: {_bounded(cause[0], MAX_SCHEMA_REASON_LENGTH)})" if cause else ""
+    return f"MLflow refused the request ({error.error_code}): {error.message}{detail}"
+
+
 def _refused_nested_cell(predictor, mapping, model_input):
     """``"column `c`, row r: "`` for the first nested cell MLflow's enforcement refuses on its own, else ``""``.
 
@@ -385,10 +411,15 @@ def _withheld(what, error):
 
 
 def _error_response(message, code_name):
-    # Triton carries the message as a C string: a U+0000 (a column name, a quoted value) would end it there, and
-    # the tensor, row and reason after it would never reach the client.
-    error = _triton_error(_bounded(message, MAX_MESSAGE_LENGTH).replace("\x00", "\\x00"), code_name)
+    error = _triton_error(_sendable(_bounded(message, MAX_MESSAGE_LENGTH)), code_name)
     return pb_utils.InferenceResponse(output_tensors=[], error=error)
+
+
+def _sendable(text):
+    """``text`` as Triton can carry it: a C string of UTF-8. A U+0000 (a column name, a quoted value) would end it
+    there, and the tensor, row and reason after it would never reach the client; a lone surrogate (a quoted
+    ``\\ud800``) has no UTF-8 form, and encoding it would fail the answer. Both are written as escapes."""
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _triton_error(message, code_name):
@@ -403,6 +434,7 @@ def _triton_error(message, code_name):
 
 
 def _log_error(text):
+    text = _sendable(text)
     logger = getattr(pb_utils, "Logger", None)
     if logger is not None:
         logger.log_error(text)

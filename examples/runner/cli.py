@@ -120,6 +120,8 @@ def main(argv=None):
                 name=example,
             )
             report.seconds["total"] = round(time.monotonic() - started, 1)
+            if report.environment_note:
+                print(report.environment_note, flush=True)
             if report.triton_log_tail and not report.passed:
                 print(f"--- Triton log ({example}) ---\n{report.triton_log_tail}")
             reports.append(report)

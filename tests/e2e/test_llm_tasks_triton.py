@@ -187,6 +187,52 @@ def test_a_malformed_chat_request_gets_a_400_naming_the_tensor(served, inputs, m
     assert message in body["error"]
 
 
+def _conversation(*fields):
+    return [
+        {
+            "name": "messages",
+            "datatype": "BYTES",
+            "shape": [1],
+            "data": [json.dumps([{"role": "user", "content": "hi"}])],
+        },
+        *fields,
+    ]
+
+
+def test_a_chat_request_with_stream_gets_a_400_with_mlflows_reason(served):
+    # before (#42): 500 "Prediction failed: MlflowException; its message may quote the request, ..."
+    server, _, _ = served
+
+    status, body = post_infer(
+        server,
+        "chat",
+        _conversation(
+            {"name": "stream", "datatype": "BOOL", "shape": [1], "data": [True]},
+            {"name": "stream__missing", "datatype": "BOOL", "shape": [1], "data": [False]},
+        ),
+    )
+
+    assert status == 400, body
+    assert body["error"].startswith("MLflow refused the request (INVALID_PARAMETER_VALUE): The params provided to the")
+    assert "['stream']" in body["error"]  # the keyword the pipeline did not take
+
+
+def test_a_chat_temperature_sent_without_its_mask_is_answered_like_pyfunc_predict(served):
+    # docs/logging.md: "send only those you set"; before (#42): 400 "Tensor `temperature__missing` ... is missing"
+    server, models, _ = served
+
+    status, body = post_infer(
+        server, "chat", _conversation({"name": "temperature", "datatype": "FP64", "shape": [1], "data": [0.5]})
+    )
+
+    assert status == 200, body
+    outputs = {o["name"]: o["data"] for o in body["outputs"]}
+    expected = mlflow.pyfunc.load_model(models["chat"][0]).predict(
+        {"messages": [{"role": "user", "content": "hi"}], "temperature": 0.5}
+    )
+    _assert_answered_like_pyfunc(_records(outputs, models["chat"][1]), expected)
+
+
 def test_check_passes_the_three_models_and_names_the_fields_mlflow_fills_per_call(served):
     _, models, tracking_uri = served
 

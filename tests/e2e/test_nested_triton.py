@@ -1,11 +1,12 @@
 """Nested columns (JSON text per row) and a scalar prediction, on a real Triton 2.51 (mapping version 5).
 
-Three models on one server: a PythonModel over a DataFrame with a float64 vector column (numpy arrays, as
+Four models on one server: a PythonModel over a DataFrame with a float64 vector column (numpy arrays, as
 ``list(matrix)`` gives them) and an Object column, answering a float, an Array and an Object per row; the
-same model logged with lists in the example; a PyTorch module whose ``forward`` returns ``x.sum()``. Each
+same model logged with lists in the example; a PythonModel counting the tags of an ``Array(string)`` column; a
+PyTorch module whose ``forward`` returns ``x.sum()``. Each
 shipped request is answered like ``pyfunc.predict`` of the saved example (the independent oracle); a request
 written by hand from docs/repository.md's convention is answered like ``pyfunc.predict`` of the same value; and
-malformed nested rows get a 400 naming the column and the row.
+malformed nested rows, and a lone surrogate in a nested text row, get a 400 naming the column and the row.
 """
 
 import json
@@ -42,6 +43,13 @@ class Vectors(mlflow.pyfunc.PythonModel):
         )
 
 
+class Tags(mlflow.pyfunc.PythonModel):
+    """How many tags each row holds: an ``Array(string)`` column, where a lone surrogate passes JSON decoding."""
+
+    def predict(self, context, model_input, params=None):
+        return pd.DataFrame({"count": [len(tags) for tags in model_input["tags"]]})
+
+
 class Total(torch.nn.Module):
     def forward(self, x):
         return x.sum()
@@ -51,6 +59,7 @@ class Total(torch.nn.Module):
 MATRIX = np.array([[0.5, 1.25, -2.0], [3.0, 0.1, 4.5]])
 ARRAYS = pd.DataFrame({"vec": list(MATRIX), "rec": [{"id": 7}, {"id": 8}]})
 LISTS = pd.DataFrame({"vec": [[0.5, 1.25], [3.0, 0.1, 4.5]], "rec": [{"id": 7}, {"id": 8}]})
+TAGS = pd.DataFrame({"tags": [["a", "b"], ["c"]]})
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +84,10 @@ def served(tmp_path_factory):
                 lambda path: pyfunc.save_model(Vectors(), path, input_example=LISTS, triton_model_name="vectors_lists"),
             ),
             (
+                "tags",
+                lambda path: pyfunc.save_model(Tags(), path, input_example=TAGS, triton_model_name="tags"),
+            ),
+            (
                 "total",
                 lambda path: pytorch.save_model(
                     Total().eval(), path, input_example=MATRIX, serialization_format="pickle", triton_model_name="total"
@@ -97,7 +110,7 @@ def served(tmp_path_factory):
         yield server, models
 
 
-@pytest.mark.parametrize("name", ["vectors_ndarray", "vectors_lists", "total"])
+@pytest.mark.parametrize("name", ["vectors_ndarray", "vectors_lists", "tags", "total"])
 def test_shipped_request_is_answered_like_pyfunc_predict_when_columns_are_nested_or_the_prediction_a_scalar(
     served, name
 ):
@@ -163,3 +176,15 @@ def test_a_malformed_nested_row_gets_a_400_naming_the_column_and_row(served, vec
 
     assert status == 400, body
     assert message in body["error"]
+
+
+def test_a_lone_surrogate_in_a_nested_text_row_gets_a_400_naming_the_tensor_and_row(served):
+    # before (#42): 200 counting the row, where MLflow's scoring server answers 400 naming the column
+    server, _ = served
+
+    status, body = post_infer(
+        server, "tags", [{"name": "tags", "datatype": "BYTES", "shape": [2], "data": ['["a"]', '["b", "\\ud800"]']}]
+    )
+
+    assert status == 400, body
+    assert body["error"].startswith("Tensor `tags`: row 1 holds text that is not valid Unicode (a lone surrogate")

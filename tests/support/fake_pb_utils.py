@@ -5,6 +5,9 @@ InferenceRequest (with its ``parameters()`` JSON text), InferenceResponse, Trito
 codes), Logger and get_input_tensor_by_name. It drives the generated model.py
 in-process for fast tests; real Triton runs in tests/e2e.
 
+Messages cross into C++ as UTF-8 strings, as pybind11 passes them: a message with no UTF-8 form (a lone
+surrogate) raises ``UnicodeEncodeError`` here as it does in the real backend.
+
 ``LegacyTritonError`` stands in for the ``TritonError`` of backends that predate
 error codes (a message only); tests swap it in to check the runtime's fallback.
 """
@@ -13,6 +16,11 @@ import json
 import sys
 
 import numpy as np
+
+
+def _as_c_string(message):
+    """What pybind11 does to a ``str`` passed to C++: its UTF-8 bytes (``UnicodeEncodeError`` when it has none)."""
+    return message.encode("utf-8")
 
 
 class TritonError(Exception):
@@ -28,6 +36,7 @@ class TritonError(Exception):
     CANCELLED = 7
 
     def __init__(self, message, code=INTERNAL):
+        _as_c_string(message)
         super().__init__(message)
         self._message = message
         self._code = code
@@ -43,6 +52,7 @@ class LegacyTritonError(Exception):
     """A ``TritonError`` without codes: its constructor takes the message only."""
 
     def __init__(self, message):
+        _as_c_string(message)
         super().__init__(message)
         self._message = message
 
@@ -57,18 +67,22 @@ class Logger:
 
     @classmethod
     def log_info(cls, message):
+        _as_c_string(message)
         cls.records.append(("info", message))
 
     @classmethod
     def log_warn(cls, message):
+        _as_c_string(message)
         cls.records.append(("warn", message))
 
     @classmethod
     def log_error(cls, message):
+        _as_c_string(message)
         cls.records.append(("error", message))
 
     @classmethod
     def log_verbose(cls, message):
+        _as_c_string(message)
         cls.records.append(("verbose", message))
 
 

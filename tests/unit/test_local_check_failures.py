@@ -1,5 +1,6 @@
 """`check` gives every model a PASS/FAIL line and writes the report, whatever one model's failure raised."""
 
+import importlib.metadata
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from mlflow_triton.local import check as check_module
 from mlflow_triton.local import check_command
 from mlflow_triton.local._compare import expected_outputs
 from mlflow_triton.local.send import ShippedResponse
+from mlflow_triton.local.serving_env import ENV_RECORD
 from tests.support.fake_triton import fake_triton
 
 
@@ -67,7 +69,12 @@ def served_by_a_fake_server(monkeypatch, tmp_path):
             raise answer
         return answer
 
-    monkeypatch.setattr(check_module, "ensure_serving_env", lambda *args, **kwargs: tmp_path / "env")
+    env = tmp_path / "env"
+    env.mkdir()
+    # a serving environment that installs what this interpreter does: no NOTE line before the verdict
+    installed = [f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()]
+    (env / ENV_RECORD).write_text(json.dumps({"installed": installed}))
+    monkeypatch.setattr(check_module, "ensure_serving_env", lambda *args, **kwargs: env)
     monkeypatch.setattr(check_module, "env_summary", lambda env: {})
     monkeypatch.setattr(check_module, "TritonServer", FakeServer)
     monkeypatch.setattr(check_module, "send_request", send_request)

@@ -16,13 +16,14 @@ from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, DataType, Schema, TensorSpec
 from mlflow.types.schema import Array, Object, Property
 
+from mlflow_triton import pyfunc
 from mlflow_triton._model_py import compose_model_py
 from mlflow_triton._schema import layout_from_signature
 from mlflow_triton.runtime.codecs import StructureCodec, tensor_types_from_model_config
 from mlflow_triton.runtime.conversions import TensorMappingError
 from mlflow_triton.runtime.nested import from_json_texts, to_json_texts
 from mlflow_triton.shared_contract import Contract, ContractError, FieldMapping, StructureMapping
-from tests.support import fake_pb_utils
+from tests.support import fake_pb_utils, tiny_models
 from tests.unit.test_runtime_execute import error_message, initialize_args, json_model_config
 
 FLOATS = {"type": "array", "items": {"type": "float"}}
@@ -134,6 +135,7 @@ def _codec(*fields, structure="columns"):
     return StructureCodec(mapping, types)
 
 
+LONG_LISTS = {"type": "array", "items": {"type": "long"}}
 LABELS = FieldMapping("labels", "labels", "json", type={"type": "array", "items": {"type": "string"}})
 SCORE = FieldMapping("score", "score", None)
 
@@ -390,3 +392,38 @@ def test_save_model_maps_a_text_prediction_as_one_text_element(tmp_path):
     [field] = codec.mapping.fields
     assert field.scalar and field.content == "text"
     assert codec.to_tensors("This was the input: asdf")["output_0"].tolist() == [b"This was the input: asdf"]
+
+
+class Summary(mlflow.pyfunc.PythonModel):
+    """Answers a dict of lists: MLflow reads it as one row, an ``Array(double)`` and an ``Array(Array(long))``."""
+
+    def predict(self, context, model_input, params=None):
+        return {"sizes": [float(len(model_input)), 2.0, 3.0], "pairs": [[1, 2], [3]]}
+
+
+def test_codec_reads_a_dict_whose_nested_column_holds_one_value_of_its_type_as_one_row_as_mlflow_does():
+    double_lists = FieldMapping("sizes", "sizes", "json", type={"type": "array", "items": {"type": "double"}})
+    codec = _codec(double_lists, FieldMapping("pairs", "pairs", "json", type={"type": "array", "items": LONG_LISTS}))
+
+    tensors = codec.to_tensors({"sizes": [1.0, 2.0, 3.0], "pairs": [[1, 2], [3]]})
+
+    assert {name: array.tolist() for name, array in tensors.items()} == {
+        "sizes": [b"[1.0,2.0,3.0]"],
+        "pairs": [b"[[1,2],[3]]"],
+    }
+    assert codec.to_tensors({"sizes": [[1.0], [2.0, 3.0]], "pairs": [[[1]], []]})["sizes"].tolist() == [
+        b"[1.0]",
+        b"[2.0,3.0]",
+    ]  # a list of lists for Array(double): a column of rows, as before
+
+
+def test_save_model_answers_a_dict_of_lists_prediction_like_pyfunc_predict_as_one_row(tmp_path):
+    pyfunc.save_model(Summary(), tmp_path / "m", input_example=pd.DataFrame({"x": [1.0, 2.0]}))
+    [repository] = (tmp_path / "m" / "model_repository").iterdir()
+    expected = mlflow.pyfunc.load_model(str(tmp_path / "m")).predict(pd.DataFrame({"x": [1.0, 2.0]}))
+
+    outputs = tiny_models.serve_request(repository)
+
+    assert {name: [json.loads(text) for text in array.tolist()] for name, array in outputs.items()} == {
+        name: [value] for name, value in expected.items()
+    }

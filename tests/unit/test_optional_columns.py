@@ -115,6 +115,31 @@ def test_codec_refuses_a_mask_sent_without_its_values_and_a_required_column_left
         codec.from_tensors({"max_tokens": np.array([2], dtype=np.int64)})
 
 
+def test_codec_reads_no_missing_row_when_an_optional_columns_values_come_without_their_mask():
+    # docs/logging.md: "send only those you set"; the mask of an optional column is optional too (#42)
+    codec = _codec(layout_from_signature(SIGNATURE, "pyfunc"))
+    prompt = np.array([b"hi", b"ho"], dtype=object)
+
+    frame = codec.from_tensors({"prompt": prompt, "temperature": np.array([0.5, 0.25])})
+
+    assert frame["temperature"].tolist() == [0.5, 0.25]
+    pd.testing.assert_frame_equal(
+        frame,
+        codec.from_tensors(codec.to_tensors(pd.DataFrame({"prompt": ["hi", "ho"], "temperature": [0.5, 0.25]}))),
+    )
+
+
+def test_codec_still_needs_the_mask_of_a_required_column_with_missing_values():
+    flat = ModelSignature(
+        inputs=Schema([ColSpec(DataType.string, "prompt"), ColSpec(DataType.double, "temperature", required=False)]),
+        outputs=Schema([ColSpec(DataType.string, "seen")]),
+    )
+    codec = _codec(layout_from_signature(flat, "pyfunc", example_columns={"prompt", "temperature"}))  # version 4
+
+    with pytest.raises(TensorMappingError, match=r"Tensor `temperature__missing` \(missing-value mask of"):
+        codec.from_tensors({"prompt": np.array([b"hi"], dtype=object), "temperature": np.array([0.5])})
+
+
 def test_contract_keeps_optional_to_version_5_input_columns():
     optional = StructureMapping("columns", (FieldMapping("t", "t", optional=True),))
     plain = StructureMapping("columns", (FieldMapping("y", "y"),))

@@ -88,6 +88,25 @@ def test_log_model_leaves_nothing_logged_when_predict_fails(tracking_store, fact
     tracking_store.assert_nothing_logged()
 
 
+class Streaming(mlflow.pyfunc.PythonModel):
+    def predict(self, context, model_input, params=None):
+        yield from model_input["a"]
+
+
+def test_log_model_refuses_a_predict_that_yields_saying_what_mlflow_serve_does_and_what_to_do(tracking_store):
+    # before (#42): "Column #0 of the output schema: AnyType columns are not mapped"
+    with pytest.raises(
+        ValidationError,
+        match=r"^The prediction of the example is a generator \(predict yields its answer instead of returning it\): "
+        r"MLflow's scoring server cannot answer it either \(mlflow models serve answers HTTP 500, .*\), and a "
+        r"Triton tensor holds whole values; return the whole answer from predict \(a list, an array or a "
+        r"DataFrame, e\.g\. list\(\.\.\.\) of the generator\)",
+    ):
+        pyfunc.log_model(Streaming(), input_example=FRAME, registered_model_name="streaming")
+
+    tracking_store.assert_nothing_logged()
+
+
 def test_log_model_leaves_nothing_logged_when_load_context_fails(tracking_store, tmp_path):
     with pytest.raises(ValidationError, match="python_model.load_context failed: KeyError: 'factor'"):
         pyfunc.log_model(Scaled(), input_example=FRAME, registered_model_name="no-artifact")

@@ -131,6 +131,16 @@ def test_request_params_says_a_float_when_a_long_gets_a_fraction():
         request_params('{"count":1.5}', GATE)
 
 
+@pytest.mark.parametrize(("dtype", "default", "expected"), [("integer", 1, "an integer"), ("long", 1, "a long")])
+def test_request_params_names_the_expected_type_with_its_article(dtype, default, expected):
+    schema = ParamSchema([ParamSpec("k", dtype, default)])
+
+    with pytest.raises(
+        ParameterError, match=rf"^Request parameter `k` must be {expected}, got a str; accepted: k \({expected},"
+    ):
+        request_params('{"k":"2"}', schema)
+
+
 def test_request_params_names_the_u0000_cut_when_the_json_text_of_a_list_parameter_ends_early():
     """`"stop": "[\\"a\\u0000b\\"]"` reaches the model as `["a`: Triton cut the string at U+0000."""
     with pytest.raises(
@@ -154,6 +164,16 @@ def test_request_params_takes_lists_as_json_values_when_they_travel_in_mlflow_pa
     raw = json.dumps({"mlflow_params": json.dumps({"stop": ["a\x00b", "!"], "top_k": 2})})
 
     assert request_params(raw, LISTS) == {"stop": ["a\x00b", "!"], "top_k": 2}
+
+
+def test_request_params_refuses_with_mlflows_words_when_mlflow_params_holds_json_text_for_a_list():
+    # MLflow's scoring server refuses {"params": {"stop": "[\"a\"]"}}: a string is not a list there (#42)
+    with pytest.raises(
+        ParameterError,
+        match=r"^Request parameter `stop` \(in `mlflow_params`\): Value must be a 1D array with shape \(-1,\) for "
+        r"param 'stop'",
+    ):
+        request_params(json.dumps({"mlflow_params": json.dumps({"stop": '["a"]'})}), LISTS)
 
 
 def test_request_params_keeps_the_last_value_like_mlflow_when_mlflow_params_repeats_a_key():

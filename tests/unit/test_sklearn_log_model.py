@@ -22,10 +22,10 @@ from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton import sklearn, triton
 from mlflow_triton._schema import layout_from_signature
-from mlflow_triton._serving_requirements import mlflow_bounds
 from mlflow_triton.repository.config import parse_config
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.shared_contract import MAPPING_VERSION
+from tests.support.answer_pins import expected_answer_pins
 from tests.unit.conftest import TrackingStore
 
 RUN_PARAMS = {"trained_on": "unit-tests"}
@@ -185,7 +185,7 @@ def test_log_model_records_lean_serving_requirements_when_logged(repository):
     assert [line for line in serving if not line.startswith("#")] == [
         f"mlflow-skinny=={mlflow.__version__}",
         *(line for line in native if not line.startswith("mlflow")),
-        *mlflow_bounds().values(),
+        *expected_answer_pins(),
     ]
     assert any(line.startswith("scikit-learn==") for line in serving)
     assert any(line.startswith("skops==") for line in serving)
