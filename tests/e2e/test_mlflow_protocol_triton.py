@@ -9,7 +9,7 @@ with MLflow's message. ``mlflow-triton check`` PASSes both.
 """
 
 import json
-import subprocess
+import shutil
 import textwrap
 
 import mlflow
@@ -25,7 +25,8 @@ import mlflow_triton
 from mlflow_triton.local import TritonInstallation, TritonServer
 from mlflow_triton.local._compare import MLFLOW_BODY, compare
 from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
-from tests.e2e.test_cli import CONSOLE_SCRIPT, user_environment
+from tests.e2e.test_cli import UserStore
+from tests.e2e.test_cli import mlflow_triton as console
 from tests.support import docs_pages
 from tests.support.mlflow_server import using_tracking
 from tests.support.v2_http import post_infer
@@ -114,7 +115,7 @@ def triton(added, tmp_path_factory):
     repository.mkdir()
     lines = []
     for _, _, directory in models.values():
-        subprocess.run(["cp", "-r", str(directory), str(repository / directory.name)], check=True)
+        shutil.copytree(directory, repository / directory.name)
         lines += requirement_lines((directory / "requirements.txt").read_text())
     installation = TritonInstallation.bundled(progress=None)
     env = ensure_env_for_requirements(
@@ -188,14 +189,7 @@ def test_mlflows_400_is_a_triton_400_with_mlflows_message(added, triton):
 
 def check(root, tracking_uri, *arguments):
     """``mlflow-triton check`` as a user runs it: (exit status, its PASS/FAIL lines, all it printed)."""
-    checked = subprocess.run(
-        [str(CONSOLE_SCRIPT), "check", *arguments, "--tracking-uri", tracking_uri],
-        cwd=root,
-        env=user_environment(),
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
+    checked = console("check", *arguments, store=UserStore(tracking_uri, root))
     verdicts = [line for line in checked.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
     return checked.returncode, verdicts, checked.stdout[-4000:] + checked.stderr[-4000:]
 

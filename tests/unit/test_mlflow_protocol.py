@@ -228,15 +228,19 @@ def test_a_type_hinted_model_reads_iso_text_as_datetimes_as_in_mlflows_serving_e
 # -- logging: add_repository(protocol="mlflow") --------------------------------------------------------------------
 
 
-def test_add_repository_with_the_protocol_ships_mlflows_serving_example_as_the_request(
-    tracking_store, classifier, tmp_path
-):
+def added_with_protocol(classifier):
+    """The classifier logged with plain ``mlflow.sklearn`` (example: 3 rows), added with ``protocol="mlflow"``."""
     with mlflow.start_run():
         source = mlflow.sklearn.log_model(
             classifier, name="clf", input_example=X.head(3), pip_requirements=["scikit-learn"]
         )
+    return mlflow_triton.add_repository(source.model_uri, protocol="mlflow")
 
-    info = mlflow_triton.add_repository(source.model_uri, protocol="mlflow")
+
+def test_add_repository_with_the_protocol_ships_mlflows_serving_example_as_the_request(
+    tracking_store, classifier, tmp_path
+):
+    info = added_with_protocol(classifier)
 
     local = mlflow.artifacts.download_artifacts(artifact_uri=info.model_uri, dst_path=str(tmp_path / "new"))
     repository = pathlib.Path(local) / "model_repository" / "clf"
@@ -252,11 +256,7 @@ def test_add_repository_with_the_protocol_ships_mlflows_serving_example_as_the_r
 def test_export_onnx_refuses_a_repository_speaking_mlflows_protocol_saying_how_to_get_one_it_can_export(
     tracking_store, classifier, tmp_path
 ):
-    with mlflow.start_run():
-        source = mlflow.sklearn.log_model(
-            classifier, name="clf", input_example=X.head(2), pip_requirements=["scikit-learn"]
-        )
-    info = mlflow_triton.add_repository(source.model_uri, protocol="mlflow")
+    info = added_with_protocol(classifier)
 
     with pytest.raises(
         UnsupportedModelError, match="speaks MLflow's serving protocol .* add the source again with --protocol tensors"
