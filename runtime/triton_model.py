@@ -59,6 +59,7 @@ from ..shared_contract.contract import JSON_CONTENT, MlflowTritonError, contract
 from .batching import RowCountError, check_output_rows, count_rows, group_positions, join_inputs, split_outputs
 from .codecs import StructureCodec, tensor_types_from_model_config
 from .conversions import TensorMappingError
+from .forwarding import FRONT_PARAMETER, marked
 from .loading import device_for_instance, load_predictor
 from .parameters import ParameterError, params_schema_of, request_params
 
@@ -87,6 +88,11 @@ class TritonPythonModel:
         artifact = pathlib.Path(args["model_repository"]) / str(args["model_version"]) / ARTIFACT_DIRECTORY
         self.predictor = _load(artifact, contract.flavor, self.device)
         self.params_schema = params_schema_of(self.predictor)
+        # behind a guard's front (forwarding.py), an error carries its code in its message: BLS drops the code
+        self.marks_codes = FRONT_PARAMETER in model_config.get("parameters", {})
+
+    def _failure(self, error):
+        return _failure_response(error, self.marks_codes)
 
     def execute(self, requests):
         if self.batching and len(requests) > 1:
@@ -98,7 +104,7 @@ class TritonPythonModel:
             params = self._params(request)
             model_input, empty_tensor = self._decode(request)
         except Exception as error:
-            return _failure_response(error)
+            return self._failure(error)
         return self._answer_decoded(model_input, empty_tensor, params)
 
     def _answer_decoded(self, model_input, empty_tensor, params=None):
@@ -109,7 +115,7 @@ class TritonPythonModel:
                 _check_rows(outputs, rows)
             output_tensors = [pb_utils.Tensor(name, array) for name, array in outputs.items()]
         except Exception as error:
-            return _failure_response(error)
+            return self._failure(error)
         return pb_utils.InferenceResponse(output_tensors=output_tensors)
 
     def _encode(self, prediction):
@@ -134,7 +140,7 @@ class TritonPythonModel:
         try:
             params = self._params(requests[0])  # the group's requests share their raw parameters
         except Exception as error:
-            return [_failure_response(error) for _ in requests]
+            return [self._failure(error) for _ in requests]
         responses = [None] * len(requests)
         joined = []  # (position, model input, rows)
         for position, request in enumerate(requests):
@@ -142,7 +148,7 @@ class TritonPythonModel:
                 model_input, empty_tensor = self._decode(request)
                 rows = _rows(model_input)
             except Exception as error:
-                responses[position] = _failure_response(error)
+                responses[position] = self._failure(error)
                 continue
             if empty_tensor is not None or rows == 0:
                 responses[position] = self._answer_decoded(model_input, empty_tensor, params)
@@ -165,7 +171,7 @@ class TritonPythonModel:
         try:
             _check_rows(outputs, sum(counts))
         except OutputError as error:
-            return [_failure_response(error) for _ in joined]
+            return [self._failure(error) for _ in joined]
         return [
             pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(name, part) for name, part in parts.items()])
             for parts in split_outputs(outputs, counts)
@@ -238,14 +244,15 @@ def _check_rows(outputs, rows):
         raise OutputError(str(error)) from None
 
 
-def _failure_response(error):
-    """The error response for an exception raised while answering a request."""
+def _failure_response(error, mark=False):
+    """The error response for an exception raised while answering a request (``mark``: its code written in front
+    of its message, for a guard's front)."""
     if isinstance(error, RequestError):
-        return _error_response(str(error), "INVALID_ARG")
+        return _error_response(str(error), "INVALID_ARG", mark)
     if isinstance(error, (PredictionError, OutputError)):
-        return _error_response(str(error), "INTERNAL")
+        return _error_response(str(error), "INTERNAL", mark)
     # a defect of this runtime; its text is kept out of the response too
-    return _error_response(_withheld("The mlflow-triton runtime failed", error), "INTERNAL")
+    return _error_response(_withheld("The mlflow-triton runtime failed", error), "INTERNAL", mark)
 
 
 class RequestError(MlflowTritonError, ValueError):
@@ -338,10 +345,11 @@ def _withheld(what, error):
     )
 
 
-def _error_response(message, code_name):
+def _error_response(message, code_name, mark=False):
     # Triton carries the message as a C string: a U+0000 (a column name, a quoted value) would end it there, and
     # the tensor, row and reason after it would never reach the client.
-    error = _triton_error(_bounded(message, MAX_MESSAGE_LENGTH).replace("\x00", "\\x00"), code_name)
+    message = _bounded(message, MAX_MESSAGE_LENGTH).replace("\x00", "\\x00")
+    error = _triton_error(marked(message, code_name) if mark else message, code_name)
     return pb_utils.InferenceResponse(output_tensors=[], error=error)
 
 

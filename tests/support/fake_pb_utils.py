@@ -1,7 +1,7 @@
 """A small stand-in for Triton's ``triton_python_backend_utils``.
 
 Just enough of the real module's surface for the runtime: Tensor,
-InferenceRequest (with its ``parameters()`` JSON text), InferenceResponse, TritonError (with the backend's error
+InferenceRequest (with its ``parameters()`` JSON text, and BLS ``exec()`` to models a test registers), InferenceResponse, TritonError (with the backend's error
 codes), Logger and get_input_tensor_by_name. It drives the generated model.py
 in-process for fast tests; real Triton runs in tests/e2e.
 
@@ -85,12 +85,20 @@ class Tensor:
     def as_numpy(self):
         return self._array
 
+    def shape(self):
+        return list(self._array.shape)
+
+
+#: BLS: ``InferenceRequest(model_name=NAME, ...).exec()`` calls ``MODELS[NAME](request)`` (a test registers them).
+MODELS = {}
+
 
 class InferenceRequest:
     """``parameters``: the request's ``parameters``, as the JSON text the real backend gives (``"{}"`` when
-    none) or as a dict, written as that text."""
+    none) or as a dict, written as that text. With ``model_name`` it is a BLS request: :meth:`exec` answers it."""
 
-    def __init__(self, inputs, requested_output_names=(), parameters="{}"):
+    def __init__(self, inputs, requested_output_names=(), parameters="{}", model_name=None):
+        self.model_name = model_name
         self._inputs = list(inputs)
         self._requested = list(requested_output_names)
         if parameters is None or isinstance(parameters, dict):
@@ -106,6 +114,10 @@ class InferenceRequest:
 
     def requested_output_names(self):
         return self._requested
+
+    def exec(self):
+        """The answer of the model registered under ``model_name`` in ``MODELS``."""
+        return MODELS[self.model_name](self)
 
 
 class InferenceResponse:
