@@ -1,7 +1,8 @@
 """A small stand-in for Triton's ``triton_python_backend_utils``.
 
 Just enough of the real module's surface for the runtime: Tensor,
-InferenceRequest (with its ``parameters()`` JSON text, and BLS ``exec()`` to models a test registers), InferenceResponse, TritonError (with the backend's error
+InferenceRequest (with its ``parameters()`` JSON text, and BLS ``exec()`` to the models a test registers in
+``MODELS``), InferenceResponse, TritonError (with the backend's error
 codes), Logger and get_input_tensor_by_name. It drives the generated model.py
 in-process for fast tests; real Triton runs in tests/e2e.
 

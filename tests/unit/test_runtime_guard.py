@@ -1,6 +1,7 @@
 """The zero-row guard's front (``runtime/guard.py``) in-process, with the fake ``triton_python_backend_utils``: it
 refuses a request without rows, forwards the others through BLS to the real batched model.py and hands back its
-answer, or its error with the code the batched model gave it. The real server: tests/e2e/test_batching_zero_rows_triton.py.
+answer, or its error with the code the batched model gave it. The real server:
+tests/e2e/test_batching_zero_rows_triton.py.
 """
 
 import json
