@@ -21,7 +21,7 @@ from mlflow_triton.repository.layout import (
 )
 from mlflow_triton.repository.staging import staged_directory
 
-from . import _model_py, _repository_files, _validation
+from . import _repository_files, _validation
 
 if TYPE_CHECKING:
     from ._packaging import Plan
@@ -41,5 +41,5 @@ def build(plan: Plan, path: pathlib.Path) -> None:
         validation = plan.validation or _validation.validate_saved_artifact(plan.layout, plan.tensors, artifact)
         _repository_files.write_repository(repository, plan, validation)
         if plan.batching.enabled and plan.batching.zero_row_guard:
-            guard(repository, _model_py.compose_front_model_py())
+            guard(repository)
         _repository_files.add_triton_flavor(staging, plan.triton_model_name, plan.layout.contract.version)

@@ -12,8 +12,7 @@ from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton import sklearn
-from mlflow_triton._model_py import compose_front_model_py
-from mlflow_triton.repository.guard import batched_name, served_directories
+from mlflow_triton.repository.guard import batched_name, front_model_py, served_directories
 from mlflow_triton.runtime.forwarding import marked, unmarked
 from tests.support import fake_pb_utils
 
@@ -76,8 +75,8 @@ def _request(frame, rows, **overrides):
 
 
 def test_front_model_py_is_the_generated_front():
-    assert "class TritonPythonModel" in compose_front_model_py()
-    assert "from .forwarding import" not in compose_front_model_py()
+    assert "class TritonPythonModel" in front_model_py()
+    assert "from .forwarding import" not in front_model_py()
 
 
 def test_front_refuses_a_request_without_rows_with_invalid_arg_and_forwards_nothing(guarded, training_frame):
