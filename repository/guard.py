@@ -83,20 +83,24 @@ def guard(model_directory: str | os.PathLike[str], instances: int = FRONT_INSTAN
     write_front(front, batched, instances)
 
 
-def mark_batched(batched: pathlib.Path, front_name: str) -> None:
-    """Name the batched model directory ``batched`` in its config and record the front that forwards to it."""
+def mark_batched(batched: pathlib.Path, front_name: str, name: str | None = None) -> None:
+    """Name the batched model directory ``batched`` in its config (``name``: its final name, where it is built
+    under another) and record the front that forwards to it."""
     config = _read(batched / CONFIG_FILE)
     if config.max_batch_size <= 0:
         raise ValueError(f"{batched}: only a batched model (max_batch_size > 0) is guarded")
-    config.name = batched.name
+    config.name = name or batched.name
     config.parameters[FRONT_PARAMETER].string_value = front_name
     (batched / CONFIG_FILE).write_text(render_config(config), encoding="utf-8")
 
 
-def write_front(front: pathlib.Path, batched: pathlib.Path, instances: int = FRONT_INSTANCES) -> None:
-    """Write the front model directory ``front`` (created if missing) for the batched model directory ``batched``."""
+def write_front(
+    front: pathlib.Path, batched: pathlib.Path, instances: int = FRONT_INSTANCES, name: str | None = None
+) -> None:
+    """Write the front model directory ``front`` (created if missing; ``name``: its final name, where it is built
+    under another) for the batched model directory ``batched``."""
     (front / VERSION_DIRECTORY).mkdir(parents=True, exist_ok=True)
-    config = front_config(_read(batched / CONFIG_FILE), front.name, instances)
+    config = front_config(_read(batched / CONFIG_FILE), name or front.name, instances)
     (front / CONFIG_FILE).write_text(render_config(config), encoding="utf-8")
     (front / VERSION_DIRECTORY / MODEL_FILE).write_text(front_model_py(), encoding="utf-8")
 
