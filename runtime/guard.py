@@ -30,18 +30,25 @@ ZERO_ROWS_MESSAGE = (
 
 
 def refusal(request, model, limit):
-    """Why ``request`` cannot go to the batched model (a message), or ``None``."""
+    """Why ``request`` cannot go to the batched model (a message), or ``None``. The checks Triton makes of a
+    batched request are worded as Triton words them (``[request id: …] …``)."""
+    triton = f"[request id: {_request_id(request)}] "
     rows = {tensor.name(): list(tensor.shape())[:1] for tensor in request.inputs()}
+    counts = [first[0] for first in rows.values() if first]
+    for name, first in rows.items():  # Triton compares the batch axes first, so unequal ones get its words
+        if first and first[0] != counts[0]:
+            return f"{triton}input '{name}' batch size does not match other inputs for '{model}'"
     for name, first in rows.items():
         if first == [0]:
             return ZERO_ROWS_MESSAGE.format(tensor=name, limit=limit)
-    counts = [first[0] for first in rows.values() if first]
-    for name, first in rows.items():
-        if first and first[0] != counts[0]:
-            return f"input '{name}' batch size does not match other inputs for '{model}'"
     if counts and counts[0] > limit:
-        return f"inference request batch-size must be <= {limit} for '{model}'"
+        return f"{triton}inference request batch-size must be <= {limit} for '{model}'"
     return None
+
+
+def _request_id(request):
+    request_id = request.request_id() if hasattr(request, "request_id") else ""
+    return request_id or "<id_unknown>"
 
 
 def forwarded_error(error):

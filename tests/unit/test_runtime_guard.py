@@ -167,10 +167,13 @@ def test_front_answers_a_forwarded_error_with_the_code_its_mark_names_else_with_
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"visits": np.array([[1], [2]])}, "input 'visits' batch size does not match other inputs for 'classifier'"),
+        (
+            {"visits": np.array([[1], [2]])},
+            "[request id: <id_unknown>] input 'visits' batch size does not match other inputs for 'classifier'",
+        ),
         (
             {name: np.zeros((5, 1)) for name in ("age", "visits")} | {"city": np.array([[b"Oslo"]] * 5, dtype=object)},
-            "inference request batch-size must be <= 4 for 'classifier'",
+            "[request id: <id_unknown>] inference request batch-size must be <= 4 for 'classifier'",
         ),
     ],
 )
@@ -240,3 +243,11 @@ def test_guarded_export_answers_the_exports_400_as_a_400_with_its_message(guarde
     assert unmarked(marked_message) == ("INVALID_ARG", response.error().message())
     assert response.error().code() == fake_pb_utils.TritonError.INVALID_ARG
     assert response.error().message() == "Input tensor `colour`: element 0 is not valid UTF-8 text (invalid start byte)"
+
+
+def test_front_refuses_unequal_rows_with_tritons_words_when_one_input_has_none(guarded, training_frame):
+    front, _ = guarded
+
+    [response] = front.execute([_request(training_frame, 2, visits=np.zeros((0, 1), dtype=np.int64))])
+
+    assert response.error().message().endswith("input 'visits' batch size does not match other inputs for 'classifier'")
