@@ -47,9 +47,11 @@ def locate_command(
         _use_tracking_uri(tracking_uri)
         location = locate_repository(model_uri, artifacts_destination=artifacts_destination, check_access=check_access)
         out(location.address)
+        loads = " ".join(f"--load-model={name}" for name in location.models)
+        behind = f" (behind it: {location.batched_model_name!r}, load both)" if location.batched_model_name else ""
         say.say(
-            f"Triton model {location.model_name!r}: tritonserver --model-repository {location.address} "
-            f"--model-control-mode=explicit --load-model={location.model_name}"
+            f"Triton model {location.model_name!r}{behind}: tritonserver --model-repository {location.address} "
+            f"--model-control-mode=explicit {loads}"
         )
         return 0
 
