@@ -168,6 +168,28 @@ def load_model_py(path, name="generated_model_py"):
     return module
 
 
+def initialized_model(directory, name="generated_model_py"):
+    """The ``TritonPythonModel`` of ``directory/1/model.py``, initialized from its config.pbtxt the way Triton
+    passes it (JSON with the proto field names)."""
+    from google.protobuf import json_format, text_format
+    from tritonclient.grpc import model_config_pb2
+
+    text = (directory / "config.pbtxt").read_text(encoding="utf-8")
+    config = text_format.Parse(text, model_config_pb2.ModelConfig())
+    model = load_model_py(directory / "1" / "model.py", name=name).TritonPythonModel()
+    model.initialize(
+        {
+            "model_config": json.dumps(json_format.MessageToDict(config, preserving_proto_field_name=True)),
+            "model_name": config.name,
+            "model_repository": str(directory),
+            "model_version": "1",
+            "model_instance_kind": "CPU",
+            "model_instance_device_id": "0",
+        }
+    )
+    return model
+
+
 def request_from_arrays(arrays, parameters="{}"):
     return InferenceRequest([Tensor(name, array) for name, array in arrays.items()], parameters=parameters)
 

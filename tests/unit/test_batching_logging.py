@@ -9,7 +9,7 @@ import mlflow.pyfunc
 import numpy as np
 import pandas as pd
 import pytest
-from google.protobuf import json_format, text_format
+from google.protobuf import text_format
 from mlflow.models import Model
 from tritonclient.grpc import model_config_pb2
 
@@ -44,19 +44,7 @@ def _config(repository):
 
 def _model_py(repository):
     """The generated model.py, initialized from config.pbtxt the way Triton passes it."""
-    config = _config(repository)
-    module = fake_pb_utils.load_model_py(repository / "1" / "model.py", name="batched_sklearn_model_py")
-    model = module.TritonPythonModel()
-    model.initialize(
-        {
-            "model_config": json.dumps(json_format.MessageToDict(config, preserving_proto_field_name=True)),
-            "model_repository": str(repository),
-            "model_version": "1",
-            "model_instance_kind": "CPU",
-            "model_instance_device_id": "0",
-        }
-    )
-    return model
+    return fake_pb_utils.initialized_model(repository, name="batched_sklearn_model_py")
 
 
 def _as_model_sees(arrays, config):

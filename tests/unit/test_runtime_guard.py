@@ -8,8 +8,6 @@ import json
 
 import numpy as np
 import pytest
-from google.protobuf import json_format, text_format
-from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton import sklearn
 from mlflow_triton.repository.guard import batched_name, front_model_py, served_directories
@@ -18,19 +16,7 @@ from tests.support import fake_pb_utils
 
 
 def _initialized(directory, module_name):
-    config = text_format.Parse((directory / "config.pbtxt").read_text(encoding="utf-8"), model_config_pb2.ModelConfig())
-    module = fake_pb_utils.load_model_py(directory / "1" / "model.py", name=module_name)
-    model = module.TritonPythonModel()
-    model.initialize(
-        {
-            "model_config": json.dumps(json_format.MessageToDict(config, preserving_proto_field_name=True)),
-            "model_repository": str(directory),
-            "model_version": "1",
-            "model_instance_kind": "CPU",
-            "model_instance_device_id": "0",
-        }
-    )
-    return model
+    return fake_pb_utils.initialized_model(directory, module_name)
 
 
 @pytest.fixture(scope="module")
