@@ -1,8 +1,10 @@
 """Dynamic batching, served: the batched generated repository against the unbatched one and MLServer's batching.
 
 Two models (``--case``), each saved twice with its ``mlflow_triton`` wrapper: without batching (**a**) and
-with ``max_batch_size`` (**a'**, no queue delay: Triton batches what is waiting), both loaded in one
-``tritonserver`` (bundled 2.51) with the model's serving environment; **d'** is MLServer 1.7.1 with its
+with ``max_batch_size`` (**a'**, no queue delay: Triton batches what is waiting, ``zero_row_guard=False``), and
+with ``max_batch_size`` behind its zero-row guard (**g'**, the default: an unbatched front model forwarding each
+request through BLS, ``mlflow_triton.repository.guard``), all loaded in one ``tritonserver`` (bundled 2.51) with
+the model's serving environment; **d'** is MLServer 1.7.1 with its
 MLflow runtime and adaptive batching on (``max_batch_size`` 16 requests, ``max_batch_time`` 5 ms) on the
 unbatched package (``benchmarks/peers.py``):
 
@@ -14,8 +16,8 @@ unbatched package (``benchmarks/peers.py``):
   ``batch_size`` in its ``model_config``), so joining requests saves the per-call overhead only.
 
 Before any load each target's answer is compared with ``pyfunc.predict`` in this process. Cells (rows x
-concurrent clients) are measured in rounds that alternate a, a', d'; Triton's statistics give a''s requests
-per execution.
+concurrent clients) are measured in rounds that alternate a, a', g', d'; Triton's statistics give the requests per
+execution of a' and of g''s batched model. g'/a' is the guard's cost.
 
 Targets (issue #25, the sklearn case): a'/a >= 3 at 16 clients (1 row); a' >= 1.2 x d' in every multi-client
 cell; a'/a >= 0.95 at 1 client (batching must not cost a lone client). The text case records its figures
@@ -45,6 +47,7 @@ from benchmarks.load import LoadResult, run_load
 from benchmarks.peers import MLSERVER_CONSTRAINTS, MLServer, ensure_mlserver_env, mlserver_body
 from benchmarks.run import _loadavg, _table, machine
 from benchmarks.served import _post, _wait_model_ready, summarize
+from mlflow_triton.repository.guard import FRONT_INSTANCES, batched_name, served_directories
 
 MLSERVER_ADAPTIVE_BATCHING = {"max_batch_size": 16, "max_batch_time": 0.005}
 HERE = Path(__file__).resolve().parent
@@ -67,21 +70,28 @@ class Case:
     unit: str  # what a row is, for the table's first column
     results: Path
     judged: bool  # issue #25's targets apply
-    save: Callable[[Path, str, int], None]  # (package path, Triton model name, max_batch_size)
+    save: Callable[[Path, str, int, bool], None]  # (package path, Triton model name, max_batch_size, zero_row_guard)
     model_input: Callable[[int], object]  # rows -> the model input of one request
     mlserver_body: Callable[[dict, object], bytes]  # (a's body, the contract) -> MLServer's body
     mlserver_constraints: tuple[str, ...] = MLSERVER_CONSTRAINTS
+
+    @property
+    def guarded_model(self) -> str:
+        """The name clients call on the guarded batched repository (its batched model is ``<it>_batched``)."""
+        return f"{self.model}_guarded"
 
     def targets(self) -> dict[str, str]:
         return {
             "a": "generated repository on Triton, max_batch_size 0 (each request its own predict)",
             "a'": f"generated repository on Triton, max_batch_size {self.max_batch_size} (dynamic batching, "
-            "requests joined)",
+            "requests joined), without the zero-row guard (zero_row_guard=False: one model directory)",
+            "g'": f"the same behind its zero-row guard (the default): an unbatched front with {FRONT_INSTANCES} "
+            "instances forwards each request through BLS to the batched model",
             "d'": "MLServer 1.7.1 (MLflow runtime) with adaptive batching",
         }
 
 
-def _save_sklearn(path: Path, name: str, max_batch_size: int) -> None:
+def _save_sklearn(path: Path, name: str, max_batch_size: int, zero_row_guard: bool = True) -> None:
     from examples.sklearn_example import fitted_pipeline
     from mlflow_triton import sklearn as triton_sklearn
 
@@ -93,6 +103,7 @@ def _save_sklearn(path: Path, name: str, max_batch_size: int) -> None:
         pyfunc_predict_fn="predict_proba",
         triton_model_name=name,
         max_batch_size=max_batch_size,
+        zero_row_guard=zero_row_guard,
     )
 
 
@@ -107,7 +118,7 @@ def _sklearn_mlserver_body(body: dict, contract) -> bytes:
     return mlserver_body(body, {f.tensor: f.name for f in contract.inputs.fields})
 
 
-def _save_text(path: Path, name: str, max_batch_size: int) -> None:
+def _save_text(path: Path, name: str, max_batch_size: int, zero_row_guard: bool = True) -> None:
     from mlflow_triton import transformers as triton_transformers
     from tests.support import tiny_models
 
@@ -117,6 +128,7 @@ def _save_text(path: Path, name: str, max_batch_size: int) -> None:
         input_example=texts(3, seed=0),
         triton_model_name=name,
         max_batch_size=max_batch_size,
+        zero_row_guard=zero_row_guard,
     )
 
 
@@ -178,7 +190,8 @@ CASES = {
 
 
 def bodies(case: Case, model_dir: Path, batched_dir: Path, value) -> dict:
-    """``{target: body}``: ``value`` as v2 JSON for a, in the batched shapes for a', for MLServer."""
+    """``{target: body}``: ``value`` as v2 JSON for a, in the batched shapes for a' and g' (the same body), for
+    MLServer."""
     from mlflow_triton.repository.config import declarations, read_config, wire_arrays
     from mlflow_triton.repository.request_files import json_request
     from mlflow_triton.runtime.codecs import StructureCodec
@@ -193,6 +206,7 @@ def bodies(case: Case, model_dir: Path, batched_dir: Path, value) -> dict:
     return {
         "a": json.dumps(plain).encode(),
         "a'": json.dumps(batched).encode(),
+        "g'": json.dumps(batched).encode(),
         "d'": case.mlserver_body(plain, contract),
     }
 
@@ -228,18 +242,22 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
-    progress(f"[batching] {case.name}: saving {case.title} without and with max_batch_size ...")
+    progress(
+        f"[batching] {case.name}: saving {case.title} without and with max_batch_size (with and without guard) ..."
+    )
     packages = {}
-    for name, max_batch_size in ((case.model, 0), (case.batched_model, case.max_batch_size)):
+    saved = ((case.model, 0, True), (case.batched_model, case.max_batch_size, False))
+    for name, max_batch_size, zero_row_guard in (*saved, (case.guarded_model, case.max_batch_size, True)):
         packages[name] = work_dir / name
         shutil.rmtree(packages[name], ignore_errors=True)
-        case.save(packages[name], name, max_batch_size)
+        case.save(packages[name], name, max_batch_size, zero_row_guard)
     package = packages[case.model]
-    model_dir, batched_dir = (packages[name] / "model_repository" / name for name in packages)
+    model_dir, batched_dir, guarded_dir = (packages[name] / "model_repository" / name for name in packages)
     repo_root = work_dir / "repository"
     shutil.rmtree(repo_root, ignore_errors=True)
     repo_root.mkdir(parents=True)
-    for directory in (model_dir, batched_dir):
+    served = (model_dir, batched_dir, *served_directories(guarded_dir))
+    for directory in served:
         shutil.copytree(directory, repo_root / directory.name)
     installation = TritonInstallation.bundled(progress=progress)
     env = ensure_serving_env(model_dir / "requirements.txt", installation.serving_constraints, progress=progress)
@@ -253,11 +271,11 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
             **bodies(case, model_dir, batched_dir, value),
         }
 
-    progress(f"[batching] {case.name}: starting tritonserver (a and a') and MLServer with adaptive batching (d') ...")
+    progress(f"[batching] {case.name}: starting tritonserver (a, a', g') and MLServer with adaptive batching (d') ...")
     with (
         TritonServer(
             repo_root,
-            (case.model, case.batched_model),
+            [directory.name for directory in served],
             installation=installation,
             serving_env=env,
             log_path=work_dir / "tritonserver.log",
@@ -275,6 +293,7 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
         endpoints = {
             "a": (server.http_port, f"/v2/models/{case.model}/infer"),
             "a'": (server.http_port, f"/v2/models/{case.batched_model}/infer"),
+            "g'": (server.http_port, f"/v2/models/{case.guarded_model}/infer"),
             "d'": (mlserver.port, f"/v2/models/{case.model}/infer"),
         }
         for request in requests.values():
@@ -284,12 +303,12 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
                     raise AssertionError(
                         f"target {key} ({case.targets()[key]}) answered differently from pyfunc.predict: {found}"
                     )
-        progress(f"[batching] {case.name}: a, a' and d' answer like pyfunc.predict")
+        progress(f"[batching] {case.name}: a, a', g' and d' answer like pyfunc.predict")
 
         results = []
         for rows, clients in case.cells:
             per_target = {key: [] for key in endpoints}
-            before = _counts(server.http_port, case.batched_model)
+            before = {m: _counts(server.http_port, m) for m in (case.batched_model, batched_name(case.guarded_model))}
             for number in range(rounds):
                 for key, (port, path) in endpoints.items():
                     result = run_load(
@@ -308,10 +327,20 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
                         f"p50 {result.percentile_ms(50):7.2f} ms"
                         + (f"  ERRORS: {result.errors[:2]}" if result.errors else "")
                     )
-            after = _counts(server.http_port, case.batched_model)
-            executed = {name: after[name] - before[name] for name in after}
+            executed = {}
+            for model, earlier in before.items():
+                after = _counts(server.http_port, model)
+                executed[model] = {name: after[name] - earlier[name] for name in after}
             pooled = {key: summarize(LoadResult.pooled(runs)) for key, runs in per_target.items()}
-            results.append({"rows": rows, "clients": clients, "targets": pooled, "batched_counts": executed})
+            results.append(
+                {
+                    "rows": rows,
+                    "clients": clients,
+                    "targets": pooled,
+                    "batched_counts": executed[case.batched_model],
+                    "guarded_counts": executed[batched_name(case.guarded_model)],
+                }
+            )
         triton_version = server.version()
     return {
         "case": case.name,
@@ -373,9 +402,7 @@ def report(measured: dict, info: dict, load_end: str, command: str = "python -m 
     rows = []
     for cell in measured["cells"]:
         t = cell["targets"]
-        counts = cell["batched_counts"]
-        per_execution = counts["requests"] / counts["executions"] if counts["executions"] else float("nan")
-        plain, batched, mlserver = (t[key]["rps"] for key in names)
+        plain, batched, guarded, mlserver = (t[key]["rps"] for key in names)
         rows.append(
             [
                 cell["rows"],
@@ -383,8 +410,9 @@ def report(measured: dict, info: dict, load_end: str, command: str = "python -m 
                 *(f"{t[k]['rps']:.1f}" for k in names),
                 f"{batched / plain:.2f}" if plain else "—",
                 f"{batched / mlserver:.2f}" if mlserver else "—",
+                f"{guarded / batched:.2f}" if batched else "—",
                 *(f"{t[k]['p50_ms']:.1f}" for k in names),
-                f"{per_execution:.1f}",
+                *(_per_execution(cell[counts]) for counts in ("batched_counts", "guarded_counts")),
                 sum(len(t[k]["errors"]) for k in names),
             ]
         )
@@ -404,7 +432,7 @@ def report(measured: dict, info: dict, load_end: str, command: str = "python -m 
         "",
         f"Run: `{command}` — {info['date']}. Triton {measured['triton_version']}; MLServer adaptive batching "
         f"{measured['mlserver_adaptive_batching']}; a' max_batch_size {measured['max_batch_size']}, no queue delay. "
-        f"{measured['rounds']} round(s) of {measured['duration']:g} s per target and cell, alternating a, a', d'.",
+        f"{measured['rounds']} round(s) of {measured['duration']:g} s per target and cell, alternating a, a', g', d'.",
         "",
         _table(
             [
@@ -412,13 +440,17 @@ def report(measured: dict, info: dict, load_end: str, command: str = "python -m 
                 "clients",
                 "a req/s",
                 "a' req/s",
+                "g' req/s",
                 "d' req/s",
                 "a'/a",
                 "a'/d'",
+                "g'/a'",
                 "a p50 ms",
                 "a' p50 ms",
+                "g' p50 ms",
                 "d' p50 ms",
                 "a' requests/execution",
+                "g' requests/execution",
                 "errors",
             ],
             rows,
@@ -431,6 +463,11 @@ def report(measured: dict, info: dict, load_end: str, command: str = "python -m 
         "benchmark share these CPUs.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _per_execution(counts: dict) -> str:
+    """Requests per execution of a batched model, from its counts over a cell."""
+    return f"{counts['requests'] / counts['executions']:.1f}" if counts["executions"] else "nan"
 
 
 def main(argv=None) -> int:

@@ -50,7 +50,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .soak_batched import batched_section, batched_violations, check_batched_settings, make_oracle
+from mlflow_triton.repository.guard import files_directory, served_directories
+
+from .soak_batched import (
+    REFUSED_BY_THE_FRONT,
+    batched_section,
+    batched_violations,
+    check_batched_settings,
+    make_oracle,
+)
 from .soak_client import RUNTIME_CLIENT_ERROR_AS_5XX, Client, memory_mb, rss_mb, stub_pids
 from .soak_requests import (
     ANSWERED,
@@ -146,11 +154,14 @@ class SoakReport:
     batching: dict = dataclasses.field(default_factory=dict)  # the batched soak's figures (soak_batched.py)
 
     def reached_model(self):
-        """Requests whose class says they reached the model (warm-up and settling included)."""
+        """Requests whose class says they reached the model (warm-up and settling included); the 0-row requests a
+        batched model's front refuses (``REFUSED_BY_THE_FRONT``) never reach the batched model."""
+        refused = REFUSED_BY_THE_FRONT if self.settings.get("max_batch_size") else ()
         return sum(
             kind["classes"].get(answer_class, 0)
             for checked in (self.warmup, self.run, self.settle)
-            for kind in checked.by_kind.values()
+            for name, kind in checked.by_kind.items()
+            if name not in refused
             for answer_class in REACHED_MODEL
         )
 
@@ -208,19 +219,22 @@ def save_soak_model(work_dir, max_batch_size=0, max_queue_delay_microseconds=Non
         max_queue_delay_microseconds=max_queue_delay_microseconds if max_batch_size else None,
     )
     repository.mkdir(parents=True)
-    shutil.copytree(package / "model_repository" / MODEL_NAME, repository / MODEL_NAME)
-    return package, repository / MODEL_NAME
+    for directory in served_directories(package / "model_repository" / MODEL_NAME):
+        shutil.copytree(directory, repository / directory.name)
+    return package, repository / MODEL_NAME  # the directory clients call (a batched model's front)
 
 
 def start_server(model_dir, log_path, progress, stop_timeout=15.0):
-    """A started ``TritonServer`` with the model (explicit model control: the repository API can load others)."""
+    """A started ``TritonServer`` with the model, behind its front when batched (explicit model control: the
+    repository API can load others)."""
     from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env
 
     installation = TritonInstallation.bundled(progress=progress)
-    env = ensure_serving_env(model_dir / "requirements.txt", installation.serving_constraints, progress=progress)
+    requirements = files_directory(model_dir) / "requirements.txt"
+    env = ensure_serving_env(requirements, installation.serving_constraints, progress=progress)
     server = TritonServer(
         model_dir.parent,
-        MODEL_NAME,
+        [directory.name for directory in served_directories(model_dir)],
         installation=installation,
         serving_env=env,
         log_path=log_path,
@@ -387,15 +401,15 @@ class Oracle:
         )
 
 
-def _settled_statistics(url, *, settle_s=0.5, timeout_s=15.0):
-    """The model's inference and execution counts once they stop changing.
+def _settled_statistics(url, model, *, settle_s=0.5, timeout_s=15.0):
+    """``model``'s inference and execution counts once they stop changing.
 
     The Python backend reports an execution's statistics after its responses have been sent, so a
     client can hold its last answer before Triton has counted it (seen on a loaded 2-CPU machine)."""
     deadline = time.monotonic() + timeout_s
     previous = None
     while True:
-        with urllib.request.urlopen(f"{url}/v2/models/{MODEL_NAME}/stats", timeout=10) as response:
+        with urllib.request.urlopen(f"{url}/v2/models/{model}/stats", timeout=10) as response:
             stats = json.loads(response.read())["model_stats"][0]
         counts = {
             "inference_count": int(stats.get("inference_count", 0)),
@@ -493,7 +507,8 @@ def run_soak(settings, progress=print):
     clock = time.monotonic()
     package, model_dir = save_soak_model(work_dir, settings.max_batch_size, settings.max_queue_delay_microseconds)
     layout = Layout.from_repository(model_dir)
-    oracle = make_oracle(settings, package, model_dir) if settings.max_batch_size else Oracle(package, model_dir)
+    files = files_directory(model_dir)  # the model that predicts: behind a front (batched), the batched one
+    oracle = make_oracle(settings, package, files) if settings.max_batch_size else Oracle(package, files)
     report.seconds["save_model"] = round(time.monotonic() - clock, 1)
 
     clock = time.monotonic()
@@ -501,8 +516,8 @@ def run_soak(settings, progress=print):
     try:
         report.seconds["server_ready"] = round(time.monotonic() - clock, 1)
         report.triton_version = server.version()
-        outcomes, warmup_outcomes, settle_outcomes = _load(server, layout, settings, report, progress)
-        report.triton_statistics = _settled_statistics(server.url)
+        outcomes, warmup_outcomes, settle_outcomes = _load(server, files.name, layout, settings, report, progress)
+        report.triton_statistics = _settled_statistics(server.url, files.name)
     finally:
         server.__exit__(None, None, None)
     report.log_bytes = (work_dir / "tritonserver.log").stat().st_size
@@ -514,6 +529,13 @@ def run_soak(settings, progress=print):
     report.latency_ms = latency_summary(outcomes)
     if settings.max_batch_size:
         report.batching = oracle.figures(layout)
+        report.batching["refused_by_the_front"] = sum(
+            count
+            for checked in (report.warmup, report.run, report.settle)
+            for name, kind in checked.by_kind.items()
+            if name in REFUSED_BY_THE_FRONT
+            for count in kind["classes"].values()
+        )
     report.seconds["check"] = round(time.monotonic() - clock, 1)
     report.machine["load_average_end"] = _load_average()
     return report
@@ -529,9 +551,10 @@ def _rebuild(layout, settings, stream):
     return lambda index: planned_request(layout, settings, stream, -index - stream * 10**6)
 
 
-def _load(server, layout, settings, report, progress):
-    """Warm-up, RSS, the run (RSS sampled), settling, RSS; returns the outcomes of the run, warm-up and settling."""
-    [stub] = stub_pids(server.pid)
+def _load(server, model, layout, settings, report, progress):
+    """Warm-up, RSS, the run (RSS sampled), settling, RSS; returns the outcomes of the run, warm-up and settling.
+    ``model``: the model that predicts, whose stub is watched."""
+    [stub] = stub_pids(server.pid, model)
     report.stub = {"pid_before": stub, "at_start": memory_mb(stub)}
     clock = time.monotonic()
     warmup_outcomes = send_planned(server, layout, settings, WARMUP)
@@ -557,7 +580,7 @@ def _load(server, layout, settings, report, progress):
 
     settle_outcomes = send_planned(server, layout, settings, SETTLE)
     report.stub.update(after=memory_mb(stub), rss_peak_mb=max(monitor.peak_mb, rss_mb(stub) or 0.0))
-    after = stub_pids(server.pid)
+    after = stub_pids(server.pid, model)
     report.stub["pid_after"] = after[0] if len(after) == 1 else after
     if "rss" in report.stub["after"]:
         report.stub["rss_growth_mb"] = round(report.stub["after"]["rss"] - report.stub["before"]["rss"], 1)

@@ -1,9 +1,10 @@
 """The soak against a batched repository: what ``python -m benchmarks.soak --batched`` changes.
 
-The example Pipeline is logged with ``max_batch_size`` (docs/batching.md) and gets the same valid and
-hostile traffic, in the batched shapes (every column ``[rows, 1]``; ``soak_requests.hostile_kinds``
-translates the hostile kinds and leaves out the 0-row kind, which crashes the bundled Triton 2.51's
-Python backend for a batched model). The zero-tolerance checks stay; three change:
+The example Pipeline is logged with ``max_batch_size`` (docs/batching.md), behind its zero-row guard (the default:
+an unbatched front model that refuses a 0-row request with a 400 and forwards the others to the batched model),
+and gets the same valid and hostile traffic, in the batched shapes (every column ``[rows, 1]``;
+``soak_requests.hostile_kinds`` translates the hostile kinds), 0-row requests included: without the guard one
+would stop the bundled Triton 2.51. The zero-tolerance checks stay; four change:
 
 * an answer is compared with ``pyfunc.predict`` of that request alone, floats within
   ``ROW_INDEPENDENCE_ULPS`` units in the last place of their row's largest magnitude (the rule and
@@ -11,7 +12,9 @@ Python backend for a batched model). The zero-tolerance checks stay; three chang
   everything else exactly; the report counts the answers by how many ulps they were off;
 * Triton's ``inference_count`` counts rows for a batched model, so the requests classed as having
   reached the model are compared with its request statistics (success + fail) instead;
-* Triton's statistics must show fewer executions than requests: requests were joined.
+* Triton's statistics must show fewer executions than requests: requests were joined;
+* Triton's statistics and the stub watched are the batched model's, and the 0-row requests the front refuses
+  (``REFUSED_BY_THE_FRONT``, which must be sent and answered 400) do not reach it.
 
 One exception to the ulp tolerance, which is Triton's and not batching's: Triton 2.51's JSON front end
 does not read every double exactly. A number with more than 15 significant digits (the soak rounds
@@ -33,6 +36,8 @@ from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS, ulps_per_element
 from .soak_requests import EXCLUDED_WHEN_BATCHED, HTTP_JSON, Layout
 
 DEFAULT_MAX_BATCH_SIZE = 64
+#: The kinds the guard's front answers itself: they never reach the batched model.
+REFUSED_BY_THE_FRONT = ("empty-batch",)
 LARGEST_VALID_ROWS = 64  # soak_requests.random_frame sends at most 64 rows in a request that must be answered
 
 
@@ -134,6 +139,7 @@ class BatchedOracle:
             "ulps_seen": {label: self.ulps_seen[label] for label in ULPS_SEEN_BINS if self.ulps_seen[label]},
             "json_inexact": dict(self.json_inexact),
             "excluded_kinds": dict(EXCLUDED_WHEN_BATCHED),
+            "refused_by_the_front": 0,  # set by the soak from the outcomes
         }
 
 
@@ -150,6 +156,9 @@ def batched_violations(report: object) -> list[str]:
     if requests is None or executions is None or executions >= requests:
         failed.append(f"no requests were joined: Triton counted {executions} executions for {requests} requests")
     sent = {name for checked in (report.warmup, report.run, report.settle) for name in checked.by_kind}
+    for name in REFUSED_BY_THE_FRONT:
+        if name not in sent:
+            failed.append(f"no `{name}` request was sent: the zero-row guard was not exercised")
     for name in sorted(sent & set(EXCLUDED_WHEN_BATCHED)):
         failed.append(f"the kind `{name}` must not be sent to a batched repository: {EXCLUDED_WHEN_BATCHED[name]}")
     return failed
@@ -181,6 +190,10 @@ def batched_section(report: object) -> list[str]:
         "than 15 significant digits, which Triton 2.51's JSON reader does not always read exactly: those were "
         "compared with `check`'s tolerances, as in the unbatched soak (largest difference "
         f"{figures['json_inexact']['max_ulps']:.3g} ulps; over binary HTTP and gRPC the same numbers arrive exactly).",
+        "",
+        f"Sent to the zero-row guard's front, which answers them itself (400) without reaching the batched model: "
+        f"{figures.get('refused_by_the_front', 0):,} `empty-batch` requests (every tensor with 0 rows); the server "
+        "stayed up.",
         "",
         "Not sent to the batched repository:",
         "",

@@ -189,8 +189,10 @@ def _error_text(body):
 # -- the Python-backend stub, from /proc --------------------------------------------------------------------
 
 
-def stub_pids(server_pid):
-    """PIDs of the live ``triton_python_backend_stub`` children of ``server_pid``."""
+def stub_pids(server_pid, model=None):
+    """PIDs of the live ``triton_python_backend_stub`` children of ``server_pid`` (``model``: only that model's; its
+    stubs run ``<repository>/<model>/<version>/model.py``)."""
+    wanted = f"/{model}/".encode() if model else b""
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -200,7 +202,8 @@ def stub_pids(server_pid):
             if (
                 int(fields[1]) == server_pid
                 and fields[0] != "Z"
-                and b"triton_python_backend_stub" in (entry / "cmdline").read_bytes()
+                and b"triton_python_backend_stub" in (command := (entry / "cmdline").read_bytes())
+                and wanted in command
             ):
                 pids.append(int(entry.name))
         except (OSError, IndexError, ValueError):

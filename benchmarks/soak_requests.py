@@ -22,13 +22,14 @@ such as ``examples/sklearn_example.py``'s Pipeline.
 A batched repository (``max_batch_size`` > 0, docs/batching.md) takes every column as ``[rows, 1]``:
 :func:`row_shape` gives each request that shape, :func:`hostile_kinds` translates the hostile kinds
 (``wrong-rank`` sends other ranks, ``unequal-lengths`` becomes ``unequal-batch-sizes`` that Triton
-refuses itself, ``too-many-rows`` is added) and leaves out the 0-row kind (``EXCLUDED_WHEN_BATCHED``).
+refuses itself, ``too-many-rows`` is added); the 0-row kind is sent too, to the zero-row guard's front.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,7 @@ import tritonclient.http as triton_http
 from tritonclient.grpc import service_pb2
 
 from mlflow_triton.repository.config import declarations, read_config
+from mlflow_triton.repository.guard import files_directory
 
 ANSWERED = "answered"
 TRITON_400 = "triton-400"
@@ -64,7 +66,9 @@ class Layout:
 
     @classmethod
     def from_repository(cls, model_dir):
-        config, contract = read_config(model_dir / "config.pbtxt")
+        """The layout of the model directory clients call (a batched model's front: its files are the batched
+        model's, ``mlflow_triton.repository.guard``)."""
+        config, contract = read_config(files_directory(model_dir) / "config.pbtxt")
         inputs, outputs = declarations(config)
         types = {declaration.name: declaration.data_type for declaration in inputs}
         if contract.inputs.structure != "columns":
@@ -80,7 +84,7 @@ class Layout:
         if not numeric or not text:
             raise ValueError("the soak needs at least one FP64 column and one text column")
         return cls(
-            config.name,
+            Path(model_dir).name,
             tuple(numeric),
             tuple(text),
             tuple(declaration.name for declaration in outputs),
@@ -526,11 +530,9 @@ BATCHED_ONLY = (
     ),
     Kind("too-many-rows", (TRITON_400,), ALL, _too_many_rows, "more rows than max_batch_size (batched only)"),
 )
+# ``empty-batch`` is sent: the batched repository is behind its zero-row guard (the default), whose front answers a
+# 0-row request 400 (without the guard it would stop the server: docs/batching.md).
 EXCLUDED_WHEN_BATCHED = {
-    "empty-batch": "a 0-row request ([0, 1]) to a batched repository crashes the bundled Triton 2.51's Python "
-    "backend (signal 11 in TRITONBACKEND_ModelInstanceExecute, before the model's code runs; "
-    "docs/batching.md, 'Known limit: requests without rows'): the server exits and every client "
-    "loses its connection, so the batched soak does not send it",
     "unequal-lengths": "sent as unequal-batch-sizes: Triton refuses unequal batch axes itself (triton-400)",
 }
 HUGE = Kind("huge-request", (ANSWERED,), (HTTP_BINARY, GRPC), None, "one row whose text makes the request ≥ 50 MiB")

@@ -42,8 +42,10 @@ def inference_service(
     cpu: str = "1",
     memory: str = "2Gi",
     service_account: str | None = None,
+    models: tuple[str, ...] = (),
 ) -> dict:
-    """The ``InferenceService`` as a plain dict (``yaml.safe_dump`` writes it)."""
+    """The ``InferenceService`` as a plain dict (``yaml.safe_dump`` writes it). ``models``: every model Triton
+    must load (a guarded batched model's front and the batched model behind it); ``(model_name,)`` by default."""
     name = name or _default_name(model_name)
     if not _NAME.match(name) or len(name) > MAX_NAME_LENGTH:
         raise KServeManifestError(
@@ -62,7 +64,7 @@ def inference_service(
             "protocolVersion": "v2",
             "runtimeVersion": f"{triton_version}-py3",
             "storageUri": storage_uri,
-            "args": ["--model-control-mode=explicit", f"--load-model={model_name}"],
+            "args": ["--model-control-mode=explicit", *(f"--load-model={name}" for name in models or (model_name,))],
             "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": limits},
         },
     }
@@ -126,6 +128,7 @@ def kserve_command(
             triton_version=triton_version,
             gpus=gpus,
             service_account=service_account,
+            models=location.models,
         )
         text = f"# InferenceService for {without_user_info(model_uri)} (Triton model {location.model_name!r})\n"
         text += yaml.safe_dump(manifest, sort_keys=False)

@@ -39,7 +39,8 @@ from .errors import PackError, PackOutputError, PackRequirementsError
 
 __all__ = ["MANIFEST_NAME", "PackedModel", "pack_command", "pack_models"]
 
-ENV_PATH_VALUE = f"$$TRITON_MODEL_DIRECTORY/{ARCHIVE_NAME}"
+_MODEL_DIRECTORY = "$$TRITON_MODEL_DIRECTORY"
+ENV_PATH_VALUE = f"{_MODEL_DIRECTORY}/{ARCHIVE_NAME}"
 MANIFEST_NAME = "pack.json"
 STUB_NAME = "triton_python_backend_stub"
 
@@ -189,8 +190,9 @@ def _refuse_newer_glibc(uri, needs, plan: PackPlan, where: str) -> None:
 
 
 def _pack_one(source: ModelSource, repository: Path, plan: PackPlan, say, cache_dir) -> PackedModel:
-    model_dir = repository / source.name
-    shutil.copytree(source.repository, model_dir, symlinks=True)
+    for directory in source.served:  # a guarded batched model: its front and the batched model behind it
+        shutil.copytree(directory, repository / directory.name, symlinks=True)
+    model_dir = repository / source.files.name  # the directory of the model's files carries the environment
     started = time.monotonic()
     said = []
 
@@ -213,14 +215,19 @@ def _pack_one(source: ModelSource, repository: Path, plan: PackPlan, say, cache_
         f"[{source.uri}] {ARCHIVE_NAME}: {archive.stat().st_size / 2**20:.0f} MiB ({facts.members} members, "
         f"{facts.unpacked_bytes / 2**20:.0f} MiB unpacked) in {pack_seconds:.0f}s; follows Triton's archive rules"
     )
-    if plan.target.ships_stub:
-        _ship_stub(model_dir, plan)
-    _name_archive_in_config(model_dir / CONFIG_FILE)
+    for directory in source.served:
+        if plan.target.ships_stub:
+            _ship_stub(repository / directory.name, plan)
+        # a front runs in the same environment: the batched model's archive (Triton unpacks it once per path)
+        relative = "" if directory.name == model_dir.name else f"/../{model_dir.name}"
+        _name_archive_in_config(
+            repository / directory.name / CONFIG_FILE, f"{_MODEL_DIRECTORY}{relative}/{ARCHIVE_NAME}"
+        )
     _write_manifest(model_dir, source, plan, summary, facts, archive)
     return PackedModel(
         model_uri=source.uri,
         name=source.name,
-        directory=model_dir,
+        directory=repository / source.name,
         archive_bytes=archive.stat().st_size,
         environment_mib=summary["size_mib"],
         environment_seconds=environment_seconds,
@@ -238,7 +245,7 @@ def _ship_stub(model_dir: Path, plan: PackPlan) -> None:
     (model_dir / STUB_NAME).chmod(0o755)
 
 
-def _name_archive_in_config(config_path: Path) -> None:
+def _name_archive_in_config(config_path: Path, value: str = ENV_PATH_VALUE) -> None:
     """Append the ``EXECUTION_ENV_PATH`` parameter (the rest of the file stays byte for byte)."""
     from google.protobuf import text_format
     from tritonclient.grpc import model_config_pb2
@@ -250,9 +257,7 @@ def _name_archive_in_config(config_path: Path) -> None:
             f"{config_path} already names an environment ({ENV_PATH_PARAMETER}); pack the logged model, "
             "not a packed directory"
         )
-    addition = (
-        f'parameters {{\n  key: "{ENV_PATH_PARAMETER}"\n  value {{\n    string_value: "{ENV_PATH_VALUE}"\n  }}\n}}\n'
-    )
+    addition = f'parameters {{\n  key: "{ENV_PATH_PARAMETER}"\n  value {{\n    string_value: "{value}"\n  }}\n}}\n'
     config_path.write_text(text + ("" if text.endswith("\n") else "\n") + addition, encoding="utf-8")
 
 

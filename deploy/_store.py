@@ -56,6 +56,12 @@ class StoreLocation:
     storage_uri: str  # the same folder as s3://bucket/…, gs://…, or a local path (KServe's storageUri)
     model_name: str  # the model Triton sees in that repository
     scheme: str  # "s3", "gs", "as" or "local"
+    batched_model_name: str | None = None  # a guarded batched model: the model behind its front (load both)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """Every model Triton must load for this one (a guarded batched model: its front and the batched one)."""
+        return (self.model_name, self.batched_model_name) if self.batched_model_name else (self.model_name,)
 
     @property
     def is_object_store(self) -> bool:
@@ -89,6 +95,8 @@ def locate_repository(
             "hold, so Triton cannot load it from there; serve it with mlflow-triton serve (a local copy) instead"
         )
     location = _address(str(model_uri), f"{artifact_uri.rstrip('/')}/{repository_folder}", repository_uri, model_name)
+    if flavor.get("batched_model_name"):
+        location = dataclasses.replace(location, batched_model_name=str(flavor["batched_model_name"]))
     if check_access and location.scheme == "s3":
         _check_s3_readable(location)
     return location

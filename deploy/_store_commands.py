@@ -47,9 +47,11 @@ def locate_command(
         _use_tracking_uri(tracking_uri)
         location = locate_repository(model_uri, artifacts_destination=artifacts_destination, check_access=check_access)
         out(location.address)
+        loads = " ".join(f"--load-model={name}" for name in location.models)
+        behind = f" (behind it: {location.batched_model_name!r}, load both)" if location.batched_model_name else ""
         say.say(
-            f"Triton model {location.model_name!r}: tritonserver --model-repository {location.address} "
-            f"--model-control-mode=explicit --load-model={location.model_name}"
+            f"Triton model {location.model_name!r}{behind}: tritonserver --model-repository {location.address} "
+            f"--model-control-mode=explicit {loads}"
         )
         return 0
 
@@ -131,14 +133,22 @@ def _locate_all(
 def _fetch_serving_files(location: StoreLocation, download_dir: Path):
     """A local folder named after the model holding only :data:`SERVE_FILES` (and the shipped request, if any),
     as a ``ModelSource``."""
-    import mlflow.artifacts
 
     from mlflow_triton.local import ModelSource
 
     target = download_dir / location.model_name
+    for model in location.models:  # a guarded batched model: the front's config, the batched model's files
+        _fetch_model_files(location, download_dir / model, front=model != location.models[-1])
+    return ModelSource(uri=location.model_uri, repository=target, pyfunc_uri=None, generated=True)
+
+
+def _fetch_model_files(location: StoreLocation, target: Path, front: bool) -> None:
+    """:data:`SERVE_FILES` (a front: its config only) and the optional ones of one model directory."""
+    import mlflow.artifacts
+
     target.mkdir(parents=True, exist_ok=True)
-    model_folder = f"{location.artifact_uri}/{location.model_name}"
-    for name in (*SERVE_FILES, *OPTIONAL_SERVE_FILES):
+    model_folder = f"{location.artifact_uri}/{target.name}"
+    for name in (CONFIG_FILE,) if front else (*SERVE_FILES, *OPTIONAL_SERVE_FILES):
         try:
             mlflow.artifacts.download_artifacts(artifact_uri=f"{model_folder}/{name}", dst_path=str(target))
         except Exception as error:  # MLflow's and boto3's errors; the request files are optional
@@ -147,7 +157,6 @@ def _fetch_serving_files(location: StoreLocation, download_dir: Path):
                 raise StoreLocationError(
                     f"{location.model_uri}: cannot fetch {name} from {model_folder}: {text.splitlines()[0]}"
                 ) from None
-    return ModelSource(uri=location.model_uri, repository=target, pyfunc_uri=None, generated=True)
 
 
 @contextlib.contextmanager

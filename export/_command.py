@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from mlflow_triton.command_line import Progress, os_error_text, run_command, unreachable
+from mlflow_triton.repository.guard import files_directory, served_directories
 
 from ._deps import MissingExtraError
 from ._export import export_onnx
@@ -29,6 +30,7 @@ def export_command(
     *,
     max_batch_size: int = 64,
     backend: Literal["onnxruntime", "python"] = "onnxruntime",
+    zero_row_guard: bool = True,
     tracking_uri: str | None = None,
     out: Callable[[str], object] = print,
 ) -> int:
@@ -40,7 +42,9 @@ def export_command(
 
             mlflow.set_tracking_uri(tracking_uri)
         say.say(f"mlflow-triton {NAME}: exporting {model_uri} (backend {backend}, max batch size {max_batch_size}) ...")
-        directory = export_onnx(model_uri, out_dir, max_batch_size=max_batch_size, backend=backend)
+        directory = export_onnx(
+            model_uri, out_dir, max_batch_size=max_batch_size, backend=backend, zero_row_guard=zero_row_guard
+        )
         for line in summary(directory):
             out(line)
         return 0
@@ -61,12 +65,13 @@ def export_command(
 
 def summary(directory: Path) -> list[str]:
     """What the command prints about an exported directory (read back from its ``handoff.json``)."""
-    handoff = json.loads((directory / "handoff.json").read_text(encoding="utf-8"))
+    files = files_directory(directory)
+    handoff = json.loads((files / "handoff.json").read_text(encoding="utf-8"))
     converter = handoff["converter"]
     differences = ", ".join(f"{name} {value:.3g}" for name, value in handoff["parity"]["largest_differences"].items())
     compared = sum(entry["requests"] for entry in handoff["parity"]["inputs_compared"])
     lines = [
-        f"exported: {directory}",
+        f"exported: {', '.join(str(d) for d in served_directories(directory))}",
         f"  backend {handoff['backend']}, max_batch_size {handoff['max_batch_size']}, dynamic batching; "
         f"converted with {converter['name']} {converter.get('version', '')}".rstrip(),
         f"  parity with pyfunc.predict: passed on {compared} requests; largest difference: {differences}",
@@ -77,6 +82,11 @@ def summary(directory: Path) -> list[str]:
         for tensor in handoff["tensors"]["outputs"]
         if tensor.get("computed_as") and tensor["computed_as"] != tensor["data_type"]
     ]
-    lines += [f"  request: {directory / name}" for name in handoff["request_files"]]
-    lines.append(f"  hand-off: {directory / 'handoff.json'} (what was compared and what was not verified)")
+    if files != directory:
+        lines.append(
+            f"  zero-row guard: {directory.name} answers a request without rows with a 400 and forwards the others "
+            f"to {files.name}; serve both (the folder holding them is the model repository)"
+        )
+    lines += [f"  request: {files / name}" for name in handoff["request_files"]]
+    lines.append(f"  hand-off: {files / 'handoff.json'} (what was compared and what was not verified)")
     return lines

@@ -10,11 +10,13 @@ failure leaves ``out_dir`` as it was, and the logged model is only read.
 import json
 import os
 import pathlib
+import shutil
 import tempfile
 import urllib.parse
 from typing import Literal
 
 from mlflow_triton.repository import request_files
+from mlflow_triton.repository.guard import batched_name, mark_batched, write_front
 from mlflow_triton.repository.layout import CONFIG_FILE, MODEL_FILE, REQUIREMENTS_FILE, VERSION_DIRECTORY
 from mlflow_triton.repository.names import check_model_name
 from mlflow_triton.repository.paths import checked_out, lies_inside
@@ -39,6 +41,7 @@ def export_onnx(
     *,
     max_batch_size: int = 64,
     backend: Literal["onnxruntime", "python"] = "onnxruntime",
+    zero_row_guard: bool = True,
 ) -> pathlib.Path:
     """Export a model logged by mlflow-triton to ``out_dir/<triton model name>_onnx/``; returns that path.
 
@@ -46,7 +49,12 @@ def export_onnx(
     (``platform: "onnxruntime_onnx"``); ``backend="python"`` writes the same
     ``model.onnx`` with a small generated ``model.py`` that runs onnxruntime over
     Triton's dynamic batches in any Triton with the Python backend. Both configs
-    enable ``dynamic_batching`` with ``max_batch_size``.
+    enable ``dynamic_batching`` with ``max_batch_size``. A ``python`` export is
+    written behind a zero-row guard (``mlflow_triton.repository.guard``):
+    ``<name>_onnx/`` is then an unbatched front that answers a request without
+    rows with a 400 and forwards the others to ``<name>_onnx_batched/`` (Triton
+    2.51's Python backend stops the server on a batched request without rows);
+    ``zero_row_guard=False`` writes the one batched directory.
 
     The converted graph is compared with the logged model's ``pyfunc.predict``
     before anything is written (see ``handoff.json`` in the result). Raises
@@ -55,12 +63,17 @@ def export_onnx(
     ``ParityError`` when the outputs differ; ``out_dir`` is then unchanged.
     """
     out_dir = _check_arguments(model_uri, out_dir, max_batch_size, backend)
+    if not isinstance(zero_row_guard, bool):
+        raise InvalidArgumentError(f"zero_row_guard must be True or False, got {zero_row_guard!r}")
+    guarded = backend == "python" and zero_row_guard
     for require in (_deps.onnx, _deps.onnxruntime, _deps.hypothesis):
         require()
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-export-") as workspace:
         source = read_logged_model(model_uri, pathlib.Path(workspace) / "model")
         name = check_model_name(f"{source.name}{SUFFIX}")
         _writer.check_target(out_dir / name)
+        if guarded:
+            _writer.check_target(out_dir / batched_name(name))
         _check_batchable(source.layout)
         _check_plain_columns(source.layout)
         convert = CONVERTERS.get(source.flavor)
@@ -78,7 +91,10 @@ def export_onnx(
         parity = _parity.check_parity(source, predictor, max_batch_size, probes=probes)
         if probe_note and "not_probed" not in parity:
             parity["not_probed"] = probe_note
-        config = _config.build_export_config(name, inputs, outputs, backend=backend, max_batch_size=max_batch_size)
+        served_name = batched_name(name) if guarded else name
+        config = _config.build_export_config(
+            served_name, inputs, outputs, backend=backend, max_batch_size=max_batch_size
+        )
         onnx_bytes = onnx_model.SerializeToString()
 
         def fill(directory):
@@ -105,8 +121,17 @@ def export_onnx(
                 request_files=request_files,
             )
             (directory / "handoff.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+            if guarded:
+                mark_batched(directory, name, name=served_name)
 
-        return _writer.write_directory(out_dir, name, fill)
+        if not guarded:
+            return _writer.write_directory(out_dir, name, fill)
+        batched = _writer.write_directory(out_dir, served_name, fill)
+        try:
+            return _writer.write_directory(out_dir, name, lambda front: write_front(front, batched, name=name))
+        except BaseException:
+            shutil.rmtree(batched, ignore_errors=True)  # nothing is left behind
+            raise
 
 
 def requirements():

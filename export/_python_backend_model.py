@@ -7,6 +7,10 @@ the graph runs once and every output is split back by each request's rows.
 A request that cannot join the batch (inputs with different row counts, text
 that is not UTF-8) gets its own error; if the batch run fails, each request is
 run on its own so that only a failing one is answered with an error.
+
+Behind a zero-row guard's front (``mlflow-triton export-onnx --backend python``, the default: the config names it
+in ``mlflow_triton_front``) an error's code is written in front of its message (``[INVALID_ARG] ...``), because
+Triton 2.51 hands the front every error of this model as INTERNAL; the front takes it off again.
 """
 
 import json
@@ -15,6 +19,9 @@ import pathlib
 import numpy as np
 import onnxruntime
 import triton_python_backend_utils as pb_utils
+
+# The front's parameter and mark, as mlflow-triton's runtime/forwarding.py writes them (a test checks they agree).
+FRONT_PARAMETER = "mlflow_triton_front"
 
 
 class RequestError(ValueError):
@@ -36,6 +43,7 @@ class TritonPythonModel:
                 f"graph {sorted(graph_inputs)} -> {sorted(graph_outputs)}"
             )
         self.text_inputs = {name for name, kind in graph_inputs.items() if kind == "tensor(string)"}
+        self.marks_codes = FRONT_PARAMETER in config.get("parameters", {})
 
     def execute(self, requests):
         responses = [None] * len(requests)
@@ -44,7 +52,7 @@ class TritonPythonModel:
             try:
                 batch.append((index, self._inputs_of(request)))
             except RequestError as error:
-                responses[index] = _error(str(error), pb_utils.TritonError.INVALID_ARG)
+                responses[index] = _error(str(error), pb_utils.TritonError.INVALID_ARG, self.marks_codes)
         if batch:
             self._run(batch, responses)
         return responses
@@ -77,7 +85,7 @@ class TritonPythonModel:
                     self._run([item], responses)
                 return
             [(index, _)] = batch
-            responses[index] = _error(f"onnxruntime failed: {type(error).__name__}: {error}", None)
+            responses[index] = _error(f"onnxruntime failed: {type(error).__name__}: {error}", None, self.marks_codes)
             return
         bounds = np.cumsum(sizes)[:-1]
         parts = [np.split(_utf8(result), bounds) for result in results]
@@ -91,9 +99,15 @@ class TritonPythonModel:
         self.session = None
 
 
-def _error(message, code):
+def _error(message, code, mark=False):
+    if mark:
+        message = _marked(message, "INTERNAL" if code is None else "INVALID_ARG")
     error = pb_utils.TritonError(message) if code is None else pb_utils.TritonError(message, code)
     return pb_utils.InferenceResponse(output_tensors=[], error=error)
+
+
+def _marked(message, code_name):
+    return f"[{code_name}] {message}"
 
 
 def _text(array, name):

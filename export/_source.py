@@ -13,6 +13,7 @@ from mlflow.models import Model
 
 from mlflow_triton import triton
 from mlflow_triton.repository.config import declarations, read_config
+from mlflow_triton.repository.guard import files_directory
 from mlflow_triton.repository.layout import ARTIFACT_DIRECTORY, CONFIG_FILE, VERSION_DIRECTORY, TensorLayout, codecs_for
 from mlflow_triton.runtime.loading import load_predictor
 from mlflow_triton.shared_contract import MLFLOW_PROTOCOL
@@ -58,7 +59,8 @@ class LoggedModel:
 
 def read_logged_model(model_uri, workspace):
     """Download ``model_uri`` into ``workspace`` and load what the export needs (CPU)."""
-    repository = triton.load_model(model_uri, dst_path=str(workspace))
+    front = triton.load_model(model_uri, dst_path=str(workspace))  # the name clients call
+    repository = files_directory(front)  # a batched model's files are behind its zero-row guard's front
     config, contract = read_config(repository / CONFIG_FILE)
     inputs, outputs = declarations(config)
     layout = TensorLayout(contract=contract, inputs=inputs, outputs=outputs)
@@ -83,7 +85,7 @@ def read_logged_model(model_uri, workspace):
     input_codec, _ = codecs_for(layout)
     return LoggedModel(
         model_uri=model_uri,
-        name=config.name,
+        name=front.name,
         layout=layout,
         artifact=artifact,
         mlmodel=mlmodel,

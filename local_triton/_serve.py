@@ -21,6 +21,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from mlflow_triton.command_line import ProgressLike, as_progress
+from mlflow_triton.repository.guard import files_directory, served_directories
 
 from ._download import empty_download_dir
 from ._server import LOOPBACK, TritonServer, check_port_free, is_loopback
@@ -51,10 +52,15 @@ class ServedModel:
     def name(self) -> str:
         return self.directory.name
 
+    @property
+    def loaded(self) -> list[str]:
+        """The models Triton loads for it: a guarded batched model's front and the batched model behind it."""
+        return [directory.name for directory in served_directories(self.directory)]
+
     def request(self) -> RequestFiles | None:
         """The shipped request (``None`` for a directory that ships none)."""
         try:
-            return shipped_request(self.directory)
+            return shipped_request(files_directory(self.directory))
         except FileNotFoundError:
             return None
 
@@ -120,7 +126,7 @@ def serve_models(
     say.say(f"starting tritonserver with {', '.join(m.name for m in served)} (log: {log_path}) ...")
     with TritonServer(
         repositories,
-        [m.name for m in served],
+        [name for m in served for name in m.loaded],
         installation=installation,
         serving_env=env,
         log_path=log_path,
@@ -266,9 +272,9 @@ def assemble_repository(sources: Iterable[ModelSource], repository: str | os.Pat
     repository.mkdir(parents=True)
     served = []
     for source in sources:
-        target = repository / source.name
-        shutil.copytree(source.repository, target)
-        served.append(ServedModel(source, target))
+        for directory in source.served:  # a guarded batched model: its front and the batched model behind it
+            shutil.copytree(directory, repository / directory.name)
+        served.append(ServedModel(source, repository / source.name))
     return served
 
 

@@ -24,6 +24,7 @@ from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton.command_line import ProgressLike, as_progress, without_user_info
 from mlflow_triton.repository.config import DEVICE_KINDS, ENV_PATH_PARAMETER, read_config
+from mlflow_triton.repository.guard import files_directory, served_directories
 from mlflow_triton.repository.layout import CONFIG_FILE, REQUIREMENTS_FILE
 from mlflow_triton.runtime.protocol import JSON_CONTENT_TYPE
 from mlflow_triton.shared_contract import MlflowTritonError
@@ -204,7 +205,7 @@ def validate_model(
         server_environment=server_environment,
     )
     if any(not result["equal"] for result in report.comparison.values()):
-        report.reason += _not_deterministic(expected, predict_again, volatile_outputs(source.repository))
+        report.reason += _not_deterministic(expected, predict_again, volatile_outputs(source.files))
     return report
 
 
@@ -238,8 +239,8 @@ def _expected_answers(source, input_file, work_dir):
         raise OraclePredictionError(
             f"mlflow.pyfunc could not load {source.uri}: {type(error).__name__}: {error}"
         ) from None
-    if speaks_mlflow_protocol(source.repository):  # the oracle is MLflow's /invocations code on the same body
-        expected = _predicted_body(pyfunc_model, source.repository)
+    if speaks_mlflow_protocol(source.files):  # the oracle is MLflow's /invocations code on the same body
+        expected = _predicted_body(pyfunc_model, source.files)
         extra = []
         if input_file is not None:  # a body, as a client of `mlflow models serve` sends it
             request, body, content_type = body_request(input_file, work_dir / "requests")
@@ -248,13 +249,13 @@ def _expected_answers(source, input_file, work_dir):
                 ExtraRequest(
                     label=label,
                     request=request,
-                    expected=_predicted_body(pyfunc_model, source.repository, body, content_type),
+                    expected=_predicted_body(pyfunc_model, source.files, body, content_type),
                     rows=None,
                 )
             )
-        return expected, extra, lambda: _predicted_body(pyfunc_model, source.repository)
-    example, params = load_input_example(source.repository), load_input_example_params(source.repository)
-    expected = _predicted(pyfunc_model, example, source.repository, "the saved input example", params)
+        return expected, extra, lambda: _predicted_body(pyfunc_model, source.files)
+    example, params = load_input_example(source.files), load_input_example_params(source.files)
+    expected = _predicted(pyfunc_model, example, source.files, "the saved input example", params)
     extra = []
     if input_file is not None:
         value = load_user_input(input_file, pyfunc_model.metadata.get_input_schema())
@@ -262,14 +263,14 @@ def _expected_answers(source, input_file, work_dir):
         extra.append(
             ExtraRequest(
                 label=label,
-                request=input_request(value, source.repository, work_dir / "requests"),
-                expected=_predicted(pyfunc_model, value, source.repository, f"the {label}"),
+                request=input_request(value, source.files, work_dir / "requests"),
+                expected=_predicted(pyfunc_model, value, source.files, f"the {label}"),
                 rows=rows_of(value),
             )
         )
 
     def predict_again():  # on the example read afresh: predict may have changed the one it was given
-        return predict_outputs(pyfunc_model, load_input_example(source.repository), source.repository, params)
+        return predict_outputs(pyfunc_model, load_input_example(source.files), source.files, params)
 
     return expected, extra, predict_again
 
@@ -328,19 +329,22 @@ def validate_repository(
     try:
         if repository_address is None:
             shutil.rmtree(repository, ignore_errors=True)
-            shutil.copytree(model_dir, served)
+            for directory in served_directories(model_dir):  # a guarded batched model: its front and itself
+                shutil.copytree(directory, Path(repository) / directory.name)
             report.repository = str(served)
         else:
             served, repository = model_dir, repository_address
             report.repository = repository_address
-        _check_device(served, device)
-        carried = packed_environment(served)
-        env = _serving_environment(served, carried, installation, report, say)
+        names = [directory.name for directory in served_directories(served)]
+        files = files_directory(served)
+        _check_device(files, device)
+        carried = packed_environment(files)
+        env = _serving_environment(files, carried, installation, report, say)
         say.say(f"starting tritonserver and loading the model (log: {log_path}) ...")
         report.logs["tritonserver"] = str(log_path)
         with TritonServer(
             repository,
-            served.name,
+            names,
             installation=installation,
             serving_env=env,
             log_path=log_path,
@@ -354,7 +358,7 @@ def validate_repository(
             started = time.monotonic()
             what = "the shipped request"
             try:
-                response = send_request(server.url, served.name, shipped_request(served))
+                response = send_request(server.url, served.name, shipped_request(files))
                 answers = []
                 for extra in extra_requests:
                     what = f"the request made from the {extra.label}"
@@ -364,7 +368,7 @@ def validate_repository(
                 report.reason = f"Triton rejected {what} (HTTP {error.status}): {error.triton_error}"
                 return report
             report.seconds["inference"] = round(time.monotonic() - started, 2)
-        _compare_answers(report, model_dir, expected, response, answers)
+        _compare_answers(report, files_directory(model_dir), expected, response, answers)
         report.passed, report.reason = _verdict(report)
     except TritonStartError as error:
         # Triton's reason may carry a Python traceback: its first line goes on the verdict line, the rest is in the

@@ -39,6 +39,8 @@ import numpy as np
 import tritonclient.http as triton_http
 from tritonclient.utils import triton_to_np_dtype
 
+from mlflow_triton.repository.guard import files_directory
+
 from .errors import InferenceError
 
 __all__ = [
@@ -87,8 +89,9 @@ class RequestFiles(NamedTuple):
 
 
 def shipped_request(model_dir: str | os.PathLike[str]) -> RequestFiles:
-    """The request a generated model directory ships (``request.json`` preferred over ``request.bin``)."""
-    model_dir = Path(model_dir)
+    """The request a generated model directory ships (``request.json`` preferred over ``request.bin``); a guarded
+    batched model's front ships the batched model's (``mlflow_triton.repository.guard``)."""
+    model_dir = files_directory(model_dir)
     if (model_dir / "request.json").is_file():
         return RequestFiles("json", model_dir / "request.json", [("Content-Type", "application/json")])
     if (model_dir / "request.bin").is_file():

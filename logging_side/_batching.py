@@ -46,6 +46,11 @@ ZERO_ROW_REQUESTS = (
     "until it is restarted; clients of a batched repository must send at least one row (or log the model with "
     "max_batch_size=0: a 0-row request is then predicted like any other)"
 )
+# What the guard (the default, ``repository.guard``) does instead; recorded in validation.json.
+ZERO_ROW_GUARDED = (
+    "a request with 0 rows is answered 400 (send at least one row) by the unbatched front model that clients call; "
+    "every other request is forwarded to the batched model behind it (<name>_batched), and the server keeps serving"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +59,7 @@ class Batching:
 
     max_batch_size: int = 0
     max_queue_delay_microseconds: int | None = None
+    zero_row_guard: bool = True  # a batched repository gets the front that refuses 0-row requests (repository.guard)
 
     @property
     def enabled(self) -> bool:
@@ -64,7 +70,9 @@ class Batching:
 NO_BATCHING = Batching()
 
 
-def check_arguments(max_batch_size: object, max_queue_delay_microseconds: object) -> Batching:
+def check_arguments(
+    max_batch_size: object, max_queue_delay_microseconds: object, zero_row_guard: object = True
+) -> Batching:
     """The wrapper arguments as ``Batching``, or InvalidArgumentError naming the argument."""
     if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int) or max_batch_size < 0:
         raise InvalidArgumentError(
@@ -84,7 +92,12 @@ def check_arguments(max_batch_size: object, max_queue_delay_microseconds: object
             raise InvalidArgumentError(
                 "max_queue_delay_microseconds needs batching: pass max_batch_size=N (N >= 1) as well"
             )
-    return Batching(max_batch_size, max_queue_delay_microseconds)
+    if not isinstance(zero_row_guard, bool):
+        raise InvalidArgumentError(
+            f"zero_row_guard must be True (a batched repository answers a 0-row request with a 400) or False (one "
+            f"model directory, which a 0-row request stops), got {zero_row_guard!r}"
+        )
+    return Batching(max_batch_size, max_queue_delay_microseconds, zero_row_guard)
 
 
 def batched_layout(layout, batching: Batching):

@@ -79,6 +79,7 @@ def add_repository(
     triton_model_name: "str | None" = None,
     max_batch_size: int = 0,
     max_queue_delay_microseconds: "int | None" = None,
+    zero_row_guard: bool = True,
     await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
     protocol: str = _protocol.TENSORS_PROTOCOL,
 ) -> "ModelInfo":
@@ -105,6 +106,7 @@ def add_repository(
         triton_model_name=triton_model_name,
         max_batch_size=max_batch_size,
         max_queue_delay_microseconds=max_queue_delay_microseconds,
+        zero_row_guard=zero_row_guard,
         await_registration_for=await_registration_for,
         protocol=protocol,
     )
@@ -120,6 +122,7 @@ def _add_repository(
     triton_model_name: "str | None" = None,
     max_batch_size: int = 0,
     max_queue_delay_microseconds: "int | None" = None,
+    zero_row_guard: bool = True,
     await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
     protocol: str = _protocol.TENSORS_PROTOCOL,
 ) -> "ModelInfo":
@@ -169,6 +172,7 @@ def _add_repository(
                 extra_options={},
                 max_batch_size=max_batch_size,
                 max_queue_delay_microseconds=max_queue_delay_microseconds,
+                zero_row_guard=zero_row_guard,
                 lineage={"model_uri": model_uri, **{k: v for k, v in lineage.items() if k != "name"}},
                 experiment_id=lineage.get("experiment_id"),
                 protocol=protocol,

@@ -53,6 +53,7 @@ def log_model(
     extra_options,
     max_batch_size=0,
     max_queue_delay_microseconds=None,
+    zero_row_guard=True,
     lineage=None,
     experiment_id=None,
     protocol=_protocol.TENSORS_PROTOCOL,
@@ -80,7 +81,7 @@ def log_model(
         triton_model_name=default_model_name(name) if triton_model_name is None else triton_model_name,
         validate_saved_model=validate_saved_model,
         options=options,
-        batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds),
+        batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds, zero_row_guard),
         lineage=lineage,
         protocol=protocol,
     )
@@ -110,6 +111,7 @@ def save_model(
     extra_options=None,
     max_batch_size=0,
     max_queue_delay_microseconds=None,
+    zero_row_guard=True,
 ):
     """Write the complete MLflow package (native flavor + triton flavor) to ``path``.
 
@@ -128,7 +130,7 @@ def save_model(
         triton_model_name=default_model_name(path.name) if triton_model_name is None else triton_model_name,
         validate_saved_model=validate_saved_model,
         options=dict(extra_options or {}),
-        batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds),
+        batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds, zero_row_guard),
     )
     _build.build(plan, path)
 
@@ -245,7 +247,11 @@ def _typed_parts(framework, model, example_input, example_params, signature, opt
             lambda value: predict(adapter, value, "batching proof", example_params), *codecs_for(layout)
         )
         batching_proof = _batching.prove_row_independence(predictor, tensors)
-        _caller.warn(f"max_batch_size={batching.max_batch_size}: {_batching.ZERO_ROW_REQUESTS}", BatchingWarning)
+        if not batching.zero_row_guard:
+            _caller.warn(
+                f"max_batch_size={batching.max_batch_size}, zero_row_guard=False: {_batching.ZERO_ROW_REQUESTS}",
+                BatchingWarning,
+            )
     typed = {
         "batching": batching,
         "batching_proof": batching_proof,

@@ -15,6 +15,7 @@ import mlflow
 from mlflow.models import Model
 
 from mlflow_triton.repository.config import build_config, wire_arrays, write_config
+from mlflow_triton.repository.guard import forward_target
 from mlflow_triton.repository.layout import (
     ARTIFACT_DIRECTORY,
     CONFIG_FILE,
@@ -101,7 +102,10 @@ def write_repository(repository, plan: Plan, validation):
             "max_batch_size": plan.batching.max_batch_size,
             "max_queue_delay_microseconds": plan.batching.max_queue_delay_microseconds,
             "row_independence": plan.batching_proof,
-            "zero_row_requests": _batching.ZERO_ROW_REQUESTS,
+            "zero_row_guard": plan.batching.zero_row_guard,
+            "zero_row_requests": (
+                _batching.ZERO_ROW_GUARDED if plan.batching.zero_row_guard else _batching.ZERO_ROW_REQUESTS
+            ),
         }
     (repository / VALIDATION_FILE).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
@@ -131,14 +135,18 @@ def _write_requirements(repository):
 
 
 def add_triton_flavor(package, triton_model_name, mapping_version):
-    """Add the ``triton`` flavor, which names the repository, to the MLmodel of the package at ``package``."""
+    """Add the ``triton`` flavor, which names the repository, to the MLmodel of the package at ``package``; a
+    guarded batched model also names the batched model behind its front (``batched_model_name``: Triton must load
+    both, ``mlflow_triton.repository.guard``)."""
     mlmodel_path = package / "MLmodel"
     model = Model.load(str(mlmodel_path))
+    behind = forward_target(package / REPOSITORY_DIRECTORY / triton_model_name)
     model.add_flavor(
         FLAVOR_NAME,
         data=f"{REPOSITORY_DIRECTORY}/{triton_model_name}",
         model_name=triton_model_name,
         mapping_version=mapping_version,
         runtime_version=RUNTIME_VERSION,
+        **({"batched_model_name": behind} if behind else {}),
     )
     model.save(str(mlmodel_path))

@@ -267,6 +267,13 @@ def _export_onnx_arguments(parser: argparse.ArgumentParser) -> None:
         help="onnxruntime: Triton's ONNX Runtime backend (default); python: a model.py running "
         "onnxruntime in Triton's Python backend",
     )
+    parser.add_argument(
+        "--no-zero-row-guard",
+        dest="zero_row_guard",
+        action="store_false",
+        help="--backend python: write the one batched model directory without the front model that answers a "
+        "request without rows with a 400 (such a request then stops Triton 2.51's whole server; docs/batching.md)",
+    )
     add_tracking_uri(parser)
 
 
@@ -278,6 +285,7 @@ def _run_export_onnx(args: argparse.Namespace) -> int:
         args.out,
         max_batch_size=args.max_batch_size,
         backend=args.backend,
+        zero_row_guard=args.zero_row_guard,
         tracking_uri=args.tracking_uri,
     )
 

@@ -239,6 +239,7 @@ def log_model(
     max_batch_size: int = 0,
     max_queue_delay_microseconds: int | None = None,
     protocol: str = "tensors",
+    zero_row_guard: bool = True,
     **kwargs: Any,
 ) -> ModelInfo:
     """Log a custom pyfunc model with its Triton repository.
@@ -254,8 +255,8 @@ def log_model(
     ``load_context`` and ``predict`` import with ``extra_pip_requirements``. Returns MLflow's ``ModelInfo``.
 
     ``max_batch_size=N`` turns on Triton's dynamic batching as in the framework wrappers, once logging proved
-    that rows are predicted on their own (docs/batching.md). A batched repository must never get a 0-row request:
-    it stops Triton 2.51 (``BatchingWarning``).
+    that rows are predicted on their own (docs/batching.md), behind a front that answers a 0-row request with a
+    400; ``zero_row_guard=False`` keeps one model directory, which a 0-row request stops (``BatchingWarning``).
 
     ``protocol="mlflow"``: the Triton model speaks MLflow's serving protocol instead of typed tensors (one BYTES
     tensor holding the body ``mlflow models serve`` accepts, its answer in another; docs/repository.md), for a model
@@ -278,6 +279,7 @@ def log_model(
         validate_saved_model=validate_saved_model,
         max_batch_size=max_batch_size,
         max_queue_delay_microseconds=max_queue_delay_microseconds,
+        zero_row_guard=zero_row_guard,
         extra_options=_pyfunc_options(kwargs, artifacts, loader_module, data_path, code_paths, model_config),
         protocol=protocol,
     )
@@ -299,6 +301,7 @@ def save_model(
     validate_saved_model: bool = False,
     max_batch_size: int = 0,
     max_queue_delay_microseconds: int | None = None,
+    zero_row_guard: bool = True,
     **kwargs: Any,
 ) -> None:
     """Write the same package as ``log_model`` to a new local directory ``path`` (``python_model=None`` with
@@ -314,5 +317,6 @@ def save_model(
         validate_saved_model=validate_saved_model,
         max_batch_size=max_batch_size,
         max_queue_delay_microseconds=max_queue_delay_microseconds,
+        zero_row_guard=zero_row_guard,
         extra_options=_pyfunc_options(kwargs, artifacts, loader_module, data_path, code_paths, model_config),
     )

@@ -259,6 +259,7 @@ def log_model(
     architecture_init_kwargs: dict[str, Any] | None = None,
     max_batch_size: int = 0,
     max_queue_delay_microseconds: int | None = None,
+    zero_row_guard: bool = True,
     **kwargs: Any,
 ) -> ModelInfo:
     """Log a Transformers pipeline (model plus tokenizer/processor) with its Triton repository.
@@ -283,7 +284,9 @@ def log_model(
     ``max_batch_size=N`` (default 0: no batching) turns on Triton's dynamic batching: requests are joined
     into one ``predict`` of up to N rows, after logging proved that the model predicts each row on its own
     (docs/batching.md); ``max_queue_delay_microseconds`` is how long Triton waits to gather a batch. A batched
-    repository must never get a 0-row request: it stops Triton 2.51 (``BatchingWarning``, docs/batching.md).
+    repository is served behind a front model that answers a 0-row request with a 400 (such a request would stop
+    Triton 2.51); ``zero_row_guard=False`` keeps one model directory, which a 0-row request stops
+    (``BatchingWarning``, docs/batching.md).
     """
     return _packaging.log_model(
         _FRAMEWORK,
@@ -302,6 +305,7 @@ def log_model(
         validate_saved_model=validate_saved_model,
         max_batch_size=max_batch_size,
         max_queue_delay_microseconds=max_queue_delay_microseconds,
+        zero_row_guard=zero_row_guard,
         extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
     )
 
@@ -317,6 +321,7 @@ def save_model(
     validate_saved_model: bool = False,
     max_batch_size: int = 0,
     max_queue_delay_microseconds: int | None = None,
+    zero_row_guard: bool = True,
     architecture_init_kwargs: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> None:
@@ -332,5 +337,6 @@ def save_model(
         validate_saved_model=validate_saved_model,
         max_batch_size=max_batch_size,
         max_queue_delay_microseconds=max_queue_delay_microseconds,
+        zero_row_guard=zero_row_guard,
         extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
     )

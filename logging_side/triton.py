@@ -166,6 +166,11 @@ def _is_version_directory(path: pathlib.Path) -> bool:
 def load_model(model_uri: str, dst_path: str | os.PathLike[str] | None = None) -> pathlib.Path:
     """Download the MLflow model if needed; return its Triton model directory as a ``Path``.
 
+    For a model logged with ``max_batch_size`` that is the front of its zero-row guard (the model clients call);
+    the batched model it forwards to is its sibling ``<name>_batched``, and Triton needs the whole folder
+    (``model_repository/``): ``mlflow_triton.repository.guard.served_directories`` lists what to load and
+    ``files_directory`` where the model's files are.
+
     Works for run, LoggedModel and Registry URIs (``models:/<name>/<version>``,
     ``models:/<name>@<alias>``) and local paths. Weights are not loaded and
     nothing is sent to a Triton server.

@@ -74,6 +74,7 @@ from ..shared_contract.contract import (
 from .batching import RowCountError, check_output_rows, count_rows, group_positions, join_inputs, split_outputs
 from .codecs import StructureCodec, tensor_types_from_model_config
 from .conversions import TensorMappingError
+from .forwarding import FRONT_PARAMETER, marked
 from .loading import device_for_instance, load_predictor
 from .parameters import ParameterError, params_schema_of, request_params
 from .protocol import (
@@ -114,6 +115,11 @@ class TritonPythonModel:
         if contract.protocol == MLFLOW_PROTOCOL:
             self.protocol = MlflowProtocol(self.predictor)
             enter_serving_environment()
+        # behind a guard's front (forwarding.py), an error carries its code in its message: BLS drops the code
+        self.marks_codes = FRONT_PARAMETER in model_config.get("parameters", {})
+
+    def _failure(self, error):
+        return _failure_response(error, self.marks_codes)
 
     def execute(self, requests):
         if self.protocol is not None:
@@ -127,7 +133,7 @@ class TritonPythonModel:
             params = self._params(request)
             model_input, empty_tensor = self._decode(request)
         except Exception as error:
-            return _failure_response(error)
+            return self._failure(error)
         return self._answer_decoded(model_input, empty_tensor, params)
 
     def _answer_body(self, request):
@@ -140,16 +146,16 @@ class TritonPythonModel:
                     arrays[name] = tensor.as_numpy()
             answer = self.protocol.answer(*protocol_request(arrays))
         except ProtocolRequestError as error:
-            return _failure_response(RequestError(str(error)))
+            return self._failure(RequestError(str(error)))
         except Exception as error:
-            return _failure_response(error)
+            return self._failure(error)
         if answer.reason is None:
             return pb_utils.InferenceResponse(
                 output_tensors=[pb_utils.Tensor(name, array) for name, array in response_tensors(answer).items()]
             )
         if answer.status < 500:  # MLflow's message, never its stack trace
-            return _failure_response(RequestError(answer.reason))
-        return _failure_response(PredictionError(_withheld(answer.heading, answer.error or RuntimeError(answer.body))))
+            return self._failure(RequestError(answer.reason))
+        return self._failure(PredictionError(_withheld(answer.heading, answer.error or RuntimeError(answer.body))))
 
     def _answer_decoded(self, model_input, empty_tensor, params=None):
         try:
@@ -159,7 +165,7 @@ class TritonPythonModel:
                 _check_rows(outputs, rows)
             output_tensors = [pb_utils.Tensor(name, array) for name, array in outputs.items()]
         except Exception as error:
-            return _failure_response(error)
+            return self._failure(error)
         return pb_utils.InferenceResponse(output_tensors=output_tensors)
 
     def _encode(self, prediction):
@@ -184,7 +190,7 @@ class TritonPythonModel:
         try:
             params = self._params(requests[0])  # the group's requests share their raw parameters
         except Exception as error:
-            return [_failure_response(error) for _ in requests]
+            return [self._failure(error) for _ in requests]
         responses = [None] * len(requests)
         joined = []  # (position, model input, rows)
         for position, request in enumerate(requests):
@@ -192,7 +198,7 @@ class TritonPythonModel:
                 model_input, empty_tensor = self._decode(request)
                 rows = _rows(model_input)
             except Exception as error:
-                responses[position] = _failure_response(error)
+                responses[position] = self._failure(error)
                 continue
             if empty_tensor is not None or rows == 0:
                 responses[position] = self._answer_decoded(model_input, empty_tensor, params)
@@ -215,7 +221,7 @@ class TritonPythonModel:
         try:
             _check_rows(outputs, sum(counts))
         except OutputError as error:
-            return [_failure_response(error) for _ in joined]
+            return [self._failure(error) for _ in joined]
         return [
             pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(name, part) for name, part in parts.items()])
             for parts in split_outputs(outputs, counts)
@@ -291,14 +297,15 @@ def _check_rows(outputs, rows):
         raise OutputError(str(error)) from None
 
 
-def _failure_response(error):
-    """The error response for an exception raised while answering a request."""
+def _failure_response(error, mark=False):
+    """The error response for an exception raised while answering a request (``mark``: its code written in front
+    of its message, for a guard's front)."""
     if isinstance(error, RequestError):
-        return _error_response(str(error), "INVALID_ARG")
+        return _error_response(str(error), "INVALID_ARG", mark)
     if isinstance(error, (PredictionError, OutputError)):
-        return _error_response(str(error), "INTERNAL")
+        return _error_response(str(error), "INTERNAL", mark)
     # a defect of this runtime; its text is kept out of the response too
-    return _error_response(_withheld("The mlflow-triton runtime failed", error), "INTERNAL")
+    return _error_response(_withheld("The mlflow-triton runtime failed", error), "INTERNAL", mark)
 
 
 class RequestError(MlflowTritonError, ValueError):
@@ -410,8 +417,9 @@ def _withheld(what, error):
     )
 
 
-def _error_response(message, code_name):
-    error = _triton_error(_sendable(_bounded(message, MAX_MESSAGE_LENGTH)), code_name)
+def _error_response(message, code_name, mark=False):
+    message = _sendable(_bounded(message, MAX_MESSAGE_LENGTH))
+    error = _triton_error(marked(message, code_name) if mark else message, code_name)
     return pb_utils.InferenceResponse(output_tensors=[], error=error)
 
 

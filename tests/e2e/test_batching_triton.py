@@ -2,9 +2,11 @@
 
 Concurrent clients send requests of different row counts; every answer is compared with
 ``pyfunc.predict`` of that request alone (floats within the proof's ulps, the rest exactly), and
-Triton's statistics show fewer executions than requests: requests were joined. A request the model
-cannot predict, sent among them, gets its own 400 and the others are answered. The shipped request
-(batched shapes) is answered like ``pyfunc.predict`` of the example.
+Triton's statistics show fewer executions than requests: requests were joined. The repository is served as
+logged, behind its zero-row guard: clients call the front, whose 16 instances forward to the batched model
+(``<name>_batched``, whose statistics show the joining). A request the model cannot predict, sent among them, gets
+its own 500 with the model's words (through the front, as from the batched model alone) and the others are
+answered. The shipped request (batched shapes) is answered like ``pyfunc.predict`` of the example.
 
 One small scikit-learn Pipeline, one server, the sklearn example's serving environment (cached).
 """
@@ -26,12 +28,14 @@ from mlflow_triton import sklearn
 from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS, ulps_per_element
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from mlflow_triton.local._compare import compare
+from mlflow_triton.repository.guard import batched_name, files_directory, served_directories
 from tests.support.oracle import expected_example_tensors
 from tests.support.v2_http import counts_since, post_infer, statistics
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
 NAME = "batched"
+BATCHED = batched_name(NAME)  # the batched model behind the front clients call: Triton's joining shows there
 CLIENTS = 8
 REQUESTS_PER_CLIENT = 6
 TRAINING = pd.DataFrame(
@@ -63,11 +67,14 @@ def served(tmp_path_factory):
     )
     repository = root / "repository"
     repository.mkdir()
-    shutil.copytree(package / "model_repository" / NAME, repository / NAME)
+    models = served_directories(package / "model_repository" / NAME)  # behind its zero-row guard (the default)
+    for directory in models:
+        shutil.copytree(directory, repository / directory.name)
     installation = TritonInstallation.bundled(progress=None)
-    env = ensure_serving_env(repository / NAME / "requirements.txt", installation.serving_constraints, progress=None)
+    requirements = files_directory(repository / NAME) / "requirements.txt"
+    env = ensure_serving_env(requirements, installation.serving_constraints, progress=None)
     started = time.monotonic()
-    with TritonServer(repository, NAME, installation=installation, serving_env=env) as server:
+    with TritonServer(repository, [d.name for d in models], installation=installation, serving_env=env) as server:
         print(f"[timing] batched sklearn server ready: {time.monotonic() - started:.1f}s")
         yield server, package, repository / NAME
 
@@ -94,13 +101,13 @@ def frames_for(client):
 def test_batched_repository_answers_concurrent_clients_like_pyfunc_predict_of_each_request_alone(served):
     server, package, _ = served
     pyfunc = mlflow.pyfunc.load_model(str(package))
-    before = statistics(server, NAME)
+    before = statistics(server, BATCHED)
     frames = [frame for client in range(CLIENTS) for frame in frames_for(client)]
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=CLIENTS) as pool:
         answers = list(pool.map(lambda frame: post(server, frame), frames))
 
-    requests, rows, executions = counts_since(server, NAME, before, len(frames))
+    requests, rows, executions = counts_since(server, BATCHED, before, len(frames))
     for frame, (status, body) in zip(frames, answers):
         assert status == 200, body
         [output] = body["outputs"]
@@ -137,5 +144,5 @@ def test_batched_repository_answers_its_shipped_request_in_batched_shapes_like_p
     response = send_shipped_request(server.url, model_dir)
 
     assert response.outputs["output_0"].shape == (3, 2)
-    comparison = compare(expected_example_tensors(package, model_dir), response.outputs)
+    comparison = compare(expected_example_tensors(package, files_directory(model_dir)), response.outputs)
     assert all(result["equal"] for result in comparison.values()), comparison

@@ -101,6 +101,28 @@ def test_check_passes_from_a_bare_start_when_the_packed_sklearn_example_is_check
     assert oct((model_dir / "env.tar.gz").stat().st_mode & 0o777) == "0o644"
 
 
+def test_check_passes_from_a_bare_start_when_a_batched_model_is_packed_with_its_zero_row_guard(tmp_path):
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+
+    from mlflow_triton import sklearn
+    from mlflow_triton.deploy import pack_models
+
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": [0.5, 0.1, 0.9, 0.3]})
+    model = LogisticRegression().fit(frame, [0, 1, 0, 1])
+    sklearn.save_model(model, tmp_path / "guarded", input_example=frame.iloc[:3], max_batch_size=8)
+    [packed] = pack_models([str(tmp_path / "guarded")], tmp_path / "repository", progress=None)
+    printed = []
+
+    status = check_command([str(tmp_path / "repository")], work_dir=tmp_path / "check", out=printed.append)
+
+    assert sorted(p.name for p in (tmp_path / "repository").iterdir()) == ["guarded", "guarded_batched"]
+    front_config = (packed.directory / "config.pbtxt").read_text()
+    assert 'string_value: "$$TRITON_MODEL_DIRECTORY/../guarded_batched/env.tar.gz"' in front_config
+    assert (packed.directory / STUB).is_file() and not (packed.directory / "env.tar.gz").exists()
+    assert status == 0 and printed[0].startswith(f"PASS {packed.directory}: Triton 2.51.0 answered"), printed
+
+
 def test_bare_start_fails_with_the_missing_package_when_execution_env_path_is_removed(packed_example, tmp_path):
     _, model_dir, _, _ = packed_example
     control = tmp_path / "repository" / model_dir.name

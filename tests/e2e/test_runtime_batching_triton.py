@@ -25,6 +25,7 @@ from mlflow_triton.local import TritonInstallation, TritonServer, send_shipped_r
 from mlflow_triton.local._compare import differences
 from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
 from mlflow_triton.repository.config import read_config, wire_arrays
+from mlflow_triton.repository.guard import batched_name, files_directory, served_directories
 from tests.support import tiny_models
 from tests.support.oracle import expected_example_tensors
 from tests.support.v2_http import counts_since, post_infer, statistics
@@ -73,8 +74,16 @@ def served(tmp_path_factory):
         max_queue_delay_microseconds=20_000,
     )
     packages = {name: root / name for name in (MLP, CLASSIFIER)}
-    repositories = [package / "model_repository" / name for name, package in packages.items()]
-    requirements = {line for r in repositories for line in requirement_lines((r / "requirements.txt").read_text())}
+    # each behind its zero-row guard (the default): the front clients call and the batched model it forwards to
+    repositories = [
+        d for name, package in packages.items() for d in served_directories(package / "model_repository" / name)
+    ]
+    requirements = {
+        line
+        for r in repositories
+        if (r / "requirements.txt").is_file()
+        for line in requirement_lines((r / "requirements.txt").read_text())
+    }
     installation = TritonInstallation.bundled(progress=None)
     env = ensure_env_for_requirements(
         sorted(requirements), installation.serving_constraints, progress=None, reuse_superset=True, source="the models"
@@ -94,10 +103,10 @@ def post(server, model, inputs):
 
 def concurrently(server, model, requests, encode):
     """Every request posted by ``CLIENTS`` concurrent clients; (answers in order, Triton's counts for them)."""
-    before = statistics(server, model)
+    before = statistics(server, batched_name(model))  # the batched model behind the front: joining shows there
     with concurrent.futures.ThreadPoolExecutor(max_workers=CLIENTS) as pool:
         answers = list(pool.map(lambda request: post(server, model, encode(request)), requests))
-    return answers, counts_since(server, model, before, len(requests))
+    return answers, counts_since(server, batched_name(model), before, len(requests))
 
 
 def outputs_of(status, body):
@@ -185,11 +194,12 @@ def test_batched_transformers_repository_answers_concurrent_texts_of_different_l
 @pytest.mark.parametrize("model", [MLP, CLASSIFIER])
 def test_batched_repository_answers_its_shipped_request_in_batched_shapes_like_pyfunc_predict(served, model):
     server, packages = served
-    repository = packages[model] / "model_repository" / model
+    front = packages[model] / "model_repository" / model
+    repository = files_directory(front)
 
     config, _ = read_config(repository / "config.pbtxt")
 
-    response = send_shipped_request(server.url, repository)
+    response = send_shipped_request(server.url, front)
 
     # A batched repository answers a rank-one output (the labels, the scores) as [rows, 1].
     expected = wire_arrays(config, "output", expected_example_tensors(packages[model], repository))

@@ -1,8 +1,9 @@
 """The batched soak (``python -m benchmarks.soak --batched``, ``make soak-batched``) in a CI size, on Triton 2.51.
 
-The example Pipeline logged with ``max_batch_size=64``; 300 requests from 4 concurrent clients over
-HTTP (JSON and binary) and gRPC, 40 % hostile, in the batched shapes (every column ``[rows, 1]``),
-never a 0-row request (it crashes Triton 2.51's Python backend for a batched model). The same
+The example Pipeline logged with ``max_batch_size=64``, behind its zero-row guard (the default); 300 requests from 4
+concurrent clients over HTTP (JSON and binary) and gRPC, 40 % hostile, in the batched shapes (every column
+``[rows, 1]``), 0-row requests mixed in (without the guard one stops Triton 2.51): each gets the front's 400 and the
+server keeps answering. The same
 zero-tolerance checks as the unbatched soak, answers within ``ROW_INDEPENDENCE_ULPS`` (ulps of each
 row's largest magnitude, the rule the proof at logging states) of ``pyfunc.predict`` of each request
 alone, the answers counted by how many ulps they were off, and Triton's statistics showing requests
@@ -13,7 +14,7 @@ import pytest
 
 from benchmarks.soak import SoakSettings, render, run_soak
 from benchmarks.soak_batched import ULPS_SEEN_BINS
-from benchmarks.soak_requests import ANSWERED, BATCHED_ONLY, EXCLUDED_WHEN_BATCHED, TRANSPORTS
+from benchmarks.soak_requests import ANSWERED, BATCHED_ONLY, EXCLUDED_WHEN_BATCHED, RUNTIME_400, TRANSPORTS
 
 pytestmark = pytest.mark.triton
 
@@ -37,11 +38,13 @@ def soak(tmp_path_factory):
     return report
 
 
-def test_batched_soak_sends_the_batched_kinds_but_no_0_row_request_when_the_repository_batches(soak):
+def test_batched_soak_sends_the_batched_kinds_and_0_row_requests_which_get_400s_when_the_repository_batches(soak):
     assert soak.run.requests == REQUESTS and sorted(soak.run.by_transport) == sorted(TRANSPORTS)
     sent = set(soak.warmup.by_kind) | set(soak.run.by_kind) | set(soak.settle.by_kind)
     assert {kind.name for kind in BATCHED_ONLY} <= sent
     assert not sent & set(EXCLUDED_WHEN_BATCHED)
+    assert set(soak.run.by_kind["empty-batch"]["classes"]) == {RUNTIME_400}
+    assert soak.batching["refused_by_the_front"] >= sum(soak.run.by_kind["empty-batch"]["classes"].values()) > 0
     assert soak.run.by_kind["huge-request"]["classes"] == {ANSWERED: 2}
 
 
@@ -72,6 +75,6 @@ def test_batched_soak_leaves_the_server_ready_with_the_same_stub_when_the_run_en
     assert soak.settle.answers_compared == soak.settle.requests
 
 
-def test_batched_soak_report_lists_no_failed_check_but_memory_and_says_why_0_rows_are_not_sent(soak):
+def test_batched_soak_report_lists_no_failed_check_but_memory_and_counts_the_0_row_requests_refused(soak):
     assert [line for line in soak.violations() if not line.startswith("stub RSS grew")] == []
-    assert "- `empty-batch`: a 0-row request ([0, 1]) to a batched repository crashes" in render(soak)
+    assert f"{soak.batching['refused_by_the_front']:,} `empty-batch` requests" in render(soak)

@@ -11,7 +11,7 @@ import hashlib
 import json
 
 import numpy as np
-from google.protobuf import json_format, text_format
+from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton import pytorch as mt_pytorch
@@ -61,19 +61,7 @@ def read_handoff(directory):
 
 def drive_exported(directory, requests):
     """Run the exported ``1/model.py`` on ``requests`` (dicts of arrays) in ONE execute call; return the responses."""
-    config = read_config(directory)
-    module = fake_pb_utils.load_model_py(directory / "1" / "model.py", name=f"exported_{directory.name}")
-    model = module.TritonPythonModel()
-    model.initialize(
-        {
-            "model_config": json.dumps(json_format.MessageToDict(config, preserving_proto_field_name=True)),
-            "model_name": config.name,
-            "model_repository": str(directory),
-            "model_version": "1",
-            "model_instance_kind": "CPU",
-            "model_instance_device_id": "0",
-        }
-    )
+    model = fake_pb_utils.initialized_model(directory, name=f"exported_{directory.name}")
     try:
         return model.execute([fake_pb_utils.request_from_arrays(arrays) for arrays in requests])
     finally:

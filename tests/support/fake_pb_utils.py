@@ -1,7 +1,8 @@
 """A small stand-in for Triton's ``triton_python_backend_utils``.
 
 Just enough of the real module's surface for the runtime: Tensor,
-InferenceRequest (with its ``parameters()`` JSON text), InferenceResponse, TritonError (with the backend's error
+InferenceRequest (with its ``parameters()`` JSON text, and BLS ``exec()`` to the models a test registers in
+``MODELS``), InferenceResponse, TritonError (with the backend's error
 codes), Logger and get_input_tensor_by_name. It drives the generated model.py
 in-process for fast tests; real Triton runs in tests/e2e.
 
@@ -99,12 +100,20 @@ class Tensor:
     def as_numpy(self):
         return self._array
 
+    def shape(self):
+        return list(self._array.shape)
+
+
+#: BLS: ``InferenceRequest(model_name=NAME, ...).exec()`` calls ``MODELS[NAME](request)`` (a test registers them).
+MODELS = {}
+
 
 class InferenceRequest:
     """``parameters``: the request's ``parameters``, as the JSON text the real backend gives (``"{}"`` when
-    none) or as a dict, written as that text."""
+    none) or as a dict, written as that text. With ``model_name`` it is a BLS request: :meth:`exec` answers it."""
 
-    def __init__(self, inputs, requested_output_names=(), parameters="{}"):
+    def __init__(self, inputs, requested_output_names=(), parameters="{}", model_name=None):
+        self.model_name = model_name
         self._inputs = list(inputs)
         self._requested = list(requested_output_names)
         if parameters is None or isinstance(parameters, dict):
@@ -120,6 +129,10 @@ class InferenceRequest:
 
     def requested_output_names(self):
         return self._requested
+
+    def exec(self):
+        """The answer of the model registered under ``model_name`` in ``MODELS``."""
+        return MODELS[self.model_name](self)
 
 
 class InferenceResponse:
@@ -167,6 +180,28 @@ def load_model_py(path, name="generated_model_py"):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def initialized_model(directory, name="generated_model_py"):
+    """The ``TritonPythonModel`` of ``directory/1/model.py``, initialized from its config.pbtxt the way Triton
+    passes it (JSON with the proto field names)."""
+    from google.protobuf import json_format, text_format
+    from tritonclient.grpc import model_config_pb2
+
+    text = (directory / "config.pbtxt").read_text(encoding="utf-8")
+    config = text_format.Parse(text, model_config_pb2.ModelConfig())
+    model = load_model_py(directory / "1" / "model.py", name=name).TritonPythonModel()
+    model.initialize(
+        {
+            "model_config": json.dumps(json_format.MessageToDict(config, preserving_proto_field_name=True)),
+            "model_name": config.name,
+            "model_repository": str(directory),
+            "model_version": "1",
+            "model_instance_kind": "CPU",
+            "model_instance_device_id": "0",
+        }
+    )
+    return model
 
 
 def request_from_arrays(arrays, parameters="{}"):

@@ -9,15 +9,16 @@ import mlflow.pyfunc
 import numpy as np
 import pandas as pd
 import pytest
-from google.protobuf import json_format, text_format
+from google.protobuf import text_format
 from mlflow.models import Model
 from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton import sklearn
-from mlflow_triton._batching import MIN_DISTINCT_ROWS, ROW_INDEPENDENCE_ULPS, ZERO_ROW_REQUESTS
-from mlflow_triton.errors import BatchingRefusedError, BatchingWarning
+from mlflow_triton._batching import MIN_DISTINCT_ROWS, ROW_INDEPENDENCE_ULPS, ZERO_ROW_GUARDED, ZERO_ROW_REQUESTS
+from mlflow_triton.errors import BatchingRefusedError, BatchingWarning, InvalidArgumentError
 from mlflow_triton.local._compare import predict_outputs
 from mlflow_triton.local.user_input import input_request
+from mlflow_triton.repository.guard import files_directory, served_directories
 from tests.support import fake_pb_utils
 
 
@@ -34,7 +35,7 @@ def batched(tmp_path_factory, fitted_pipeline, training_frame):
         max_batch_size=8,
         max_queue_delay_microseconds=200,
     )
-    return path / "model_repository" / "classifier", path
+    return files_directory(path / "model_repository" / "classifier"), path
 
 
 def _config(repository):
@@ -43,19 +44,7 @@ def _config(repository):
 
 def _model_py(repository):
     """The generated model.py, initialized from config.pbtxt the way Triton passes it."""
-    config = _config(repository)
-    module = fake_pb_utils.load_model_py(repository / "1" / "model.py", name="batched_sklearn_model_py")
-    model = module.TritonPythonModel()
-    model.initialize(
-        {
-            "model_config": json.dumps(json_format.MessageToDict(config, preserving_proto_field_name=True)),
-            "model_repository": str(repository),
-            "model_version": "1",
-            "model_instance_kind": "CPU",
-            "model_instance_device_id": "0",
-        }
-    )
-    return model
+    return fake_pb_utils.initialized_model(repository, name="batched_sklearn_model_py")
 
 
 def _as_model_sees(arrays, config):
@@ -113,24 +102,63 @@ def test_save_model_records_the_row_independence_proof_in_validation_json_when_b
     assert Model.load(str(path)).flavors["triton"]["mapping_version"] == 3
 
 
-def test_save_model_records_in_validation_json_that_a_0_row_request_stops_the_server_when_batched(batched):
-    repository, _ = batched
+def test_save_model_records_in_validation_json_that_a_0_row_request_is_refused_by_the_guard_when_batched(batched):
+    repository, path = batched
 
     report = json.loads((repository / "validation.json").read_text(encoding="utf-8"))
 
-    assert report["batching"]["zero_row_requests"] == ZERO_ROW_REQUESTS
-    assert "stops the whole Triton server" in ZERO_ROW_REQUESTS
+    assert report["batching"]["zero_row_guard"] is True
+    assert report["batching"]["zero_row_requests"] == ZERO_ROW_GUARDED
+    assert served_directories(path / "model_repository" / "classifier") == (
+        path / "model_repository" / "classifier",
+        repository,
+    )
 
 
-def test_save_model_warns_at_its_caller_that_a_0_row_request_stops_the_server_when_batched(
+def test_save_model_does_not_warn_about_0_row_requests_when_batched_behind_the_guard(
+    tmp_path, fitted_pipeline, training_frame
+):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        sklearn.save_model(fitted_pipeline, tmp_path / "m", input_example=training_frame.iloc[:3], max_batch_size=4)
+
+    assert not [w for w in record if issubclass(w.category, BatchingWarning)]
+
+
+def test_save_model_warns_and_records_that_a_0_row_request_stops_the_server_when_the_guard_is_turned_off(
     tmp_path, fitted_pipeline, training_frame
 ):
     with pytest.warns(BatchingWarning) as record:
-        sklearn.save_model(fitted_pipeline, tmp_path / "m", input_example=training_frame.iloc[:3], max_batch_size=4)
+        sklearn.save_model(
+            fitted_pipeline,
+            tmp_path / "m",
+            input_example=training_frame.iloc[:3],
+            max_batch_size=4,
+            zero_row_guard=False,
+        )
 
     [warning] = [w for w in record if issubclass(w.category, BatchingWarning)]
-    assert str(warning.message) == f"max_batch_size=4: {ZERO_ROW_REQUESTS}"
+    assert str(warning.message) == f"max_batch_size=4, zero_row_guard=False: {ZERO_ROW_REQUESTS}"
     assert pathlib.Path(warning.filename) == pathlib.Path(__file__)
+    repository = tmp_path / "m" / "model_repository"
+    assert sorted(p.name for p in repository.iterdir()) == ["m"]
+    report = json.loads((repository / "m" / "validation.json").read_text(encoding="utf-8"))
+    assert report["batching"]["zero_row_guard"] is False
+    assert report["batching"]["zero_row_requests"] == ZERO_ROW_REQUESTS
+
+
+def test_save_model_refuses_a_zero_row_guard_that_is_not_a_bool_and_writes_nothing(
+    tmp_path, fitted_pipeline, training_frame
+):
+    with pytest.raises(InvalidArgumentError, match=r"zero_row_guard must be True .* or False .*, got 'no'"):
+        sklearn.save_model(
+            fitted_pipeline,
+            tmp_path / "m",
+            input_example=training_frame.iloc[:3],
+            max_batch_size=4,
+            zero_row_guard="no",
+        )
+    assert not (tmp_path / "m").exists()
 
 
 def test_save_model_does_not_warn_about_0_row_requests_without_batching(tmp_path, fitted_pipeline, training_frame):
@@ -216,7 +244,7 @@ def test_check_expects_and_sends_rank_one_tensors_as_rows_by_one_when_the_reposi
         serialization_format="cloudpickle",
         max_batch_size=4,
     )
-    repository = path / "model_repository" / "labels"
+    repository = files_directory(path / "model_repository" / "labels")
     frame = training_frame.iloc[2:6]
 
     expected = predict_outputs(mlflow.pyfunc.load_model(str(path)), frame, repository)
@@ -243,7 +271,7 @@ def test_pytorch_save_model_batches_a_tensor_model_and_joins_its_requests_when_m
         code_paths=[str(tiny_models.CUSTOM_NET_DIR)],
         max_batch_size=16,
     )
-    repository = path / "model_repository" / "mlp"
+    repository = files_directory(path / "model_repository" / "mlp")
     config = _config(repository)
     model = _model_py(repository)
     model.predictor = counting = _CountingPredictor(model.predictor)
@@ -306,7 +334,7 @@ def test_transformers_save_model_proves_batching_when_model_config_has_batch_siz
         max_batch_size=8,
     )
 
-    assert (tmp_path / "classifier" / "model_repository" / "classifier" / "validation.json").exists()
+    assert (files_directory(tmp_path / "classifier" / "model_repository" / "classifier") / "validation.json").exists()
 
 
 def test_transformers_save_model_proves_batching_of_the_same_pipeline_when_mlflow_runs_it_text_by_text(tmp_path):
@@ -320,7 +348,7 @@ def test_transformers_save_model_proves_batching_of_the_same_pipeline_when_mlflo
         max_batch_size=8,
     )
 
-    repository = tmp_path / "classifier" / "model_repository" / "classifier"
+    repository = files_directory(tmp_path / "classifier" / "model_repository" / "classifier")
     validation = json.loads((repository / "validation.json").read_text())
     assert validation["batching"]["row_independence"]["largest_difference_ulps"] == {"label": 0.0, "score": 0.0}
 

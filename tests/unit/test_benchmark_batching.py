@@ -7,15 +7,17 @@ import numpy as np
 import pytest
 
 from benchmarks.batching import CASES, answer_differences, bodies, report, targets, text_mlserver_body, texts
+from mlflow_triton.repository.guard import served_directories
 
 
-def _cell(rows, clients, a, batched, mlserver):
-    figures = {"a": a, "a'": batched, "d'": mlserver}
+def _cell(rows, clients, a, batched, mlserver, guarded=None):
+    figures = {"a": a, "a'": batched, "g'": batched * 0.8 if guarded is None else guarded, "d'": mlserver}
     return {
         "rows": rows,
         "clients": clients,
         "targets": {key: {"rps": rps, "p50_ms": 1.0, "errors": []} for key, rps in figures.items()},
         "batched_counts": {"requests": 100, "rows": 100, "executions": 10},
+        "guarded_counts": {"requests": 100, "rows": 100, "executions": 20},
     }
 
 
@@ -64,7 +66,9 @@ def test_report_lists_every_target_and_marks_the_missed_ones_when_written():
     assert all(f"**{key}**" in text for key in CASES["sklearn"].targets())
     assert "max_batch_size 4096 (dynamic batching" in text
     assert "Run: `python -m benchmarks.batching --duration 3` — 2026-12-03 06:00 UTC." in text
-    assert _table_row(text, 2)[:7] == ["1", "16", "150.0", "600.0", "400.0", "4.00", "1.50"]
+    assert _table_row(text, 0)[2:9] == ["a req/s", "a' req/s", "g' req/s", "d' req/s", "a'/a", "a'/d'", "g'/a'"]
+    assert _table_row(text, 2)[:9] == ["1", "16", "150.0", "600.0", "480.0", "400.0", "4.00", "1.50", "0.80"]
+    assert _table_row(text, 2)[-3:] == ["10.0", "5.0", "0"]
     assert "- MISSED: a' >= 1.2 x d' (1000 row(s) x 4 client(s)): 1.10" in text
     assert "- met: a'/a >= 3 at 16 clients, 1 row: 4.00" in text
 
@@ -130,23 +134,27 @@ def test_answer_differences_pairs_a_single_output_by_position_when_the_peer_name
 
 @pytest.fixture(scope="module", params=sorted(CASES))
 def saved_case(request, tmp_path_factory):
-    """(case, unbatched repository, batched repository), saved as the benchmark saves them."""
+    """(case, unbatched repository, batched repository, guarded front), saved as the benchmark saves them."""
     case, root = CASES[request.param], tmp_path_factory.mktemp(request.param)
-    for name, max_batch_size in ((case.model, 0), (case.batched_model, case.max_batch_size)):
-        case.save(root / name, name, max_batch_size)
-    return case, *(root / name / "model_repository" / name for name in (case.model, case.batched_model))
+    saved = ((case.model, 0, True), (case.batched_model, case.max_batch_size, False))
+    for name, max_batch_size, zero_row_guard in (*saved, (case.guarded_model, case.max_batch_size, True)):
+        case.save(root / name, name, max_batch_size, zero_row_guard)
+    return case, *(
+        root / name / "model_repository" / name for name in (case.model, case.batched_model, case.guarded_model)
+    )
 
 
 def test_bodies_send_the_same_values_to_a_in_rows_to_a_prime_in_rows_by_one_and_to_mlserver_when_a_case_is_saved(
     saved_case,
 ):
-    case, model_dir, batched_dir = saved_case
+    case, model_dir, batched_dir, _ = saved_case
     value = case.model_input(3)
 
     sent = {key: json.loads(body) for key, body in bodies(case, model_dir, batched_dir, value).items()}
 
     shapes = {key: {entry["shape"][1:] == [1] for entry in sent[key]["inputs"]} for key in sent}
-    assert shapes == {"a": {False}, "a'": {True}, "d'": {False}}
+    assert shapes == {"a": {False}, "a'": {True}, "g'": {True}, "d'": {False}}
+    assert sent["g'"] == sent["a'"]
     assert all(entry["shape"][0] == 3 for key in sent for entry in sent[key]["inputs"])
     assert [entry["data"] for entry in sent["a"]["inputs"]] == [entry["data"] for entry in sent["a'"]["inputs"]]
     assert [entry["data"] for entry in sent["a"]["inputs"]] == [entry["data"] for entry in sent["d'"]["inputs"]]
@@ -158,11 +166,13 @@ def test_bodies_send_the_same_values_to_a_in_rows_to_a_prime_in_rows_by_one_and_
 
 
 def test_each_case_is_proved_for_batching_when_saved_with_its_max_batch_size(saved_case):
-    case, _, batched_dir = saved_case
+    case, _, batched_dir, guarded_front = saved_case
     validation = json.loads((batched_dir / "validation.json").read_text())
 
     assert validation["batching"]["max_batch_size"] == case.max_batch_size
     assert validation["batching"]["row_independence"]["proved"] is True
+    assert validation["batching"]["zero_row_guard"] is False
+    assert [d.name for d in served_directories(guarded_front)] == [case.guarded_model, f"{case.guarded_model}_batched"]
 
 
 def test_mlserver_settings_name_the_package_by_its_absolute_path_when_given_a_relative_one(tmp_path, monkeypatch):

@@ -232,7 +232,23 @@ def test_main_calls_export_command_with_the_parsed_arguments_when_export_onnx_ru
     status = cli.main(["export-onnx", "models:/a/1", "--out", str(tmp_path), "--backend", "python"])
 
     assert status == 7
-    assert calls == [(("models:/a/1", tmp_path), {"max_batch_size": 64, "backend": "python", "tracking_uri": None})]
+    assert calls == [
+        (
+            ("models:/a/1", tmp_path),
+            {"max_batch_size": 64, "backend": "python", "zero_row_guard": True, "tracking_uri": None},
+        )
+    ]
+
+
+def test_main_passes_zero_row_guard_false_to_export_command_when_no_zero_row_guard_is_given(monkeypatch, tmp_path):
+    import mlflow_triton.export
+
+    calls = []
+    monkeypatch.setattr(mlflow_triton.export, "export_command", lambda *args, **kwargs: calls.append(kwargs) or 0)
+
+    cli.main(["export-onnx", "models:/a/1", "--out", str(tmp_path), "--backend", "python", "--no-zero-row-guard"])
+
+    assert calls[0]["zero_row_guard"] is False
 
 
 @pytest.mark.parametrize("argv", [["check", "m", "--tritonserver", "/x"], ["serve", "m", "--backend-directory", "/y"]])

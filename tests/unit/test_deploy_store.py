@@ -126,6 +126,14 @@ def local_store(tmp_path_factory, tracking_template, fitted_pipeline, training_f
             pyfunc_predict_fn="predict_proba",
             registered_model_name="reg",
         )
+        triton_sklearn.log_model(
+            fitted_pipeline,
+            input_example=training_frame.iloc[:3].copy(),
+            name="guarded",
+            pyfunc_predict_fn="predict_proba",
+            registered_model_name="guarded",
+            max_batch_size=8,
+        )
         mlflow.sklearn.log_model(
             fitted_pipeline, name="plain", pip_requirements=["scikit-learn"], registered_model_name="plain"
         )
@@ -148,6 +156,23 @@ def test_locate_returns_the_stored_repository_folder_when_the_store_is_local(log
     assert (location.scheme, location.model_name, location.is_object_store) == ("local", "clf", False)
     assert location.address.endswith(f"/models/{logged_locally.model_id}/artifacts/model_repository")
     assert (Path(location.address) / "clf" / "config.pbtxt").is_file()
+
+
+def test_locate_names_the_batched_model_behind_the_front_when_the_model_is_batched_with_its_guard(logged_locally):
+    from mlflow_triton.deploy import locate_repository
+    from mlflow_triton.deploy._kserve import inference_service
+
+    location = locate_repository("models:/guarded/1")
+
+    assert location.models == ("guarded", "guarded_batched")
+    assert all((Path(location.address) / name / "config.pbtxt").is_file() for name in location.models)
+    manifest = inference_service("s3://bucket/x", location.model_name, models=location.models)
+    assert manifest["spec"]["predictor"]["triton"]["args"] == [
+        "--model-control-mode=explicit",
+        "--load-model=guarded",
+        "--load-model=guarded_batched",
+    ]
+    assert locate_repository("models:/reg/1").models == ("clf",)
 
 
 def test_locate_refuses_with_how_to_relog_when_the_model_has_no_triton_flavor(logged_locally):

@@ -24,18 +24,32 @@ def test_export_command_prints_the_directory_and_the_parity_summary_when_exporte
 
     status = export_command(str(logged), tmp_path / "out", backend="python", max_batch_size=8, out=printed.append)
 
-    directory = tmp_path / "out" / "classifier_onnx"
-    handoff = read_handoff(directory)
+    front, batched = tmp_path / "out" / "classifier_onnx", tmp_path / "out" / "classifier_onnx_batched"
+    handoff = read_handoff(batched)
     assert status == 0
-    assert (handoff["backend"], handoff["max_batch_size"]) == ("python", 8)
-    assert printed[0] == f"exported: {directory}"
+    assert (handoff["backend"], handoff["max_batch_size"], handoff["exported_model"]) == ("python", 8, front.name)
+    assert printed[0] == f"exported: {front}, {batched}"
     assert "backend python, max_batch_size 8, dynamic batching; converted with skl2onnx" in printed[1]
     assert printed[2].startswith("  parity with pyfunc.predict: passed on ")
     assert printed[3:] == [
-        f"  request: {directory / 'request.json'}",
-        f"  hand-off: {directory / 'handoff.json'} (what was compared and what was not verified)",
+        "  zero-row guard: classifier_onnx answers a request without rows with a 400 and forwards the others to "
+        "classifier_onnx_batched; serve both (the folder holding them is the model repository)",
+        f"  request: {batched / 'request.json'}",
+        f"  hand-off: {batched / 'handoff.json'} (what was compared and what was not verified)",
     ]
     assert f"{COMMAND}: exporting {logged} (backend python, max batch size 8) ..." in capsys.readouterr().err
+
+
+def test_export_command_writes_one_batched_directory_when_the_zero_row_guard_is_turned_off(logged, tmp_path):
+    printed = []
+
+    status = export_command(str(logged), tmp_path / "out", backend="python", zero_row_guard=False, out=printed.append)
+
+    directory = tmp_path / "out" / "classifier_onnx"
+    assert status == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["classifier_onnx"]
+    assert printed[0] == f"exported: {directory}"
+    assert read_handoff(directory)["backend"] == "python"
 
 
 def test_export_command_exits_1_with_the_error_on_stderr_when_the_target_exists(logged, tmp_path, capsys):

@@ -509,6 +509,17 @@ def test_expand_repositories_lists_the_model_directories_when_given_a_packed_rep
     ]
 
 
+def test_expand_repositories_lists_a_guarded_model_once_by_its_front_when_given_a_packed_repository(tmp_path):
+    for name, text in (
+        ("m", 'parameters { key: "mlflow_triton_forward_to" value { string_value: "m_batched" } }'),
+        ("m_batched", ""),
+    ):
+        (tmp_path / "repo" / name).mkdir(parents=True)
+        (tmp_path / "repo" / name / "config.pbtxt").write_text(text)
+
+    assert expand_repositories([str(tmp_path / "repo")]) == [str(tmp_path / "repo" / "m")]
+
+
 def test_bare_server_environment_holds_only_path_and_the_server_libraries_when_bare(tmp_path, monkeypatch):
     from mlflow_triton.local import TritonInstallation, TritonServer
 

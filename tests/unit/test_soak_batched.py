@@ -48,10 +48,10 @@ def test_build_request_sends_every_column_as_rows_by_one_when_the_repository_bat
         assert json_shapes(request) == [[len(request.frame), 1]] * 3
 
 
-def test_hostile_kinds_leave_out_the_0_row_kind_and_add_the_batched_ones_when_the_repository_batches():
+def test_hostile_kinds_send_the_0_row_kind_to_the_guard_and_add_the_batched_ones_when_the_repository_batches():
     kinds = {build_request(BATCHED, 5, index, 1.0).kind for index in range(400)}
 
-    assert "empty-batch" in EXCLUDED_WHEN_BATCHED and "empty-batch" not in kinds
+    assert "empty-batch" not in EXCLUDED_WHEN_BATCHED and "empty-batch" in kinds
     assert "unequal-lengths" not in kinds
     assert kinds == {kind.name for kind in hostile_kinds(BATCHED)}
     assert {kind.name for kind in BATCHED_ONLY} <= kinds
@@ -156,7 +156,7 @@ def test_check_batched_settings_refuses_a_max_batch_size_below_the_largest_valid
         check_batched_settings(SoakSettings(max_batch_size=32))
 
 
-def batched_report(statistics, sent_kinds=("valid",)):
+def batched_report(statistics, sent_kinds=("valid", "empty-batch")):
     report = SoakReport(
         settings={"max_batch_size": 64, "max_queue_delay_microseconds": 5000}, triton_statistics=statistics
     )
@@ -170,6 +170,7 @@ def batched_report(statistics, sent_kinds=("valid",)):
         "ulps_seen": {"0": 3, "1": 2},
         "json_inexact": {"answers": 0, "max_ulps": 0.0},
         "excluded_kinds": dict(EXCLUDED_WHEN_BATCHED),
+        "refused_by_the_front": 3,
     }
     return report
 
@@ -178,21 +179,30 @@ def test_batched_violations_find_nothing_when_requests_were_joined_and_counted()
     assert batched_violations(batched_report({"request_count": 5, "execution_count": 2})) == []
 
 
+def test_batched_violations_find_the_guard_unexercised_when_no_0_row_request_was_sent():
+    [failed] = batched_violations(batched_report({"request_count": 5, "execution_count": 2}, ("valid",)))
+
+    assert failed == "no `empty-batch` request was sent: the zero-row guard was not exercised"
+
+
 def test_batched_violations_find_no_joining_when_triton_ran_one_execution_per_request():
     [failed] = batched_violations(batched_report({"request_count": 5, "execution_count": 5}))
 
     assert failed == "no requests were joined: Triton counted 5 executions for 5 requests"
 
 
-def test_batched_violations_find_an_excluded_kind_when_a_0_row_request_was_sent():
-    failed = batched_violations(batched_report({"request_count": 10, "execution_count": 2}, ("valid", "empty-batch")))
+def test_batched_violations_find_an_excluded_kind_when_one_was_sent():
+    failed = batched_violations(
+        batched_report({"request_count": 10, "execution_count": 2}, ("valid", "empty-batch", "unequal-lengths"))
+    )
 
-    assert any(line.startswith("the kind `empty-batch` must not be sent") for line in failed)
+    assert any(line.startswith("the kind `unequal-lengths` must not be sent") for line in failed)
 
 
-def test_batched_section_writes_why_the_0_row_kind_is_not_sent_when_the_soak_is_batched():
+def test_batched_section_says_how_many_0_row_requests_the_guard_refused_when_the_soak_is_batched():
     text = "\n".join(batched_section(batched_report({"request_count": 5, "execution_count": 2})))
 
     assert "2.50 requests per execution" in text
     assert "answers by their largest float difference: 3 × 0 ulps, 2 × 1 ulps." in text
-    assert "- `empty-batch`: a 0-row request ([0, 1]) to a batched repository crashes" in text
+    assert "without reaching the batched model: 3 `empty-batch` requests" in text
+    assert "- `empty-batch`" not in text
