@@ -148,7 +148,9 @@ def test_contract_keeps_optional_to_version_5_input_columns():
         Contract("pyfunc", optional, plain, version=4)
     with pytest.raises(ContractError, match="'optional' marks input fields only; output: t"):
         Contract("pyfunc", plain, optional, version=5)
-    with pytest.raises(ContractError, match="'optional' is for 'columns' only"):
+    with pytest.raises(
+        ContractError, match=r"'optional' is for 'columns' \(and the mlflow protocol's 'tensors'\) only"
+    ):
         StructureMapping("tensor", (FieldMapping(None, "t", optional=True),))
     with pytest.raises(ContractError, match="'optional' must be true or absent"):
         FieldMapping("t", "t", optional="yes")
