@@ -142,7 +142,7 @@ def _pip_error(action: str, source: str, constraints: list[str], output: str, py
         what += (
             f"; a required version has no release for this Python{f' ({python_id})' if python_id else ''}. A "
             "repository pins the versions of the environment it was logged in: log the model under the Python of "
-            "the target Triton's stub (for example scikit-learn >= 1.8 needs Python >= 3.11)"
+            "the target Triton's stub (for example scikit-learn >= 1.8 and pandas >= 3 need Python >= 3.11)"
         )
     message = (
         f"{action} for {source}: {what} "

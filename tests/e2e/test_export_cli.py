@@ -23,6 +23,7 @@ import pytest
 from mlflow_triton.export._parity import FLOAT_TOLERANCES as PARITY_TOLERANCES
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from mlflow_triton.local.send import decode_response
+from mlflow_triton.repository.guard import files_directory, served_directories
 from tests.support import tiny_models
 from tests.support.ports import free_ports
 from tests.support.processes import LineReader, stop_politely, triton_processes_under
@@ -93,9 +94,15 @@ def exported(store):
 def test_console_script_exports_the_registered_model_when_given_its_uri(exported):
     completed, directory = exported
 
+    front, batched = served_directories(directory)  # --backend python: behind the zero-row guard by default
+
     assert completed.returncode == 0, completed.stderr[-3000:]
-    assert completed.stdout.splitlines()[0] == f"exported: {directory}"
-    assert sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()) == [
+    assert completed.stdout.splitlines()[0] == f"exported: {front}, {batched}"
+    assert sorted(p.relative_to(front).as_posix() for p in front.rglob("*") if p.is_file()) == [
+        "1/model.py",
+        "config.pbtxt",
+    ]
+    assert sorted(p.relative_to(batched).as_posix() for p in batched.rglob("*") if p.is_file()) == [
         "1/model.onnx",
         "1/model.py",
         "config.pbtxt",
@@ -111,10 +118,12 @@ def test_console_script_export_answers_its_shipped_request_like_pyfunc_when_serv
     assert completed.returncode == 0, completed.stderr[-3000:]
     _, _, expected = store
     installation = TritonInstallation.bundled()
-    env = ensure_serving_env(directory / "requirements.txt", installation.serving_constraints)
+    files = files_directory(directory)
+    env = ensure_serving_env(files / "requirements.txt", installation.serving_constraints)
+    models = [served.name for served in served_directories(directory)]
 
-    with TritonServer(directory.parent, directory.name, installation=installation, serving_env=env) as server:
-        config = server.model_config()
+    with TritonServer(directory.parent, models, installation=installation, serving_env=env) as server:
+        config = server.model_config(files.name)
         outputs, form = send_shipped_request(server.url, directory)
 
     [answer] = outputs.values()
