@@ -29,6 +29,7 @@ Families:
 
 import dataclasses
 import json
+import math
 import pathlib
 
 import numpy as np
@@ -176,6 +177,27 @@ def is_nested(kind):
 def nested_type(kind):
     """The MLflow type dict of a nested kind."""
     return json.loads(kind[len(NESTED_PREFIX) :])
+
+
+def example_nested_type(kind, rows):
+    """The MLflow type MLflow infers for a nested column of ``kind`` from the example's ``rows``: as declared by the
+    kind, except that an object property whose value is None or NaN in some row of the example is not required
+    (MLflow's inference counts such a value as missing)."""
+    inferred = nested_type(kind)
+    _relax_missing(inferred, list(rows))
+    return inferred
+
+
+def _relax_missing(mlflow_type, values):
+    kind = mlflow_type.get("type")
+    if kind == "array":
+        _relax_missing(mlflow_type["items"], [item for value in values if isinstance(value, list) for item in value])
+    elif kind == "object":
+        for name, spec in mlflow_type["properties"].items():
+            present = [value[name] for value in values if isinstance(value, dict) and name in value]
+            if any(value is None or (isinstance(value, float) and math.isnan(value)) for value in present):
+                spec["required"] = False
+            _relax_missing(spec, present)
 
 
 def user_value(value, mlflow_type):

@@ -18,7 +18,15 @@ import re
 import numpy as np
 import pandas as pd
 
-from .cases import TRITON_DATATYPES, declared_kind, field_array, is_nested, nested_type, triton_datatype
+from .cases import (
+    TRITON_DATATYPES,
+    declared_kind,
+    example_nested_type,
+    field_array,
+    is_nested,
+    nested_type,
+    triton_datatype,
+)
 
 NUMPY_OF_TRITON = {
     "TYPE_BOOL": "bool",
@@ -227,14 +235,15 @@ def check_config(case, contract, inputs, outputs):
     declared = {d.name: d for d in inputs}
     assert contract.inputs.structure == case.structure, (contract.inputs.structure, case.structure)
     assert [f.name for f in contract.inputs.fields] == [field.name for field in case.fields]
-    for mapped, field in zip(contract.inputs.fields, case.fields):
+    for position, (mapped, field) in enumerate(zip(contract.inputs.fields, case.fields)):
         declaration = declared[mapped.tensor]
         assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", mapped.tensor), mapped.tensor
         assert declaration.data_type == triton_datatype(field.kind), (field, declaration)
         assert tuple(declaration.dims) == tuple(field.dims), (field, declaration)
         assert mapped.content == content_of_kind(field.kind), (field, mapped)
         if is_nested(field.kind):  # the contract records the column's MLflow type (mapping version 5)
-            assert mapped.type == nested_type(field.kind), (field, mapped.type)
+            expected = example_nested_type(field.kind, case.example.values[position])
+            assert mapped.type == expected, (field, mapped.type)
             assert mapped.missing is None, mapped  # a nested column has no mask
     tensors = [f.tensor for f in contract.inputs.fields] + [f.tensor for f in contract.outputs.fields]
     assert len(set(tensors)) == len(tensors), tensors
