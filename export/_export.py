@@ -16,7 +16,7 @@ import urllib.parse
 from typing import Literal
 
 from mlflow_triton.repository import request_files
-from mlflow_triton.repository.guard import batched_name, mark_batched, write_front
+from mlflow_triton.repository.guard import batched_name, checked_zero_row_guard, mark_batched, write_front
 from mlflow_triton.repository.layout import CONFIG_FILE, MODEL_FILE, REQUIREMENTS_FILE, VERSION_DIRECTORY
 from mlflow_triton.repository.names import check_model_name
 from mlflow_triton.repository.paths import checked_out, lies_inside
@@ -63,9 +63,7 @@ def export_onnx(
     ``ParityError`` when the outputs differ; ``out_dir`` is then unchanged.
     """
     out_dir = _check_arguments(model_uri, out_dir, max_batch_size, backend)
-    if not isinstance(zero_row_guard, bool):
-        raise InvalidArgumentError(f"zero_row_guard must be True or False, got {zero_row_guard!r}")
-    guarded = backend == "python" and zero_row_guard
+    guarded = backend == "python" and checked_zero_row_guard(zero_row_guard)
     for require in (_deps.onnx, _deps.onnxruntime, _deps.hypothesis):
         require()
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-export-") as workspace:

@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 from mlflow_triton.repository.layout import REQUIREMENTS_FILE
 from mlflow_triton.repository.serving_pins import ANSWER_DISTRIBUTIONS, installed_versions, predicted_with
 
-from .serving_env import ENV_RECORD, requirement_lines
+from .serving_env import ENV_RECORD, recorded_versions, requirement_lines
 
 
 def answer_distributions(model_dir: Path) -> list[str]:
@@ -42,12 +42,7 @@ def differences(model_dir: Path, env: Path) -> dict[str, dict[str, str | None]]:
     """``{name: {"served": version, "here": version[, "logged": version]}}`` (``None``: not installed) for each answer
     distribution whose version differs between the serving environment ``env`` (its record's ``pip freeze``), this
     interpreter and, where validation.json records it, the logging environment."""
-    record = json.loads((Path(env) / ENV_RECORD).read_text(encoding="utf-8"))
-    served: dict[str, str] = {}
-    for entry in record.get("installed", []):
-        name, separator, version = entry.partition("==")
-        if separator:
-            served[canonicalize_name(name)] = version.strip()
+    served = recorded_versions(json.loads((Path(env) / ENV_RECORD).read_text(encoding="utf-8")))
     names = answer_distributions(model_dir)
     here = installed_versions(names)
     logged: dict[str, str | None] = {

@@ -496,15 +496,21 @@ def _satisfying_env(envs: Path, lines, constraints, python_id) -> Path | None:
             continue
         if record.get("python") != python_id or sorted(record.get("constraints", [])) != sorted(constraints):
             continue
-        installed = {}
-        for entry in record.get("installed", []):
-            name, sep, version = entry.partition("==")
-            if sep:
-                installed[canonicalize_name(name)] = version.strip()
+        installed = recorded_versions(record)
         versions = [installed.get(canonicalize_name(r.name)) for r in requirements]
         if all(v is not None and r.specifier.contains(v, prereleases=True) for r, v in zip(requirements, versions)):
             return record_path.parent
     return None
+
+
+def recorded_versions(record: dict) -> dict[str, str]:
+    """``{canonical name: version}`` of what an environment's record (``ENV_RECORD``) says pip installed."""
+    installed: dict[str, str] = {}
+    for entry in record.get("installed", []):
+        name, separator, version = entry.partition("==")
+        if separator:
+            installed[canonicalize_name(name)] = version.strip()
+    return installed
 
 
 def _plain_requirements(lines):

@@ -18,6 +18,7 @@ import dataclasses
 
 import numpy as np
 
+from mlflow_triton.repository.guard import checked_zero_row_guard
 from mlflow_triton.shared_contract import Contract, MlflowTritonError, writer_version
 
 from .errors import BatchingRefusedError, InvalidArgumentError, ValidationError
@@ -92,12 +93,7 @@ def check_arguments(
             raise InvalidArgumentError(
                 "max_queue_delay_microseconds needs batching: pass max_batch_size=N (N >= 1) as well"
             )
-    if not isinstance(zero_row_guard, bool):
-        raise InvalidArgumentError(
-            f"zero_row_guard must be True (a batched repository answers a 0-row request with a 400) or False (one "
-            f"model directory, which a 0-row request stops), got {zero_row_guard!r}"
-        )
-    return Batching(max_batch_size, max_queue_delay_microseconds, zero_row_guard)
+    return Batching(max_batch_size, max_queue_delay_microseconds, checked_zero_row_guard(zero_row_guard))
 
 
 def batched_layout(layout, batching: Batching):

@@ -21,6 +21,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
 import mlflow_triton.runtime as runtime_package
+from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.runtime.forwarding import FORWARD_PARAMETER, FRONT_PARAMETER, MAX_BATCH_SIZE_PARAMETER
 
@@ -32,6 +33,7 @@ __all__ = [
     "BATCHED_SUFFIX",
     "FRONT_INSTANCES",
     "batched_name",
+    "checked_zero_row_guard",
     "files_directory",
     "forward_target",
     "front_config",
@@ -61,6 +63,17 @@ FRONT_HEADER = """\
 # the others to the batched model its config names (docs/batching.md). The sections below are verbatim
 # copies of mlflow-triton's sources, with the package-internal imports removed.
 """
+
+
+def checked_zero_row_guard(value: object) -> bool:
+    """The ``zero_row_guard`` option (every wrapper, ``add_repository``, ``export_onnx``) as given, or
+    ``InvalidArgumentError`` naming what each value means."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(
+            f"zero_row_guard must be True (a batched repository answers a 0-row request with a 400) or False (one "
+            f"model directory, which a 0-row request stops), got {value!r}"
+        )
+    return value
 
 
 def batched_name(name: str) -> str:

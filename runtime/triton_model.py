@@ -104,16 +104,16 @@ class TritonPythonModel:
         model_config = json.loads(args["model_config"])
         contract = contract_from_model_config(model_config)
         self.batching = contract.max_batch_size > 0
-        self.protocol = None  # MLflow's serving protocol (protocol.py) for an ``mlflow`` contract
-        if contract.protocol != MLFLOW_PROTOCOL:
+        speaks_mlflow = contract.protocol == MLFLOW_PROTOCOL  # MLflow's serving protocol (protocol.py): no codecs
+        if not speaks_mlflow:
             self.inputs = StructureCodec(contract.inputs, tensor_types_from_model_config(model_config, "input"))
             self.outputs = StructureCodec(contract.outputs, tensor_types_from_model_config(model_config, "output"))
         self.device = device_for_instance(args.get("model_instance_kind"), args.get("model_instance_device_id"))
         artifact = pathlib.Path(args["model_repository"]) / str(args["model_version"]) / ARTIFACT_DIRECTORY
         self.predictor = _load(artifact, contract.flavor, self.device)
         self.params_schema = params_schema_of(self.predictor)
-        if contract.protocol == MLFLOW_PROTOCOL:
-            self.protocol = MlflowProtocol(self.predictor)
+        self.protocol = MlflowProtocol(self.predictor) if speaks_mlflow else None
+        if speaks_mlflow:
             enter_serving_environment()
         # behind a guard's front (forwarding.py), an error carries its code in its message: BLS drops the code
         self.marks_codes = FRONT_PARAMETER in model_config.get("parameters", {})

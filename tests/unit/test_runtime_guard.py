@@ -15,10 +15,6 @@ from mlflow_triton.runtime.forwarding import marked, unmarked
 from tests.support import fake_pb_utils
 
 
-def _initialized(directory, module_name):
-    return fake_pb_utils.initialized_model(directory, module_name)
-
-
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory, fitted_pipeline, training_frame):
     """(front, batched) of the tiny Pipeline saved with ``max_batch_size=4``; the batched one answers BLS calls."""
@@ -32,8 +28,8 @@ def guarded(tmp_path_factory, fitted_pipeline, training_frame):
     )
     front_directory, batched_directory = served_directories(path / "model_repository" / "classifier")
     assert batched_directory.name == batched_name("classifier")
-    front = _initialized(front_directory, "guard_front_model_py")
-    batched = _initialized(batched_directory, "guard_batched_model_py")
+    front = fake_pb_utils.initialized_model(front_directory, "guard_front_model_py")
+    batched = fake_pb_utils.initialized_model(batched_directory, "guard_batched_model_py")
     fake_pb_utils.MODELS[batched_directory.name] = lambda request: batched.execute([_as_reshaped(request)])[0]
     yield front, batched
     fake_pb_utils.MODELS.clear()
@@ -188,8 +184,8 @@ def guarded_export(tmp_path_factory):
     front_directory = export_onnx(str(save_sklearn_example(root / "classifier")), root / "out", backend="python")
     front_directory_, batched_directory = served_directories(front_directory)
     assert (front_directory_, batched_directory.name) == (front_directory, "classifier_onnx_batched")
-    front = _initialized(front_directory, "guard_export_front_model_py")
-    batched = _initialized(batched_directory, "guard_export_batched_model_py")
+    front = fake_pb_utils.initialized_model(front_directory, "guard_export_front_model_py")
+    batched = fake_pb_utils.initialized_model(batched_directory, "guard_export_batched_model_py")
     fake_pb_utils.MODELS[batched_directory.name] = lambda request: batched.execute([request])[0]
     yield front, batched, batched_directory
     fake_pb_utils.MODELS.pop(batched_directory.name)

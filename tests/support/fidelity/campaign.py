@@ -42,7 +42,12 @@ from mlflow_triton import sklearn as triton_sklearn
 from mlflow_triton import triton
 from mlflow_triton.local import TritonInstallation, TritonServer, send_shipped_request
 from mlflow_triton.local._compare import differences
-from mlflow_triton.local.serving_env import ENV_RECORD, ensure_env_for_requirements, requirement_lines
+from mlflow_triton.local.serving_env import (
+    ENV_RECORD,
+    ensure_env_for_requirements,
+    recorded_versions,
+    requirement_lines,
+)
 from mlflow_triton.repository.config import declarations, read_config, wire_arrays
 
 from . import client
@@ -118,7 +123,7 @@ class Campaign:
         self.server = server
         self.env = env
         self.installation = installation
-        self.installed = _installed_versions(env)
+        self.installed = recorded_versions(json.loads((Path(env) / ENV_RECORD).read_text()))
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()  # bookkeeping, when cases run in several threads (make fidelity)
         # Logging and pyfunc loads, one at a time: MLflow puts code_paths on sys.path and drops the modules found
@@ -571,16 +576,6 @@ def _fetch(model_uri, download, served):
     repository = triton.load_model(model_uri, dst_path=str(download))
     shutil.move(str(repository), str(served))
     return repository.parent.parent
-
-
-def _installed_versions(env):
-    record = json.loads((Path(env) / ENV_RECORD).read_text())
-    installed = {}
-    for entry in record.get("installed", []):
-        name, sep, version = entry.partition("==")
-        if sep:
-            installed[canonicalize_name(name)] = version.strip()
-    return installed
 
 
 def _outcome(expected):
