@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from .both_servers import compare_sample
 from .case import Case
 from .outcomes import Outcome, apply_check_report, counts, first_line, headline, markdown, mlflow_serve_summary
 
@@ -55,12 +56,18 @@ PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 def all_cases() -> tuple[Case, ...]:
     from . import (
         cases_catboost,
+        cases_interfaces,
+        cases_keras,
         cases_lightgbm,
         cases_nested,
+        cases_onnx,
+        cases_pmdarima,
+        cases_prophet,
         cases_pyfunc,
         cases_pytorch,
         cases_sentence_transformers,
         cases_sklearn,
+        cases_spacy,
         cases_statsmodels,
         cases_transformers,
         cases_xgboost,
@@ -75,8 +82,14 @@ def all_cases() -> tuple[Case, ...]:
         *cases_catboost.CASES,
         *cases_statsmodels.CASES,
         *cases_sentence_transformers.CASES,
+        *cases_onnx.CASES,
+        *cases_keras.CASES,
+        *cases_spacy.CASES,
+        *cases_pmdarima.CASES,
+        *cases_prophet.CASES,
         *cases_pyfunc.CASES,
         *cases_nested.CASES,
+        *cases_interfaces.CASES,
     )
 
 
@@ -135,24 +148,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_cases(cases: Sequence[Case], work_dir: Path) -> tuple[list[Outcome], dict[str, Any]]:
     """Log every case (wrapper, else plain MLflow + scoring server), then check the logged ones per flavor."""
     from tests.support.environment import preserved_environment
+    from tests.support.mlflow_server import using_tracking
     from tests.support.tiny_models import sqlite_tracking  # sets HF_HUB_OFFLINE before transformers is imported
 
-    outcomes = [Outcome(case.id, case.flavor, case.mlflow_test, _note(case)) for case in cases]
-    with sqlite_tracking(work_dir), preserved_environment((PROGRESS_BAR,)):
-        os.environ[PROGRESS_BAR] = "false"
-        import mlflow
+    from .cases_keras import KERAS_BACKEND
 
-        tracking_uri = mlflow.get_tracking_uri()
-        for number, (case, outcome) in enumerate(zip(cases, outcomes), start=1):
-            log_case(case, outcome, work_dir / "mlflow-serve" / case.id)
-            print(
-                f"[{number}/{len(cases)}] {case.id}: {outcome.verdict if outcome.model_uri is None else 'logged'}"
-                f" {first_line(outcome.build_error or outcome.refusal, 160)}",
-                flush=True,
-            )
-    logged = [outcome for outcome in outcomes if outcome.model_uri]
-    report = check(logged, tracking_uri, work_dir / "check") if logged else []
-    apply_check_report(logged, report)
+    outcomes = [Outcome(case.id, case.flavor, case.mlflow_test, _note(case)) for case in cases]
+    variable, backend = KERAS_BACKEND
+    with preserved_environment((variable,)):
+        os.environ.setdefault(variable, backend)  # Keras 3 on torch, here and in the check's Triton (cases_keras)
+        with sqlite_tracking(work_dir), preserved_environment((PROGRESS_BAR,)):
+            os.environ[PROGRESS_BAR] = "false"
+            import mlflow
+
+            tracking_uri = mlflow.get_tracking_uri()
+            for number, (case, outcome) in enumerate(zip(cases, outcomes), start=1):
+                log_case(case, outcome, work_dir / "mlflow-serve" / case.id)
+                print(
+                    f"[{number}/{len(cases)}] {case.id}: "
+                    f"{outcome.verdict if outcome.model_uri is None else 'logged'}"
+                    f" {first_line(outcome.build_error or outcome.refusal, 160)}",
+                    flush=True,
+                )
+        logged = [outcome for outcome in outcomes if outcome.model_uri]
+        report = check(logged, tracking_uri, work_dir / "check") if logged else []
+        apply_check_report(logged, report)
+        with using_tracking(tracking_uri):
+            compare_sample(logged, work_dir / "both-servers")
     triton_versions = {entry.get("triton_version") for entry in report if entry.get("triton_version")}
     return outcomes, {"versions": _versions(), "triton_version": ", ".join(sorted(triton_versions)) or "?"}
 
@@ -293,7 +315,20 @@ def _versions() -> dict[str, str]:
 
     names = ("mlflow", "scikit-learn", "torch", "transformers")
     #: the libraries of the cases logged with plain MLflow, where installed (the wrappers' flavors need the above)
-    optional = ("xgboost", "lightgbm", "catboost", "statsmodels", "sentence-transformers")
+    optional = (
+        "xgboost",
+        "lightgbm",
+        "catboost",
+        "statsmodels",
+        "sentence-transformers",
+        "onnx",
+        "onnxruntime",
+        "skl2onnx",
+        "keras",
+        "spacy",
+        "prophet",
+        "pmdarima",
+    )
     versions = {"Python": platform.python_version(), **{name: version(name) for name in names}}
     for name in optional:
         try:
