@@ -393,3 +393,19 @@ def test_same_body_compares_mlflow_bodies_by_value_when_answers_differ_in_spelli
 
     assert same_body('{"predictions": [0.1, 2]}', '{"predictions":[0.1000000000000001,2]}')["equal"]
     assert not same_body('{"predictions": [1]}', '{"predictions": [2]}')["equal"]
+
+
+def test_log_passes_add_kwargs_to_add_repository_when_the_flavor_cannot_save_the_example(monkeypatch):
+    # MLflow 3.17's Keras flavor fails on input_example: the case logs without one, add_repository gets it
+    import types
+
+    import mlflow_triton
+
+    calls = []
+    monkeypatch.setattr(run, "_log_plain", lambda case, built: types.SimpleNamespace(model_uri="runs:/r/model"))
+    monkeypatch.setattr(mlflow_triton, "add_repository", lambda uri, **options: calls.append((uri, options)))
+    case = Case("keras-a", "keras", "tests/keras/t.py::test_a", lambda: None, route="add-repository")
+
+    run._log(case, Built("model", {}, {"input_example": [[1.0]]}))
+
+    assert calls == [("runs:/r/model", {"input_example": [[1.0]]})]

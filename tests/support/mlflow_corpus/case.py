@@ -58,10 +58,13 @@ ROUTES = ("wrapper", "add-repository")
 
 @dataclasses.dataclass(frozen=True)
 class Built:
-    """A case's model and the keyword arguments of ``log_model`` (``input_example``, ``signature``, ...)."""
+    """A case's model and the keyword arguments of ``log_model`` (``input_example``, ``signature``, ...); for a case
+    brought in with ``add_repository``, those of ``add_repository`` too (``input_example`` where MLflow's flavor
+    cannot save one: a user's ``mlflow-triton add-repository URI --input FILE``)."""
 
     model: Any
     log_kwargs: dict[str, Any]
+    add_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

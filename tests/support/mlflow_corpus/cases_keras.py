@@ -4,8 +4,10 @@ Logged with plain ``mlflow.keras.log_model`` and brought in with ``mlflow_triton
 the torch backend (``KERAS_BACKEND=torch``, set by the runner for the whole run and so for the serving process,
 as MLflow's own Keras-on-torch CI job sets it): MLflow records the backend in the flavor but does not choose it when
 it loads. Keras is not in CI's environment: ``make corpus`` installs it into ``.venv-corpus``; where it is not
-importable the cases are *not built*. The tests log without an ``input_example``: each case gives the input the
-test predicts (a few rows), and says so.
+importable the cases are *not built*. The tests log without an ``input_example``, and so do the cases (MLflow
+3.17's Keras flavor cannot save one: ``save_model`` writes ``input_example.json`` before it creates the model
+directory, FileNotFoundError): each case gives the input the test predicts (a few rows) to ``add_repository``, as a
+user's ``mlflow-triton add-repository URI --input FILE``, and says so.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from .case import KERAS_INPUT_TYPES, KERAS_SAVE, Built, case_table
 
 case = case_table("keras", KERAS_SAVE)
 input_types_case = case_table("keras", KERAS_INPUT_TYPES)
-EXAMPLE_NOTE = "the test logs without input_example: {what} is the example"
+EXAMPLE_NOTE = "logged without input_example, as the test logs it: {what} is add_repository's input_example"
 #: The backend the runner sets (before Keras is first imported) for the run and the check it starts.
 KERAS_BACKEND = ("KERAS_BACKEND", "torch")
 
@@ -56,7 +58,7 @@ def non_export() -> Built:
         optimizer=keras.optimizers.Adam(0.002),
         metrics=[keras.metrics.SparseCategoricalAccuracy()],
     )
-    return Built(model, {"save_exported_model": False, "input_example": _test_input()})
+    return Built(model, {"save_exported_model": False}, {"input_example": _test_input()})
 
 
 @case(
@@ -76,7 +78,7 @@ def signature_mixed_float16() -> Built:
         signature = get_model_signature(model)
     finally:
         keras.mixed_precision.set_dtype_policy("float32")
-    return Built(model, {"signature": signature, "input_example": _test_input("float32")})
+    return Built(model, {"signature": signature}, {"input_example": _test_input("float32")})
 
 
 def _iris():
@@ -103,7 +105,7 @@ def single_tensor_input() -> Built:
     model = keras.Sequential([keras.Input([4]), keras.layers.Dense(3), keras.layers.Dense(1)])
     model.compile(loss="mean_squared_error", optimizer=keras.optimizers.SGD())
     model.fit(features.values, target.values, verbose=0)
-    return Built(model, {"input_example": features.head(3)})
+    return Built(model, {}, {"input_example": features.head(3)})
 
 
 @input_types_case(
@@ -124,7 +126,7 @@ def multi_tensor_input() -> Built:
     model.compile(loss="mean_squared_error", optimizer=keras.optimizers.SGD())
     model.fit([features.values[:, :2], features.values[:, -2:]], target.values, verbose=0)
     example = {"a": features.values[:3, :2], "b": features.values[:3, -2:]}
-    return Built(model, {"input_example": example})
+    return Built(model, {}, {"input_example": example})
 
 
 CASES = (*case.cases, *input_types_case.cases)  # type: ignore[attr-defined]

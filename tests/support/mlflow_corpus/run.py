@@ -198,7 +198,7 @@ def _log(case: Case, built: Any) -> Any:
     if case.route == "add-repository":
         import mlflow_triton
 
-        return mlflow_triton.add_repository(_log_plain(case, built).model_uri)
+        return mlflow_triton.add_repository(_log_plain(case, built).model_uri, **dict(built.add_kwargs))
     return importlib.import_module(f"mlflow_triton.{case.flavor}").log_model(
         built.model, name="model", **dict(built.log_kwargs)
     )
