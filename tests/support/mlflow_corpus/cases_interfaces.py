@@ -150,20 +150,15 @@ def chat_model_from_code() -> Built:
 
 
 def _chat_agent(custom=False):
-    """``SimpleChatAgent`` (traced) or ``ChatAgentWithCustomInputs``: each message answered by ``llm``."""
+    """``SimpleChatAgent`` (traced) or ``ChatAgentWithCustomInputs``: each message answered by ``llm``, with a new
+    ``uuid4`` id (the test's ``get_mock_response``: MLflow requires the ids of one answer to differ)."""
+    from uuid import uuid4
+
     import mlflow
     from mlflow.types.agent import ChatAgentResponse
 
     def answers(messages):
-        return [
-            {
-                "role": "assistant",
-                "content": m.content,
-                "name": "llm",
-                "id": "call_4a7173b9-5058-4236-adf0-d3fdde69076c",
-            }
-            for m in messages
-        ]
+        return [{"role": "assistant", "content": m.content, "name": "llm", "id": str(uuid4())} for m in messages]
 
     class SimpleChatAgent(mlflow.pyfunc.ChatAgent):
         @mlflow.trace
@@ -222,16 +217,14 @@ def chat_agent_custom_inputs() -> Built:
 @chat_agent_case(
     "chat-agent-request-example-add",
     "test_chat_agent_works_with_chat_agent_request_input_example",
-    note="example ChatAgentRequest(messages=[...], context={...})",
+    note="SimpleChatAgent, example {'messages': [...], 'context': {...}} (input_example_with_params)",
     route=ADD,
 )
 def chat_agent_request_example() -> Built:
-    from mlflow.types.agent import ChatAgentMessage, ChatAgentRequest
-
-    example = ChatAgentRequest(
-        messages=[ChatAgentMessage(role="user", content="What is rag?")],
-        context={"conversation_id": "121", "user_id": "123"},
-    )
+    example = {
+        "messages": [{"role": "user", "content": "What is rag?"}],
+        "context": {"conversation_id": "121", "user_id": "123"},
+    }
     return Built(_chat_agent(), {"input_example": example})
 
 
