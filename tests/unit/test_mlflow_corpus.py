@@ -407,5 +407,6 @@ def test_log_passes_add_kwargs_to_add_repository_when_the_flavor_cannot_save_the
     case = Case("keras-a", "keras", "tests/keras/t.py::test_a", lambda: None, route="add-repository")
 
     run._log(case, Built("model", {}, {"input_example": [[1.0]]}))
+    run._log(case, Built("model", {}, {}), protocol="mlflow")  # make corpus --protocol mlflow
 
-    assert calls == [("runs:/r/model", {"input_example": [[1.0]]})]
+    assert calls == [("runs:/r/model", {"input_example": [[1.0]]}), ("runs:/r/model", {"protocol": "mlflow"})]

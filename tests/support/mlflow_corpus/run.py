@@ -1,7 +1,7 @@
 """``make corpus``: MLflow's flavor-test cases logged with the wrapper and proven with ``mlflow-triton check``.
 
     python -m tests.support.mlflow_corpus.run [--cases ID,ID | --sample] [--work-dir DIR] [--report DIR]
-                                              [--page docs/mlflow-corpus.md] [--list]
+                                              [--page docs/mlflow-corpus.md] [--list] [--protocol mlflow]
 
 For each case (all by default): build the model, log it with ``mlflow_triton.<flavor>.log_model`` into a sqlite
 tracking store of this run (``<work dir>/mlflow.db``). A refused case is logged again with plain
@@ -115,6 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--page", type=Path, help="also write the Markdown page here (make corpus: docs/mlflow-corpus.md)"
     )
     parser.add_argument("--rewrite", type=Path, metavar="REPORT", help="only write --page again from a report.json")
+    parser.add_argument(
+        "--protocol",
+        choices=("tensors", "mlflow"),
+        help="add_repository's protocol for the add-repository cases (default: its own choice)",
+    )
     args = parser.parse_args(argv)
     if args.rewrite is not None:
         document = json.loads(args.rewrite.read_text(encoding="utf-8"))
@@ -137,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_dir.mkdir(parents=True, exist_ok=True)
     print(f"corpus: {len(cases)} case(s); work dir {work_dir}", flush=True)
     started = time.monotonic()
-    outcomes, meta = run_cases(cases, work_dir)
+    outcomes, meta = run_cases(cases, work_dir, args.protocol)
     meta.update(date=stamp.strftime("%Y-%m-%d %H:%M UTC"), wall_min=round((time.monotonic() - started) / 60, 1))
     write_reports(outcomes, meta, report_dir, args.page)
     numbers = counts(outcomes)
@@ -145,8 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 1 if numbers["FAIL"] or numbers["not checked"] else 0
 
 
-def run_cases(cases: Sequence[Case], work_dir: Path) -> tuple[list[Outcome], dict[str, Any]]:
-    """Log every case (wrapper, else plain MLflow + scoring server), then check the logged ones per flavor."""
+def run_cases(
+    cases: Sequence[Case], work_dir: Path, protocol: str | None = None
+) -> tuple[list[Outcome], dict[str, Any]]:
+    """Log every case (wrapper, else plain MLflow + scoring server), then check the logged ones per flavor;
+    ``protocol`` goes to ``add_repository`` (``None``: its own choice)."""
     from tests.support.environment import preserved_environment
     from tests.support.mlflow_server import using_tracking
     from tests.support.tiny_models import sqlite_tracking  # sets HF_HUB_OFFLINE before transformers is imported
@@ -163,7 +171,7 @@ def run_cases(cases: Sequence[Case], work_dir: Path) -> tuple[list[Outcome], dic
 
             tracking_uri = mlflow.get_tracking_uri()
             for number, (case, outcome) in enumerate(zip(cases, outcomes), start=1):
-                log_case(case, outcome, work_dir / "mlflow-serve" / case.id)
+                log_case(case, outcome, work_dir / "mlflow-serve" / case.id, protocol)
                 print(
                     f"[{number}/{len(cases)}] {case.id}: "
                     f"{outcome.verdict if outcome.model_uri is None else 'logged'}"
@@ -193,18 +201,19 @@ def _log_plain(case: Case, built: Any) -> Any:
     return module.log_model(built.model, name="model", **dict(built.log_kwargs))
 
 
-def _log(case: Case, built: Any) -> Any:
+def _log(case: Case, built: Any, protocol: str | None = None) -> Any:
     """The case's route to a Triton repository: its wrapper, or plain MLflow then ``add_repository``."""
     if case.route == "add-repository":
         import mlflow_triton
 
-        return mlflow_triton.add_repository(_log_plain(case, built).model_uri, **dict(built.add_kwargs))
+        options = dict(built.add_kwargs) | ({"protocol": protocol} if protocol else {})
+        return mlflow_triton.add_repository(_log_plain(case, built).model_uri, **options)
     return importlib.import_module(f"mlflow_triton.{case.flavor}").log_model(
         built.model, name="model", **dict(built.log_kwargs)
     )
 
 
-def log_case(case: Case, outcome: Outcome, serve_dir: Path) -> None:
+def log_case(case: Case, outcome: Outcome, serve_dir: Path, protocol: str | None = None) -> None:
     """Build and log ``case`` by its route; on a refusal, try plain MLflow and its scoring server."""
     from mlflow_triton.errors import CustomCodeWarning
     from mlflow_triton.shared_contract import MlflowTritonError
@@ -220,7 +229,7 @@ def log_case(case: Case, outcome: Outcome, serve_dir: Path) -> None:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CustomCodeWarning)
-            info = _log(case, built)
+            info = _log(case, built, protocol)
         outcome.model_uri = info.model_uri
         outcome.warnings = [str(w.message) for w in caught if issubclass(w.category, CustomCodeWarning)]
     except Exception as error:  # a refusal, recorded with its message
