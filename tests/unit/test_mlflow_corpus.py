@@ -410,3 +410,18 @@ def test_log_passes_add_kwargs_to_add_repository_when_the_flavor_cannot_save_the
     run._log(case, Built("model", {}, {}), protocol="mlflow")  # make corpus --protocol mlflow
 
     assert calls == [("runs:/r/model", {"input_example": [[1.0]]}), ("runs:/r/model", {"protocol": "mlflow"})]
+
+
+def test_log_case_lists_a_case_as_not_built_naming_the_corpus_environment_when_its_flavor_is_missing(tmp_path):
+    def build():
+        raise ModuleNotFoundError("No module named 'keras'")
+
+    case = Case("keras-a", "keras", "tests/keras/t.py::test_a", build, route="add-repository")
+    outcome = _outcome("keras-a", "keras")
+
+    run.log_case(case, outcome, tmp_path)
+
+    assert outcome.verdict == "not built"
+    assert outcome.build_error == (
+        "ModuleNotFoundError: No module named 'keras' (`make corpus` runs in .venv-corpus, which installs it)"
+    )

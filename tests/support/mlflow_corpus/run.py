@@ -51,6 +51,8 @@ SAMPLE = (
 ADDED_NOTE = "logged with plain MLflow, brought in with add_repository"
 CHECK_TIMEOUT_S = 3600
 PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+#: The environment ``make corpus`` runs in: .venv's packages plus the heavy flavors (requirements.txt, Makefile).
+CORPUS_VENV = ".venv-corpus"
 
 
 def all_cases() -> tuple[Case, ...]:
@@ -223,6 +225,8 @@ def log_case(case: Case, outcome: Outcome, serve_dir: Path, protocol: str | None
         built = case.build()
     except Exception as error:  # the library no longer has the task, or the model cannot be made here
         outcome.build_error = f"{type(error).__name__}: {error}"
+        if isinstance(error, ModuleNotFoundError):  # a flavor of the corpus' own environment, not installed here
+            outcome.build_error += f" (`make corpus` runs in {CORPUS_VENV}, which installs it)"
         return
     outcome.seconds["build"] = round(time.monotonic() - clock, 1)
     clock = time.monotonic()
