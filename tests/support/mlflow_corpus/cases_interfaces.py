@@ -14,11 +14,13 @@ refuses ``signature=`` for the chat and agent interfaces) and brought in with ``
   and arrays).
 
 The classes are defined inside the builders (cloudpickle stores them by value), as the tests define them in their
-modules; where a test logs without ``input_example``, the case gives the input the test then sends, and says so.
+modules, their type hints evaluated as they are written (no postponed annotations here); where a test logs without
+``input_example``, the case gives the input the test then sends, and says so.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: the type hints of the models built here must be evaluated where they
+# are written (``model_input: hint`` with ``hint`` a builder's local), as in MLflow's test module; as strings MLflow
+# could not resolve them and would log the models without the signature the test checks.
 import datetime
 import pathlib
 
