@@ -231,7 +231,8 @@ def markdown(outcomes: Sequence[Outcome], meta: Mapping[str, Any]) -> str:
         "in the `request` tensor, to the real Triton; the check column says whether the answers are the same.",
         "",
         "Rerun it with `make corpus` (all cases, this page rewritten) or "
-        "`python -m tests.support.mlflow_corpus.run --cases ID,ID` (see `--list`); CI runs a sample of one case per "
+        "`python -m tests.support.mlflow_corpus.run --cases ID,ID` (see `--list`; `--protocol mlflow` hands "
+        "`add_repository` MLflow's serving protocol for every add-repository case); CI runs a sample of one case per "
         "flavor of its own environment (`tests/e2e/test_mlflow_corpus_sample.py`; not the flavors only "
         "`make corpus` installs, nor ONNX).",
         "",
