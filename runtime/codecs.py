@@ -48,6 +48,10 @@ field's key; the row is then ``null``, as for a missing row. A dict whose scalar
 columns hold single values, or whose nested column holds one value of its type
 (``{"y": [1.0, 2.0]}`` for an ``Array(double)`` column), is one record (one row),
 not a dict of columns, as MLflow reads such a dict.
+
+The outputs' codec is built with ``prediction=True``: a prediction holding a
+column or key that no field maps is refused, naming it. MLflow's server returns
+every column ``predict`` returns; an answer without one would be another answer.
 """
 
 import numpy as np
@@ -94,8 +98,9 @@ def tensor_types_from_model_config(model_config, side):
 class StructureCodec:
     """Converts between one ``StructureMapping`` and a dict of named tensors."""
 
-    def __init__(self, mapping, tensor_types):
+    def __init__(self, mapping, tensor_types, prediction=False):
         self.mapping = mapping
+        self.prediction = prediction  # the outputs' side: every column of the value must be mapped
         self.specs = []
         for position, field in enumerate(mapping.fields):
             if field.tensor not in tensor_types:
@@ -130,6 +135,8 @@ class StructureCodec:
             raw = [_dict_entry(value, spec) for spec in self.specs]
         else:
             raw = _columns_of(value, self.specs)
+        if self.prediction and structure != "tensor":
+            _refuse_unmapped(value, self.specs)
         tensors = {}
         for spec, item in zip(self.specs, raw):
             if item is not _ABSENT:
@@ -348,6 +355,28 @@ def _columns_of(value, specs):
         f"Cannot split a {type(value).__name__} of shape {list(array.shape)} into columns "
         f"{', '.join(spec.label for spec in specs)}"
     )
+
+
+def _refuse_unmapped(value, specs):
+    """Refuse a prediction's columns (or keys) that no field maps: they would be left out of the answer."""
+    names = [spec.field.name for spec in specs]
+    if isinstance(value, pd.DataFrame):
+        keys = list(value.columns)
+    elif isinstance(value, dict):
+        keys = list(value)
+    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        keys = list(dict.fromkeys(key for record in value for key in record))
+    else:
+        return  # an array or a Series: its width is checked where it is split
+    extra = keys[len(names) :] if None in names else [key for key in keys if key not in names]
+    if extra:
+        shown = ", ".join(f"`{key}`" for key in extra)
+        mapped = ", ".join(spec.label for spec in specs)
+        raise TensorMappingError(
+            f"The prediction holds {shown}, which no output tensor carries (outputs: {mapped}); MLflow's server "
+            "would return it, so this answer is refused rather than sent without it (a model whose output columns "
+            "depend on the request: log it with protocol='mlflow')"
+        )
 
 
 def _is_one_record(value, specs):

@@ -107,7 +107,8 @@ class TritonPythonModel:
         speaks_mlflow = contract.protocol == MLFLOW_PROTOCOL  # MLflow's serving protocol (protocol.py): no codecs
         if not speaks_mlflow:
             self.inputs = StructureCodec(contract.inputs, tensor_types_from_model_config(model_config, "input"))
-            self.outputs = StructureCodec(contract.outputs, tensor_types_from_model_config(model_config, "output"))
+            output_types = tensor_types_from_model_config(model_config, "output")
+            self.outputs = StructureCodec(contract.outputs, output_types, prediction=True)
         self.device = device_for_instance(args.get("model_instance_kind"), args.get("model_instance_device_id"))
         artifact = pathlib.Path(args["model_repository"]) / str(args["model_version"]) / ARTIFACT_DIRECTORY
         self.predictor = _load(artifact, contract.flavor, self.device)
