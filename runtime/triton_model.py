@@ -33,9 +33,9 @@ and split by ``batching.py``: field by field, so the DataFrame is built once). A
 joint prediction whose output tensor has another number of rows is an
 ``OutputError`` naming the tensor. If the joint prediction or its encoding fails,
 each request is answered alone as above, so a bad request gets its own error and
-the others are answered. A request without
-rows is always answered alone. Without batching each request is decoded,
-predicted and encoded alone, and nothing counts its rows.
+the others are answered. A request without rows is always answered alone.
+Without batching each request is decoded, predicted and encoded alone, and
+nothing counts its rows.
 
 A contract with protocol ``mlflow`` (MLflow's serving protocol, ``protocol.py``) maps no tensors: each request's
 ``request`` body is answered by MLflow's own ``/invocations`` code, MLflow's 4xx are ``INVALID_ARG`` with its
@@ -300,6 +300,7 @@ def _parameters_key(request):
 
 
 def _typed_alike(spec, arrays):
+    """``join_fields``' check for a DataFrame's column (``_TensorSpec.typed_alike``)."""
     return spec.typed_alike(arrays)
 
 
