@@ -115,15 +115,25 @@ class StructureCodec:
     # -- Triton tensors -> MLflow value -------------------------------------------------
 
     def from_tensors(self, arrays):
+        return self.value_of(self.decode_fields(arrays))
+
+    def decode_fields(self, arrays):
+        """``{spec: decoded values}`` of the fields ``arrays`` holds (column tensors of equal lengths), in order:
+        the rows of several requests can be joined field by field before :meth:`value_of` builds one value."""
         specs = [spec for spec in self.specs if not _left_out(arrays, spec)]
-        values = [spec.decode(_lookup(arrays, spec), _mask(arrays, spec)) for spec in specs]
+        fields = {spec: spec.decode(_lookup(arrays, spec), _mask(arrays, spec)) for spec in specs}
+        if self.mapping.structure == "columns":
+            _check_equal_lengths(specs, fields.values(), "Column tensors")
+        return fields
+
+    def value_of(self, fields):
+        """The MLflow value of decoded fields: the array, the dict of arrays or the DataFrame."""
         structure = self.mapping.structure
         if structure == "tensor":
-            return values[0]
+            return list(fields.values())[0]
         if structure == "tensors":
-            return {spec.field.name: value for spec, value in zip(specs, values)}
-        _check_equal_lengths(specs, values, "Column tensors")
-        return pd.DataFrame({spec.column_key: value for spec, value in zip(specs, values)})
+            return {spec.field.name: value for spec, value in fields.items()}
+        return pd.DataFrame({spec.column_key: value for spec, value in fields.items()})
 
     # -- MLflow value -> Triton tensors -------------------------------------------------
 
@@ -180,6 +190,18 @@ class _TensorSpec:
         self.label = (
             f"`{field.tensor}`" if field.name in (None, field.tensor) else (f"`{field.tensor}` (field `{field.name}`)")
         )
+
+    def typed_alike(self, arrays):
+        """Whether pandas gives a column of this field's decoded ``arrays`` joined the dtype it gives each of them
+        (``pd.concat`` of their frames keeps it only then). It takes a dtype from an array's own, except from an
+        object array, which it types by the types of the values (pandas 3 makes text ``str``, unless every value
+        is missing): text and binary decode to str or bytes only, and to None in a missing row, so their arrays
+        type alike unless a missing value makes one differ; a JSON column holds values of any type."""
+        if arrays[0].dtype != object:
+            return True
+        if self.is_json or not self.is_bytes:
+            return False
+        return self.mask is None or not any(None in array.tolist() for array in arrays)
 
     def check_shape(self, shape):
         if len(shape) != len(self.dims) or any(d != -1 and d != s for d, s in zip(self.dims, shape)):
