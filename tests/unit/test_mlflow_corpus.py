@@ -135,10 +135,12 @@ def test_corpus_has_at_least_40_cases_of_issue_41_when_listed():
     assert {case.mlflow_test.split("::")[0] for case in cases} == new_files
 
 
-def test_corpus_sample_has_one_case_per_flavor_ci_runs_when_selected():
-    sample = run.select(run.all_cases(), run.SAMPLE)
+def test_corpus_sample_has_one_case_per_flavor_ci_runs_and_one_of_the_protocol_when_selected():
+    sample = run.select(run.all_cases(), [case_id for case_id in run.SAMPLE if case_id != run.SAMPLE_PROTOCOL])
 
     assert sorted(case.flavor for case in sample) == sorted(set(FLAVORS) - set(CORPUS_ONLY_FLAVORS))
+    assert run.select(run.all_cases(), [run.SAMPLE_PROTOCOL])[0].route == "add-repository"
+    assert run.SAMPLE[-1] == run.SAMPLE_PROTOCOL
     assert set(CORPUS_ONLY_FLAVORS) < set(FLAVORS)
 
 

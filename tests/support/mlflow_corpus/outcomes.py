@@ -234,7 +234,7 @@ def markdown(outcomes: Sequence[Outcome], meta: Mapping[str, Any]) -> str:
         "`python -m tests.support.mlflow_corpus.run --cases ID,ID` (see `--list`; `--protocol mlflow` hands "
         "`add_repository` MLflow's serving protocol for every add-repository case); CI runs a sample of one case per "
         "flavor of its own environment (`tests/e2e/test_mlflow_corpus_sample.py`; not the flavors only "
-        "`make corpus` installs, nor ONNX).",
+        "`make corpus` installs, nor ONNX; and one case of MLflow's serving protocol).",
         "",
     ]
     from .case import FLAVORS

@@ -36,7 +36,11 @@ from .both_servers import compare_sample
 from .case import Case
 from .outcomes import Outcome, apply_check_report, counts, first_line, headline, markdown, mlflow_serve_summary
 
-#: One fast case per flavor: the sample CI runs (tests/e2e/test_mlflow_corpus_sample.py).
+#: A case add_repository brings in as MLflow's serving protocol (the signature MLflow inferred from predict, a
+#: predict_proba model): its serving environment is the one tests/e2e/test_mlflow_protocol_triton.py builds.
+SAMPLE_PROTOCOL = "sklearn-gaussian-nb-predict-proba-add"
+#: One fast case per flavor of CI's environment, and one of MLflow's serving protocol: the sample CI runs
+#: (tests/e2e/test_mlflow_corpus_sample.py).
 SAMPLE = (
     "sklearn-logreg-log",
     "pytorch-sequential-log",
@@ -47,6 +51,7 @@ SAMPLE = (
     "statsmodels-ols-save-load",
     "sentence_transformers-serve-one-sentence",
     "pyfunc-class-artifacts-knn-add",
+    SAMPLE_PROTOCOL,
 )
 ADDED_NOTE = "logged with plain MLflow, brought in with add_repository"
 CHECK_TIMEOUT_S = 3600
