@@ -14,8 +14,9 @@ what they must be (a UUID, a time close to the oracle's own call), never skipped
 
 A repository speaking MLflow's serving protocol answers MLflow's JSON body in its ``response`` tensor; the oracle is
 MLflow's own ``/invocations`` code on the same body (:func:`protocol_outputs`), and the two bodies are parsed and
-compared by value (:data:`MLFLOW_BODY`): floats within the float64 tolerances, everything else exactly, and the
-``id``/``created`` keys MLflow's chat and completions answers fill per call by what they must be.
+compared by value (:data:`MLFLOW_BODY`): floats within the float64 tolerances, everything else exactly, and the keys
+filled per call in chat, completions and agent answers (:data:`BODY_VOLATILE_KEYS`: ``id``, ``created``,
+``created_at``) by what they must be.
 """
 
 import json
@@ -67,8 +68,14 @@ VOLATILE_FIELDS = {
 CALL_TIME_WINDOW_SECONDS = 3600
 # The rule for the ``response`` of an MLflow-protocol repository: MLflow's JSON body, compared parsed.
 MLFLOW_BODY = "MLflow's JSON body, compared as parsed values"
-# Keys of that body MLflow fills afresh per call, in every chat, completions and agent answer: key -> what it must be.
-BODY_VOLATILE_KEYS = {"id": UUID, "created": CALL_TIME}
+# Keys of that body filled afresh per call, in every chat, completions and agent answer: key -> what it must be. MLflow
+# fills a ChatModel answer's ``created`` (``int(time.time())``) and its tool calls' ``id`` (``uuid4``,
+# mlflow/types/llm.py); a ChatAgent's messages and a ResponsesAgent's output items must carry an ``id`` the agent
+# draws per call (MLflow refuses a ChatAgentResponse without one and says to use ``str(uuid.uuid4())``; its Responses
+# helpers draw ``uuid4`` where the source has none, mlflow/types/responses.py), and a Responses answer's
+# ``created_at`` is the time of the call in float seconds (mlflow/types/responses_helpers.py). An ``id`` is judged as a
+# UUID only where the oracle's is one: any other id is compared by value.
+BODY_VOLATILE_KEYS = {"id": UUID, "created": CALL_TIME, "created_at": CALL_TIME}
 
 
 def output_codec(model_dir):
@@ -241,8 +248,8 @@ def _body_difference(want, got, path, rtol, atol, key=None):
     rule = BODY_VOLATILE_KEYS.get(key)
     if rule == UUID and isinstance(want, str) and _is_uuid(want):
         return None if isinstance(got, str) and _is_uuid(got) else f"{path} is not {rule} (got {_shown(got)})"
-    if rule == CALL_TIME and type(want) is int:
-        close = type(got) is int and abs(got - want) <= CALL_TIME_WINDOW_SECONDS
+    if rule == CALL_TIME and type(want) in (int, float):  # ``created`` is int seconds, ``created_at`` float
+        close = type(got) is type(want) and abs(got - want) <= CALL_TIME_WINDOW_SECONDS
         return None if close else f"{path} is not {rule} (got {_shown(got)}, the oracle's {want})"
     if isinstance(want, dict) and isinstance(got, dict):
         if list(want) != list(got):
