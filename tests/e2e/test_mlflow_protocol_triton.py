@@ -8,6 +8,7 @@ be the same (the chat answer's ``created`` by check's rule for per-call fields),
 with MLflow's message. ``mlflow-triton check`` PASSes both.
 """
 
+import contextlib
 import json
 import shutil
 import textwrap
@@ -82,7 +83,7 @@ def added(tmp_path_factory):
     (root / "chat_model.py").write_text(CHAT_MODEL_CODE)
     tracking_uri = f"sqlite:///{root / 'mlflow.db'}"
     with using_tracking(tracking_uri):
-        mlflow.set_experiment("protocol")
+        mlflow.set_experiment(experiment_id=mlflow.create_experiment("protocol", (root / "artifacts").as_uri()))
         with mlflow.start_run():
             classifier = mlflow.sklearn.log_model(
                 LogisticRegression(max_iter=500).fit(X, Y),
@@ -94,35 +95,46 @@ def added(tmp_path_factory):
             chat = mlflow.pyfunc.log_model(
                 name="shout", python_model=str(root / "chat_model.py"), registered_model_name="shout"
             )
-        models = {}
-        for name, source in (("iris", classifier), ("shout", chat)):
-            info = mlflow_triton.add_repository(f"models:/{name}/1", protocol="mlflow")
-            local = mlflow.artifacts.download_artifacts(info.model_uri, dst_path=str(root / "downloads" / name))
-            models[name] = (
-                source,
-                f"models:/{name}/2",
-                next((root / "downloads" / name / "model_repository").iterdir()),
-            )
-            assert models[name][2].is_dir(), local
+        models = {
+            name: (source, *add_registered(root, name, protocol="mlflow"))
+            for name, source in (("iris", classifier), ("shout", chat))
+        }
     return tracking_uri, root, models
 
 
-@pytest.fixture(scope="module")
-def triton(added, tmp_path_factory):
-    """One Triton serving both repositories, from one environment that holds both models' requirements."""
-    _, root, models = added
+def add_registered(root, name, **options):
+    """``add_repository("models:/<name>/1", **options)``: (the new version's URI, its Triton model directory,
+    downloaded under ``root/downloads/<name>``)."""
+    info = mlflow_triton.add_repository(f"models:/{name}/1", **options)
+    downloads = root / "downloads" / name
+    mlflow.artifacts.download_artifacts(info.model_uri, dst_path=str(downloads))
+    [directory] = (downloads / "model_repository").iterdir()
+    return f"models:/{name}/{info.registered_model_version}", directory
+
+
+@contextlib.contextmanager
+def serving(root, directories):
+    """One Triton serving copies of ``directories``, from one environment that holds all their requirements."""
     repository = root / "served"
     repository.mkdir()
     lines = []
-    for _, _, directory in models.values():
+    for directory in directories:
         shutil.copytree(directory, repository / directory.name)
         lines += requirement_lines((directory / "requirements.txt").read_text())
     installation = TritonInstallation.bundled(progress=None)
     env = ensure_env_for_requirements(
-        sorted(set(lines)), installation.serving_constraints, progress=None, reuse_superset=True, source="both models"
+        sorted(set(lines)), installation.serving_constraints, progress=None, reuse_superset=True, source="the models"
     )
-    names = [directory.name for _, _, directory in models.values()]
+    names = [directory.name for directory in directories]
     with TritonServer(repository, names, installation=installation, serving_env=env) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def triton(added):
+    """One Triton serving both repositories."""
+    _, root, models = added
+    with serving(root, [directory for _, _, directory in models.values()]) as server:
         yield server
 
 
@@ -159,17 +171,32 @@ def same_body(want, got):
     return result
 
 
+def answered_alike(server, model_uri, name, content_type, body):
+    """Send ``body`` to MLflow's scoring server for ``model_uri`` and to Triton's model ``name``; assert that Triton
+    answers as MLflow does: a 200 with the same body (per-call fields by check's rule), a 4xx as a 400 carrying
+    MLflow's error code and message. Returns MLflow's ``(status, body)`` and Triton's body."""
+    want_status, want = mlflow_answer(model_uri, content_type, body)
+    got_status, got = triton_answer(server, name, content_type, body)
+    if want_status == 200:
+        assert got_status == 200, (body, want, got)
+        result = same_body(want, got)
+        assert result["equal"], (body, result["how"], want, got)
+    else:
+        mlflow_error = json.loads(want)
+        assert (want_status, got_status) == (want_status, 400 if want_status < 500 else 500), (body, want, got)
+        assert got.startswith(f"MLflow answered HTTP {want_status} ({mlflow_error['error_code']}): "), got
+        assert mlflow_error["message"][:200] in got, (want, got)
+    return (want_status, want), got
+
+
 @pytest.mark.parametrize(("name", "bodies"), [("iris", SKLEARN_BODIES), ("shout", CHAT_BODIES)])
 def test_triton_answers_every_body_as_mlflows_scoring_server_does(added, triton, name, bodies):
     tracking_uri, _, models = added
     source, _, directory = models[name]
     with using_tracking(tracking_uri):
         for content_type, body in bodies:
-            want_status, want = mlflow_answer(source.model_uri, content_type, body)
-            got_status, got = triton_answer(triton, directory.name, content_type, body)
-            assert (want_status, got_status) == (200, 200), (body, want, got)
-            result = same_body(want, got)
-            assert result["equal"], (body, result["how"], want, got)
+            (status, want), got = answered_alike(triton, source.model_uri, directory.name, content_type, body)
+            assert status == 200, want
             if name == "iris":  # nothing per call: byte for byte what MLflow's server sends
                 assert got == want
 
@@ -179,12 +206,8 @@ def test_mlflows_400_is_a_triton_400_with_mlflows_message(added, triton):
     source, _, directory = models["iris"]
     body = json.dumps({"dataframe_split": {"columns": ["length"], "data": [[1.0]]}})  # `width` is missing
     with using_tracking(tracking_uri):
-        want_status, want = mlflow_answer(source.model_uri, "application/json", body)
-    got_status, got = triton_answer(triton, directory.name, "application/json", body)
-    mlflow_error = json.loads(want)
-    assert (want_status, got_status) == (400, 400)
-    assert got.startswith(f"MLflow answered HTTP 400 ({mlflow_error['error_code']}): ")
-    assert mlflow_error["message"][:200] in got
+        (status, _), _ = answered_alike(triton, source.model_uri, directory.name, "application/json", body)
+    assert status == 400
 
 
 def check(root, tracking_uri, *arguments):
@@ -211,7 +234,7 @@ def test_check_passes_both_models_and_a_csv_body_given_with_input(added):
 def test_the_documented_client_asks_triton_what_mlflow_would_answer(added, triton):
     tracking_uri, _, models = added
     source, _, directory = models["iris"]
-    [block] = [b for b in docs_pages.blocks(docs_pages.DOCS / "repository.md", "python") if "protocol" in b.heading]
+    [block] = [b for b in docs_pages.blocks(docs_pages.DOCS / "repository.md", "python") if "def invocations" in b.code]
     namespace = {}
     exec(block.code, namespace)
     content_type, body = SKLEARN_BODIES[-1]  # CSV, with its content type
