@@ -22,8 +22,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from tests.e2e.test_mlflow_protocol_triton import add_registered, answered_alike, check, serving
-from tests.support import docs_pages
+from tests.e2e.test_mlflow_protocol_triton import add_registered, answered_alike, check, documented_bodies, serving
 from tests.support.mlflow_server import using_tracking
 
 pytestmark = pytest.mark.triton
@@ -83,14 +82,6 @@ TYPE_HINTED_CODE = textwrap.dedent(
 X = np.array([[1.0, 0.5], [2.0, 0.1], [3.0, 0.9], [4.0, 0.3], [5.0, 0.7], [6.0, 0.2]], dtype=np.float32)
 Y = np.array([0, 0, 2, 1, 1, 2])
 JSON = "application/json"
-
-
-def documented_bodies():
-    """The chat and agent request bodies of docs/repository.md (its block that defines them)."""
-    [block] = [b for b in docs_pages.blocks(docs_pages.DOCS / "repository.md", "python") if "chat_request" in b.code]
-    namespace = {}
-    exec(block.code, namespace)
-    return namespace
 
 
 # name -> [(the status MLflow's scoring server answers, body)]: Triton must answer each alike.

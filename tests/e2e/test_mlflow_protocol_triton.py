@@ -61,7 +61,18 @@ SKLEARN_BODIES = [
     ("application/json", json.dumps({"instances": [{"length": 1.5, "width": 0.8}]})),
     ("text/csv", "length,width\n4.0,0.3\n1.0,0.5\n"),
 ]
+
+
+def documented_bodies():
+    """The chat and Responses request bodies of docs/repository.md (the block that defines them), by name."""
+    [block] = [b for b in docs_pages.blocks(docs_pages.DOCS / "repository.md", "python") if "chat_request" in b.code]
+    namespace = {}
+    exec(block.code, namespace)
+    return namespace
+
+
 CHAT_BODIES = [
+    ("application/json", documented_bodies()["chat_request"]),
     ("application/json", json.dumps({"messages": [{"role": "user", "content": "hello"}]})),
     (
         "application/json",
