@@ -57,12 +57,15 @@ __all__ = [
 FLOAT_TOLERANCES = {"float16": (1e-2, 1e-3), "float32": (1e-4, 1e-6), "float64": (1e-6, 1e-9)}
 
 # MLflow's LLM tasks answer each row with ``"id": str(uuid.uuid4())`` and ``"created": int(time.time())``
-# (mlflow/transformers/llm_inference_utils.py): output field -> what its value must be.
+# (mlflow/transformers/llm_inference_utils.py); a ChatModel (task ``agent/v1/chat``, mlflow/pyfunc/model.py) answers
+# MLflow's ``created`` and an ``id`` of its own, drawn per call where it is a UUID: output field -> what its value must
+# be. A UUID is required only where the oracle's element is one; another value is compared as it is.
 UUID, CALL_TIME = "a fresh UUID per row", "the time of the call, in epoch seconds"
 VOLATILE = "volatile"  # how a volatile output's comparison begins
 VOLATILE_FIELDS = {
     "llm/v1/chat": {"id": UUID, "created": CALL_TIME},
     "llm/v1/completions": {"id": UUID, "created": CALL_TIME},
+    "agent/v1/chat": {"id": UUID, "created": CALL_TIME},
 }
 # How far an answer's ``created`` may be from the oracle's own call (the server answers minutes later at most).
 CALL_TIME_WINDOW_SECONDS = 3600
@@ -216,7 +219,11 @@ def _compare_volatile(want, got, rule):
     if got.dtype != want.dtype or got.shape != want.shape:
         return _compare_one(want, got, exact=True)
     if rule == UUID:
-        same = np.array([_is_uuid(item) for item in got.ravel()], dtype=bool)
+        pairs = zip(got.ravel(), want.ravel())
+        same = np.array(
+            [_is_uuid(item) if _is_uuid(wanted) else _as_bytes(item) == _as_bytes(wanted) for item, wanted in pairs],
+            dtype=bool,
+        )
     else:  # CALL_TIME
         same = (np.abs(got.astype(np.int64) - want.astype(np.int64)) <= CALL_TIME_WINDOW_SECONDS).ravel()
     how = f"{VOLATILE} ({rule}): checked as such, not by value"

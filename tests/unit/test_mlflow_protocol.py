@@ -33,7 +33,13 @@ from mlflow_triton._protocol import protocol_layout
 from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.export._errors import UnsupportedModelError
 from mlflow_triton.export._source import read_logged_model
-from mlflow_triton.local._compare import MLFLOW_BODY, compare, volatile_outputs
+from mlflow_triton.local._compare import (
+    MLFLOW_BODY,
+    compare,
+    load_input_example,
+    predict_outputs,
+    volatile_outputs,
+)
 from mlflow_triton.local.errors import InputFileError
 from mlflow_triton.local.user_input import body_request
 from mlflow_triton.repository.config import build_config, render_config
@@ -400,6 +406,36 @@ def test_two_calls_of_each_chat_interface_answer_alike_by_checks_rule_an_hour_ap
 
     assert (first.status, second.status) == (200, 200)
     assert first.body != second.body and result["equal"], (first.body, second.body, result)
+
+
+class Ticket(ChatModel):
+    """A chat model that answers an ``id`` of its own per call (a UUID): the typed tensors can carry its answer."""
+
+    def predict(self, context, messages, params):
+        reply = ChatMessage(role="assistant", content=messages[-1].content.upper())
+        return ChatCompletionResponse(
+            id=str(uuid.uuid4()), model="ticket", choices=[ChatChoice(index=0, message=reply)]
+        )
+
+
+def test_check_judges_a_chat_models_typed_answer_id_and_created_by_what_they_must_be(tracking_store, monkeypatch):
+    source = mlflow.pyfunc.log_model(name="ticket", python_model=Ticket(), pip_requirements=[])
+    info = mlflow_triton.add_repository(source.model_uri, protocol="tensors")
+    local = pathlib.Path(mlflow.artifacts.download_artifacts(artifact_uri=info.model_uri))
+    [repository] = (local / "model_repository").iterdir()
+    model = mlflow.pyfunc.load_model(info.model_uri)
+    example = load_input_example(repository)
+    first = predict_outputs(model, example, repository)
+    now = time.time()
+    monkeypatch.setattr(time, "time", lambda: now + 50 * 60)  # Triton's answer, 50 minutes later
+
+    results = compare(first, predict_outputs(model, example, repository), volatile=volatile_outputs(repository))
+
+    assert volatile_outputs(repository) == {
+        "id": "a fresh UUID per row",
+        "created": "the time of the call, in epoch seconds",
+    }
+    assert all(result["equal"] for result in results.values()), results
 
 
 def test_the_pyfunc_wrapper_logs_a_chat_model_with_the_protocol_and_its_chat_body_as_the_request(
