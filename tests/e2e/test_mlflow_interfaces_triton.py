@@ -5,10 +5,10 @@ Logged with plain MLflow and registered in a sqlite store, as a user of ``mlflow
 Responses API, the time of the call), a type-hinted ``PythonModel`` taking ``list[dict[str, int]]``, and an
 skl2onnx classifier with its ZipMap (a dict of probabilities per row, which no typed tensor carries). The
 ``ChatModel`` and ``mlflow.sklearn.log_model(..., pyfunc_predict_fn="predict_proba")`` cases are
-``test_mlflow_protocol_triton.py``'s. Each is added with ``add_repository``, all are served by one Triton, and every
-request body (the chat and agent requests of docs/repository.md among them) goes to Triton and to MLflow's own
-scoring server app: the answers must be alike (``test_mlflow_protocol_triton.answered_alike``). ``mlflow-triton check``
-PASSes them all in one call.
+``test_mlflow_protocol_triton.py``'s. Each is added with ``add_repository`` (the ``ChatAgent`` with
+``mlflow-triton add-repository``), all are served by one Triton, and every request body (the chat and agent requests
+of docs/repository.md among them) goes to Triton and to MLflow's own scoring server app: the answers must be alike
+(``test_mlflow_protocol_triton.answered_alike``). ``mlflow-triton check`` PASSes them all in one call.
 """
 
 import json
@@ -22,7 +22,16 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from tests.e2e.test_mlflow_protocol_triton import add_registered, answered_alike, check, documented_bodies, serving
+from tests.e2e.test_cli import UserStore
+from tests.e2e.test_cli import mlflow_triton as console
+from tests.e2e.test_mlflow_protocol_triton import (
+    add_registered,
+    answered_alike,
+    check,
+    documented_bodies,
+    fetched,
+    serving,
+)
 from tests.support.mlflow_server import using_tracking
 
 pytestmark = pytest.mark.triton
@@ -150,8 +159,15 @@ def added(tmp_path_factory):
                 ),
             }
         models = {
-            name: (source.model_uri, *add_registered(root, name, protocol="mlflow")) for name, source in sources.items()
+            name: (source.model_uri, *add_registered(root, name, protocol="mlflow"))
+            for name, source in sources.items()
+            if name != "mirror"
         }
+    # the ChatAgent as a user adds it, from the command line
+    added = console("add-repository", "models:/mirror/1", "--protocol", "mlflow", store=UserStore(tracking_uri, root))
+    assert added.returncode == 0 and "registered models:/mirror/2" in added.stdout, added.stdout + added.stderr
+    with using_tracking(tracking_uri):
+        models["mirror"] = (sources["mirror"].model_uri, *fetched(root, "mirror", "models:/mirror/2"))
     return tracking_uri, root, models
 
 

@@ -117,10 +117,15 @@ def add_registered(root, name, **options):
     """``add_repository("models:/<name>/1", **options)``: (the new version's URI, its Triton model directory,
     downloaded under ``root/downloads/<name>``)."""
     info = mlflow_triton.add_repository(f"models:/{name}/1", **options)
+    return fetched(root, name, f"models:/{name}/{info.registered_model_version}")
+
+
+def fetched(root, name, model_uri):
+    """``(model_uri, its Triton model directory)``, the model downloaded under ``root/downloads/<name>``."""
     downloads = root / "downloads" / name
-    mlflow.artifacts.download_artifacts(info.model_uri, dst_path=str(downloads))
+    mlflow.artifacts.download_artifacts(model_uri, dst_path=str(downloads))
     [directory] = (downloads / "model_repository").iterdir()
-    return f"models:/{name}/{info.registered_model_version}", directory
+    return model_uri, directory
 
 
 @contextlib.contextmanager
