@@ -85,7 +85,7 @@ def output_codec(model_dir):
     """The runtime's codec for the outputs configured in ``model_dir/config.pbtxt``."""
     config, contract = read_config(Path(model_dir) / CONFIG_FILE)
     _, outputs = declarations(config)
-    return StructureCodec(contract.outputs, {d.name: (d.data_type, d.dims) for d in outputs})
+    return StructureCodec(contract.outputs, {d.name: (d.data_type, d.dims) for d in outputs}, prediction=True)
 
 
 def load_input_example(model_dir):

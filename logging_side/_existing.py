@@ -81,7 +81,7 @@ def add_repository(
     max_queue_delay_microseconds: "int | None" = None,
     zero_row_guard: bool = True,
     await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
-    protocol: str = _protocol.TENSORS_PROTOCOL,
+    protocol: str = _protocol.AUTO_PROTOCOL,
 ) -> "ModelInfo":
     """Log a new MLflow model: the source's files unchanged plus the ``triton`` flavor and ``model_repository/``.
 
@@ -92,9 +92,10 @@ def add_repository(
     ``registered_model_name`` defaults to the source's registered model for a ``models:/name...`` URI. ``name``,
     the new model's name in MLflow, defaults to the source's followed by ``-triton``: under the source's own name in
     the source's run it would become what ``runs:/<run>/<name>`` loads. ``triton_model_name`` defaults to the
-    source's name, made Triton-safe. ``protocol``: ``"tensors"`` (one typed tensor per field of the signature) or
-    ``"mlflow"`` (the body ``mlflow models serve`` accepts at ``/invocations`` in one BYTES tensor, its answer in
-    another; see docs/repository.md).
+    source's name, made Triton-safe. ``protocol``: ``"auto"`` (default: the typed mapping where it carries the
+    model exactly, else MLflow's), ``"tensors"`` (one typed tensor per field of the signature) or ``"mlflow"`` (the
+    body ``mlflow models serve`` accepts at ``/invocations`` in one BYTES tensor, its answer in another; see
+    docs/repository.md).
     Returns MLflow's ``ModelInfo``.
     """
     read_input = None if input_example is None else (lambda _schema: input_example)
@@ -124,7 +125,7 @@ def _add_repository(
     max_queue_delay_microseconds: "int | None" = None,
     zero_row_guard: bool = True,
     await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
-    protocol: str = _protocol.TENSORS_PROTOCOL,
+    protocol: str = _protocol.AUTO_PROTOCOL,
 ) -> "ModelInfo":
     """``add_repository`` with the input read by ``read_input(the source's input schema)`` (the command line's
     ``--input FILE``, parsed by the local part, which the logging side never imports), or the saved example.

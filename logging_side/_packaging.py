@@ -27,9 +27,15 @@ from mlflow_triton.repository.names import check_model_name, default_model_name
 from . import _batching, _build, _caller, _model_log, _model_requirements, _protocol
 from ._examples import check_example, for_request
 from ._framework import Framework
-from ._prediction import predict, predict_and_map
+from ._prediction import predict, predict_and_map, request_dependent_outputs
 from ._validation import codecs_for, example_tensors, validate_in_memory
-from .errors import BatchingWarning, CustomCodeWarning, InvalidArgumentError
+from .errors import (
+    BatchingWarning,
+    CustomCodeWarning,
+    InvalidArgumentError,
+    UnsupportedSchemaError,
+    ValidationError,
+)
 
 DEVICES = ("cpu", "gpu")
 
@@ -56,7 +62,7 @@ def log_model(
     zero_row_guard=True,
     lineage=None,
     experiment_id=None,
-    protocol=_protocol.TENSORS_PROTOCOL,
+    protocol=_protocol.AUTO_PROTOCOL,
 ):
     """Prepare the complete package, then hand it to ``Model.log``; returns ``ModelInfo``.
 
@@ -112,6 +118,7 @@ def save_model(
     max_batch_size=0,
     max_queue_delay_microseconds=None,
     zero_row_guard=True,
+    protocol=_protocol.AUTO_PROTOCOL,
 ):
     """Write the complete MLflow package (native flavor + triton flavor) to ``path``.
 
@@ -131,6 +138,7 @@ def save_model(
         validate_saved_model=validate_saved_model,
         options=dict(extra_options or {}),
         batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds, zero_row_guard),
+        protocol=protocol,
     )
     _build.build(plan, path)
 
@@ -157,6 +165,7 @@ class Plan:
     example_params: "dict[str, Any] | None" = None  # the params of an ``(input, params)`` example, in the request
     lineage: "dict[str, Any] | None" = None  # where the model came from (add_repository), recorded in validation.json
     output_mapping: "dict[str, Any] | None" = None  # outputs mapped from the example's prediction: why
+    protocol_reason: "str | None" = None  # why protocol="auto" chose MLflow's serving protocol
 
 
 def _plan(
@@ -171,7 +180,7 @@ def _plan(
     options,
     batching=_batching.NO_BATCHING,
     lineage=None,
-    protocol=_protocol.TENSORS_PROTOCOL,
+    protocol=_protocol.AUTO_PROTOCOL,
 ):
     """Check the arguments, predict the example in memory and derive the mapping; writes nothing."""
     _protocol.check_protocol(protocol, batching.max_batch_size)
@@ -201,14 +210,17 @@ def _plan(
     recorded_warnings = custom_code + tuple(missing)
     for message in recorded_warnings:
         _caller.warn(message, CustomCodeWarning)
-    if protocol == _protocol.MLFLOW_PROTOCOL:  # the example's serving body, answered in memory as Triton will
-        layout, tensors, validation = _protocol.prove_saved_model(
-            framework, model, signature, input_example, options, framework.current_device(model)
+    if protocol == _protocol.MLFLOW_PROTOCOL:
+        signature, layout, tensors, validation, typed = _protocol_parts(
+            framework, model, signature, input_example, options
         )
-        typed = {}  # params travel in the body; no mapping, no batching
-    else:
+    elif protocol == _protocol.TENSORS_PROTOCOL or batching.enabled:  # MLflow's protocol does not batch
         signature, layout, tensors, validation, typed = _typed_parts(
             framework, model, example_input, example_params, signature, options, batching, validate_saved_model
+        )
+    else:
+        signature, layout, tensors, validation, typed = _chosen_parts(
+            framework, model, input_example, signature, options, validate_saved_model
         )
     return Plan(
         framework=framework,
@@ -228,12 +240,61 @@ def _plan(
     )
 
 
-def _typed_parts(framework, model, example_input, example_params, signature, options, batching, validate_saved_model):
+def _chosen_parts(framework, model, input_example, signature, options, validate_saved_model):
+    """``protocol="auto"``: MLflow's serving protocol for a chat or agent interface, and for a model the typed mapping
+    refuses (``probe``: also where the output columns depend on the request) while MLflow's own scoring code answers
+    its serving example; the typed mapping otherwise. Where both refuse, the typed mapping's refusal is raised; an
+    argument the typed mapping refuses (``InvalidArgumentError``) is refused at once."""
+    interface = _protocol.interface(model)
+    if interface is not None:
+        why = f"the model is MLflow's {interface}, whose requests and answers are MLflow's chat or agent bodies"
+        return _protocol_parts(framework, model, signature, input_example, options, why)
+    example_input, example_params = _split_example(input_example)
+    try:
+        return _typed_parts(
+            framework,
+            model,
+            example_input,
+            example_params,
+            signature,
+            options,
+            _batching.NO_BATCHING,
+            validate_saved_model,
+            probe=True,
+        )
+    except (UnsupportedSchemaError, ValidationError) as error:  # the caller's own mistakes (InvalidArgumentError) stay
+        refusal = error
+    try:
+        return _protocol_parts(
+            framework, model, signature, input_example, options, f"the typed mapping refuses it: {refusal}"
+        )
+    except Exception as error:  # MLflow cannot save, load or answer it either: the typed refusal says what to do
+        said = str(error) if isinstance(error, ValidationError) else f"{type(error).__name__}: {error}"
+        raise type(refusal)(f"{refusal} (MLflow's serving protocol cannot serve it either: {said})") from refusal
+
+
+def _protocol_parts(framework, model, signature, input_example, options, why=None):
+    """MLflow's serving protocol: ``(signature, layout, tensors, validation, the Plan's fields)``, the example's
+    serving body answered in memory as Triton will answer it (``_protocol.prove_saved_model``); params travel in the
+    body: no mapping, no batching. ``why``: the reason ``protocol="auto"`` chose it."""
+    layout, tensors, validation = _protocol.prove_saved_model(
+        framework, model, signature, input_example, options, framework.current_device(model)
+    )
+    return signature, layout, tensors, validation, {"protocol_reason": why}
+
+
+def _typed_parts(
+    framework, model, example_input, example_params, signature, options, batching, validate_saved_model, probe=False
+):
     """The typed tensor mapping: ``(signature, layout, tensors, validation, the Plan's batching and mapping fields)``
-    from the example predicted in memory."""
+    from the example predicted in memory. ``probe``: refuse a model whose output columns depend on the request
+    (``request_dependent_outputs``), which ``protocol="auto"`` then serves with MLflow's protocol."""
     adapter, signature, mapped, layout, output_mapping = predict_and_map(
         framework, model, example_input, example_params, signature, options
     )
+    varies = request_dependent_outputs(adapter, example_input, example_params, mapped) if probe else None
+    if varies is not None:
+        raise UnsupportedSchemaError(varies)
     layout = _batching.batched_layout(layout, batching)
     tensors = example_tensors(layout, for_request(example_input, mapped.inputs))
     _batching.check_example_rows(tensors, batching)

@@ -7,6 +7,7 @@ served model will predict it; the signature is recorded or inferred from that pr
 
 import collections.abc
 import copy
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -172,3 +173,73 @@ def _as_plain(prediction):
     if hasattr(prediction, "detach") and hasattr(prediction, "cpu"):
         return prediction.detach().cpu().numpy()
     return prediction
+
+
+def request_dependent_outputs(adapter, example_input, example_params, mapped):
+    """Why a request may get other output columns than the example did, or ``None``.
+
+    Each boolean column of the example (a DataFrame, a dict or records) and each boolean parameter of the signature
+    is flipped in turn and the example predicted again: where MLflow infers another output schema for that
+    prediction (pmdarima's ``return_conf_int`` adds ``lower_ci``/``upper_ci``), the outputs depend on the request
+    and a mapping fixed at logging time cannot carry them. A flipped example that fails to predict proves nothing."""
+    schema = mapped.inputs
+    baseline = _output_schema(adapter, example_input, schema, example_params)
+    if baseline is None:
+        return None
+    variants = [
+        (f"input column `{name}`", flipped, example_params) for name, flipped in _flipped_columns(example_input)
+    ]
+    for spec in mapped.params.params if mapped.params is not None else ():
+        if getattr(spec.dtype, "name", None) == "boolean" and spec.shape is None:
+            value = (example_params or {}).get(spec.name, spec.default)
+            variants.append(
+                (f"parameter `{spec.name}`", example_input, {**(example_params or {}), spec.name: not value})
+            )
+    for what, model_input, params in variants:
+        varied = _output_schema(adapter, model_input, schema, params)
+        if varied is not None and varied != baseline:
+            return (
+                f"the prediction's columns depend on the request: with {what} flipped the example predicts "
+                f"{_columns_of_schema(varied)} instead of {_columns_of_schema(baseline)}"
+            )
+    return None
+
+
+def _output_schema(adapter, model_input, schema, params):
+    try:
+        prediction = predict(adapter, for_prediction(copy.deepcopy(model_input), schema), "varied example", params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # MLflow's hints about the inferred types: said once, for the example
+            return infer_signature(model_output=_as_plain(prediction)).outputs.to_dict()
+    except Exception:  # a variant the model refuses, or a prediction MLflow infers no schema for: no evidence
+        return None
+
+
+def _flipped_columns(example_input):
+    """``(name, the example with that boolean column negated)`` for each column holding only booleans."""
+    if isinstance(example_input, pd.DataFrame):
+        names = [name for name in example_input.columns if example_input[name].dtype == bool]
+        return [(name, example_input.assign(**{str(name): ~example_input[name]})) for name in names]
+    if isinstance(example_input, dict):
+        return [
+            (name, {**example_input, name: _negated(value)})
+            for name, value in example_input.items()
+            if _negated(value) is not None
+        ]
+    if isinstance(example_input, list) and example_input and all(isinstance(row, dict) for row in example_input):
+        names = [name for name in example_input[0] if all(isinstance(row.get(name), bool) for row in example_input)]
+        return [(name, [{**row, name: not row[name]} for row in example_input]) for name in names]
+    return []
+
+
+def _negated(value):
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, list) and value and all(isinstance(item, bool) for item in value):
+        return [not item for item in value]
+    return None
+
+
+def _columns_of_schema(schema):
+    names = [str(column.get("name", "(unnamed)")) for column in schema]
+    return ", ".join(names) if len(names) < 12 else f"{len(names)} columns"

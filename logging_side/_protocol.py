@@ -1,5 +1,9 @@
 """The repository kind chosen with ``protocol=``: the typed tensor mapping, or MLflow's serving protocol.
 
+``protocol="auto"`` (the default) takes the typed mapping wherever it carries the model exactly, and MLflow's
+serving protocol where it cannot (:func:`interface` and the packaging flow say when): a chat or agent interface, or a
+model the typed mapping refuses while MLflow's own scoring code answers its serving example.
+
 With ``protocol="mlflow"`` the repository's model takes the body ``mlflow models serve`` accepts at ``/invocations``
 and answers the body it returns (``runtime/protocol.py``). Logging proves it as the typed mapping is proved, before
 anything is written: the native package is saved to a temporary directory as the build will save it and loaded with
@@ -18,6 +22,7 @@ from mlflow.models.utils import SERVING_INPUT_FILENAME
 from mlflow_triton.repository.layout import TensorDeclaration, TensorLayout
 from mlflow_triton.runtime.protocol import OK, MlflowProtocol, response_tensors, serving_environment
 from mlflow_triton.shared_contract import (
+    AUTO_PROTOCOL,
     BYTES_TYPE,
     CONTENT_TYPE_TENSOR,
     MLFLOW_PROTOCOL,
@@ -30,13 +35,18 @@ from mlflow_triton.shared_contract import (
 
 from .errors import InvalidArgumentError, ValidationError
 
+#: ``AUTO_PROTOCOL`` (the default): the typed mapping where it carries the model exactly, MLflow's serving protocol
+#: where it cannot.
+CHOICES = (AUTO_PROTOCOL, *PROTOCOLS)
+
 
 def check_protocol(protocol, max_batch_size):
-    """Refuse a ``protocol`` that is not one of :data:`PROTOCOLS`, and batching with MLflow's protocol."""
-    if protocol not in PROTOCOLS:
+    """Refuse a ``protocol`` that is not one of :data:`CHOICES`, and batching with MLflow's protocol."""
+    if protocol not in CHOICES:
         raise InvalidArgumentError(
-            f"protocol {protocol!r} is not supported; supported: {', '.join(repr(p) for p in PROTOCOLS)} "
-            f"({TENSORS_PROTOCOL!r}: one typed tensor per field of the signature; {MLFLOW_PROTOCOL!r}: the body "
+            f"protocol {protocol!r} is not supported; supported: {', '.join(repr(p) for p in CHOICES)} "
+            f"({AUTO_PROTOCOL!r}: {TENSORS_PROTOCOL!r} where it carries the model exactly, else {MLFLOW_PROTOCOL!r}; "
+            f"{TENSORS_PROTOCOL!r}: one typed tensor per field of the signature; {MLFLOW_PROTOCOL!r}: the body "
             "`mlflow models serve` accepts in one BYTES tensor, its answer in another)"
         )
     if protocol == MLFLOW_PROTOCOL and max_batch_size:
@@ -44,6 +54,24 @@ def check_protocol(protocol, max_batch_size):
             f"max_batch_size={max_batch_size}: protocol {MLFLOW_PROTOCOL!r} answers one body per request, as "
             "`mlflow models serve` does; use max_batch_size=0 with it"
         )
+
+
+def interface(model):
+    """The name of the MLflow chat or agent interface ``model`` implements (``ChatModel``, ``ChatAgent``,
+    ``ResponsesAgent``), or ``None``. Their requests and answers are MLflow's chat and agent bodies, with fields
+    MLflow fills per call: MLflow's serving protocol carries them as MLflow's server does. ``model`` is a
+    ``PythonModel`` or a loaded ``PyFuncModel`` (whose python model is unwrapped where it has one)."""
+    from mlflow.pyfunc import ChatAgent, ChatModel, PyFuncModel, ResponsesAgent
+
+    if isinstance(model, PyFuncModel):
+        try:
+            model = model.unwrap_python_model()
+        except Exception:  # not a PythonModel flavor (sklearn, transformers, ...): no chat interface of MLflow's
+            return None
+    for kind in (ChatModel, ChatAgent, ResponsesAgent):
+        if isinstance(model, kind):
+            return kind.__name__
+    return None
 
 
 def protocol_layout(flavor):

@@ -97,6 +97,8 @@ def write_repository(repository, plan: Plan, validation):
         report["source"] = plan.lineage
     if plan.output_mapping is not None:
         report["output_mapping"] = plan.output_mapping
+    if plan.protocol_reason is not None:
+        report["protocol_chosen_because"] = plan.protocol_reason
     if plan.batching.enabled:
         report["batching"] = {
             "max_batch_size": plan.batching.max_batch_size,

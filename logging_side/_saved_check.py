@@ -65,7 +65,7 @@ def _main(request_path, result_path):
         payload = pickle.load(handle)
     contract = Contract.from_json(payload["contract"])
     inputs = StructureCodec(contract.inputs, payload["inputs"])
-    outputs = StructureCodec(contract.outputs, payload["outputs"])
+    outputs = StructureCodec(contract.outputs, payload["outputs"], prediction=True)
     predictor = load_predictor(payload["artifact"], contract.flavor, "cpu")
     encoded = outputs.to_tensors(predictor.predict(inputs.from_tensors(payload["tensors"])))
     with open(result_path, "wb") as handle:

@@ -23,7 +23,7 @@ from pathlib import Path
 from mlflow_triton import __version__
 from mlflow_triton.command_line import add_tracking_uri
 from mlflow_triton.runtime import RUNTIME_VERSION
-from mlflow_triton.shared_contract import MLFLOW_PROTOCOL, PROTOCOLS, TENSORS_PROTOCOL
+from mlflow_triton.shared_contract import AUTO_PROTOCOL, MLFLOW_PROTOCOL, PROTOCOLS, TENSORS_PROTOCOL
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "build_parser", "main"]
 
@@ -487,11 +487,12 @@ def _add_repository_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--protocol",
-        choices=PROTOCOLS,
-        default=TENSORS_PROTOCOL,
-        help=f"what the Triton model speaks: {TENSORS_PROTOCOL} (default: one typed tensor per field of the "
-        f"signature) or {MLFLOW_PROTOCOL} (the body `mlflow models serve` accepts at /invocations in one BYTES "
-        "tensor `request`, its answer in the BYTES tensor `response`)",
+        choices=(AUTO_PROTOCOL, *PROTOCOLS),
+        default=AUTO_PROTOCOL,
+        help=f"what the Triton model speaks: {TENSORS_PROTOCOL} (one typed tensor per field of the signature), "
+        f"{MLFLOW_PROTOCOL} (the body `mlflow models serve` accepts at /invocations in one BYTES tensor `request`, its "
+        f"answer in the BYTES tensor `response`) or {AUTO_PROTOCOL} (default: {TENSORS_PROTOCOL} where it carries the "
+        f"model exactly, else {MLFLOW_PROTOCOL}; validation.json says why)",
     )
     add_tracking_uri(parser)
 

@@ -238,7 +238,7 @@ def log_model(
     validate_saved_model: bool = False,
     max_batch_size: int = 0,
     max_queue_delay_microseconds: int | None = None,
-    protocol: str = "tensors",
+    protocol: Literal["auto", "tensors", "mlflow"] = "auto",
     zero_row_guard: bool = True,
     **kwargs: Any,
 ) -> ModelInfo:
@@ -258,9 +258,9 @@ def log_model(
     that rows are predicted on their own (docs/batching.md), behind a front that answers a 0-row request with a
     400; ``zero_row_guard=False`` keeps one model directory, which a 0-row request stops (``BatchingWarning``).
 
-    ``protocol="mlflow"``: the Triton model speaks MLflow's serving protocol instead of typed tensors (one BYTES
-    tensor holding the body ``mlflow models serve`` accepts, its answer in another; docs/repository.md), for a model
-    whose answers typed tensors cannot carry (a ``ChatModel``, a prediction unlike its signature).
+    ``protocol`` (default ``"auto"``): the typed tensor mapping where it carries the model exactly, else MLflow's
+    serving protocol (the body ``mlflow models serve`` accepts, in one BYTES tensor; docs/repository.md), as
+    validation.json's ``protocol_chosen_because`` says; ``"tensors"`` or ``"mlflow"`` chooses one.
     """
     return _packaging.log_model(
         _FRAMEWORK,
@@ -302,6 +302,7 @@ def save_model(
     max_batch_size: int = 0,
     max_queue_delay_microseconds: int | None = None,
     zero_row_guard: bool = True,
+    protocol: Literal["auto", "tensors", "mlflow"] = "auto",
     **kwargs: Any,
 ) -> None:
     """Write the same package as ``log_model`` to a new local directory ``path`` (``python_model=None`` with
@@ -319,4 +320,5 @@ def save_model(
         max_queue_delay_microseconds=max_queue_delay_microseconds,
         zero_row_guard=zero_row_guard,
         extra_options=_pyfunc_options(kwargs, artifacts, loader_module, data_path, code_paths, model_config),
+        protocol=protocol,
     )

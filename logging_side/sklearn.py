@@ -137,6 +137,7 @@ def log_model(
     max_batch_size: int = 0,
     max_queue_delay_microseconds: int | None = None,
     zero_row_guard: bool = True,
+    protocol: Literal["auto", "tensors", "mlflow"] = "auto",
     **kwargs: Any,
 ) -> ModelInfo:
     """Log a fitted scikit-learn model (e.g. a Pipeline) with its Triton repository.
@@ -153,6 +154,10 @@ def log_model(
     repository is served behind a front model that answers a 0-row request with a 400 (such a request would stop
     Triton 2.51); ``zero_row_guard=False`` keeps one model directory, which a 0-row request stops
     (``BatchingWarning``, docs/batching.md).
+
+    ``protocol`` (default ``"auto"``): the typed tensor mapping where it carries the model exactly, else MLflow's
+    serving protocol (the body ``mlflow models serve`` accepts, in one BYTES tensor; docs/repository.md), as
+    validation.json's ``protocol_chosen_because`` says; ``"tensors"`` or ``"mlflow"`` chooses one.
     """
     return _packaging.log_model(
         _FRAMEWORK,
@@ -172,6 +177,7 @@ def log_model(
         max_batch_size=max_batch_size,
         max_queue_delay_microseconds=max_queue_delay_microseconds,
         zero_row_guard=zero_row_guard,
+        protocol=protocol,
         extra_options=kwargs,
     )
 
@@ -188,6 +194,7 @@ def save_model(
     max_batch_size: int = 0,
     max_queue_delay_microseconds: int | None = None,
     zero_row_guard: bool = True,
+    protocol: Literal["auto", "tensors", "mlflow"] = "auto",
     **kwargs: Any,
 ) -> None:
     """Write the same package as ``log_model`` to a new local directory ``path``."""
@@ -203,5 +210,6 @@ def save_model(
         max_batch_size=max_batch_size,
         max_queue_delay_microseconds=max_queue_delay_microseconds,
         zero_row_guard=zero_row_guard,
+        protocol=protocol,
         extra_options=kwargs,
     )

@@ -260,6 +260,7 @@ def log_model(
     max_batch_size: int = 0,
     max_queue_delay_microseconds: int | None = None,
     zero_row_guard: bool = True,
+    protocol: Literal["auto", "tensors", "mlflow"] = "auto",
     **kwargs: Any,
 ) -> ModelInfo:
     """Log a Transformers pipeline (model plus tokenizer/processor) with its Triton repository.
@@ -287,6 +288,10 @@ def log_model(
     repository is served behind a front model that answers a 0-row request with a 400 (such a request would stop
     Triton 2.51); ``zero_row_guard=False`` keeps one model directory, which a 0-row request stops
     (``BatchingWarning``, docs/batching.md).
+
+    ``protocol`` (default ``"auto"``): the typed tensor mapping where it carries the model exactly, else MLflow's
+    serving protocol (the body ``mlflow models serve`` accepts, in one BYTES tensor; docs/repository.md), as
+    validation.json's ``protocol_chosen_because`` says; ``"tensors"`` or ``"mlflow"`` chooses one.
     """
     return _packaging.log_model(
         _FRAMEWORK,
@@ -306,6 +311,7 @@ def log_model(
         max_batch_size=max_batch_size,
         max_queue_delay_microseconds=max_queue_delay_microseconds,
         zero_row_guard=zero_row_guard,
+        protocol=protocol,
         extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
     )
 
@@ -322,6 +328,7 @@ def save_model(
     max_batch_size: int = 0,
     max_queue_delay_microseconds: int | None = None,
     zero_row_guard: bool = True,
+    protocol: Literal["auto", "tensors", "mlflow"] = "auto",
     architecture_init_kwargs: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> None:
@@ -338,5 +345,6 @@ def save_model(
         max_batch_size=max_batch_size,
         max_queue_delay_microseconds=max_queue_delay_microseconds,
         zero_row_guard=zero_row_guard,
+        protocol=protocol,
         extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
     )

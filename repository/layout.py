@@ -52,5 +52,5 @@ def codecs_for(layout):
 
     return (
         StructureCodec(layout.contract.inputs, types(layout.inputs)),
-        StructureCodec(layout.contract.outputs, types(layout.outputs)),
+        StructureCodec(layout.contract.outputs, types(layout.outputs), prediction=True),
     )

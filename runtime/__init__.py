@@ -8,4 +8,4 @@ batched repository's zero-row guard (``mlflow_triton.repository.guard``). Import
 logging side exercise the very same codecs.
 """
 
-RUNTIME_VERSION = "2.8.0"
+RUNTIME_VERSION = "2.9.0"

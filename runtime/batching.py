@@ -1,12 +1,14 @@
-"""Dynamic batching's rows: requests grouped, their model inputs joined, the joint prediction split back.
+"""Dynamic batching's rows: requests grouped, their decoded fields joined, the joint prediction split back.
 
 ``triton_model.py`` reads the requests, decides which are joined and answers them; this
 module only groups, counts, joins and splits, so it never sees a Triton request or
-response. A model input is what the codecs decode one request into: a DataFrame, an
-ndarray or a dict of ndarrays, rows along the first axis; the codecs give every request
-of a model the same dtypes, so joining keeps each value as decoded. Row counts that do
-not line up raise ``RowCountError``; whose fault that is (the request's tensors or the
-model's prediction) is for the caller to say.
+response. The codecs decode each request into its fields' arrays, rows along the first
+axis (``{field: array}``), and build the model input (a DataFrame, an ndarray or a dict of
+ndarrays) from them. Requests are joined field by field (:func:`join_fields`), so the model
+input is built once; where that could give another value than joining each request's own
+model input as before (:func:`join_inputs`, ``pd.concat`` for a DataFrame), it is not done.
+Row counts that do not line up raise ``RowCountError``; whose fault that is (the request's
+tensors or the model's prediction) is for the caller to say.
 """
 
 import numpy as np
@@ -30,15 +32,30 @@ def group_positions(keys):
     return list(groups.values())
 
 
-def count_rows(model_input):
-    """The row count of a decoded model input: a DataFrame's length or the first axis of its arrays."""
-    if isinstance(model_input, dict):
-        counts = {name: len(array) for name, array in model_input.items()}
-        if len(set(counts.values())) > 1:
-            detail = ", ".join(f"{name}: {count}" for name, count in counts.items())
-            raise RowCountError(f"Batched input tensors must have the same number of rows (first axis); got {detail}")
-        return next(iter(counts.values()))
-    return len(model_input)
+def count_rows(arrays):
+    """The row count of decoded arrays ``{name: array}``: their first axis, the same in all (0 without any)."""
+    counts = {name: len(array) for name, array in arrays.items()}
+    if len(set(counts.values())) > 1:
+        detail = ", ".join(f"{name}: {count}" for name, count in counts.items())
+        raise RowCountError(f"Batched input tensors must have the same number of rows (first axis); got {detail}")
+    return next(iter(counts.values()), 0)
+
+
+def join_fields(parts, alike=None):
+    """The decoded fields ``{field: array}`` of several requests as one, each field's rows joined in order; None
+    where a model input built once from them could differ from the requests' own model inputs joined
+    (:func:`join_inputs`): the requests sent other fields, or a field's arrays differ in dtype, or ``alike(field,
+    arrays)``, where given, says no (a DataFrame's object column is typed by pandas from its values)."""
+    first = parts[0]
+    if any(list(part) != list(first) for part in parts):
+        return None
+    joined = {}
+    for field in first:
+        arrays = [part[field] for part in parts]
+        if any(array.dtype != arrays[0].dtype for array in arrays) or (alike and not alike(field, arrays)):
+            return None
+        joined[field] = np.concatenate(arrays)
+    return joined
 
 
 def join_inputs(values):

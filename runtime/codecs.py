@@ -48,6 +48,10 @@ field's key; the row is then ``null``, as for a missing row. A dict whose scalar
 columns hold single values, or whose nested column holds one value of its type
 (``{"y": [1.0, 2.0]}`` for an ``Array(double)`` column), is one record (one row),
 not a dict of columns, as MLflow reads such a dict.
+
+The outputs' codec is built with ``prediction=True``: a prediction holding a
+column or key that no field maps is refused, naming it. MLflow's server returns
+every column ``predict`` returns; an answer without one would be another answer.
 """
 
 import numpy as np
@@ -94,8 +98,9 @@ def tensor_types_from_model_config(model_config, side):
 class StructureCodec:
     """Converts between one ``StructureMapping`` and a dict of named tensors."""
 
-    def __init__(self, mapping, tensor_types):
+    def __init__(self, mapping, tensor_types, prediction=False):
         self.mapping = mapping
+        self.prediction = prediction  # the outputs' side: every column of the value must be mapped
         self.specs = []
         for position, field in enumerate(mapping.fields):
             if field.tensor not in tensor_types:
@@ -110,15 +115,25 @@ class StructureCodec:
     # -- Triton tensors -> MLflow value -------------------------------------------------
 
     def from_tensors(self, arrays):
+        return self.value_of(self.decode_fields(arrays))
+
+    def decode_fields(self, arrays):
+        """``{spec: decoded values}`` of the fields ``arrays`` holds (column tensors of equal lengths), in order:
+        the rows of several requests can be joined field by field before :meth:`value_of` builds one value."""
         specs = [spec for spec in self.specs if not _left_out(arrays, spec)]
-        values = [spec.decode(_lookup(arrays, spec), _mask(arrays, spec)) for spec in specs]
+        fields = {spec: spec.decode(_lookup(arrays, spec), _mask(arrays, spec)) for spec in specs}
+        if self.mapping.structure == "columns":
+            _check_equal_lengths(specs, fields.values(), "Column tensors")
+        return fields
+
+    def value_of(self, fields):
+        """The MLflow value of decoded fields: the array, the dict of arrays or the DataFrame."""
         structure = self.mapping.structure
         if structure == "tensor":
-            return values[0]
+            return list(fields.values())[0]
         if structure == "tensors":
-            return {spec.field.name: value for spec, value in zip(specs, values)}
-        _check_equal_lengths(specs, values, "Column tensors")
-        return pd.DataFrame({spec.column_key: value for spec, value in zip(specs, values)})
+            return {spec.field.name: value for spec, value in fields.items()}
+        return pd.DataFrame({spec.column_key: value for spec, value in fields.items()})
 
     # -- MLflow value -> Triton tensors -------------------------------------------------
 
@@ -130,6 +145,8 @@ class StructureCodec:
             raw = [_dict_entry(value, spec) for spec in self.specs]
         else:
             raw = _columns_of(value, self.specs)
+        if self.prediction and structure != "tensor":
+            _refuse_unmapped(value, self.specs)
         tensors = {}
         for spec, item in zip(self.specs, raw):
             if item is not _ABSENT:
@@ -173,6 +190,18 @@ class _TensorSpec:
         self.label = (
             f"`{field.tensor}`" if field.name in (None, field.tensor) else (f"`{field.tensor}` (field `{field.name}`)")
         )
+
+    def typed_alike(self, arrays):
+        """Whether pandas gives a column of this field's decoded ``arrays`` joined the dtype it gives each of them
+        (``pd.concat`` of their frames keeps it only then). It takes a dtype from an array's own, except from an
+        object array, which it types by the types of the values (pandas 3 makes text ``str``, unless every value
+        is missing): text and binary decode to str or bytes only, and to None in a missing row, so their arrays
+        type alike unless a missing value makes one differ; a JSON column holds values of any type."""
+        if arrays[0].dtype != object:
+            return True
+        if self.is_json or not self.is_bytes:
+            return False
+        return self.mask is None or not any(None in array.tolist() for array in arrays)
 
     def check_shape(self, shape):
         if len(shape) != len(self.dims) or any(d != -1 and d != s for d, s in zip(self.dims, shape)):
@@ -348,6 +377,28 @@ def _columns_of(value, specs):
         f"Cannot split a {type(value).__name__} of shape {list(array.shape)} into columns "
         f"{', '.join(spec.label for spec in specs)}"
     )
+
+
+def _refuse_unmapped(value, specs):
+    """Refuse a prediction's columns (or keys) that no field maps: they would be left out of the answer."""
+    names = [spec.field.name for spec in specs]
+    if isinstance(value, pd.DataFrame):
+        keys = list(value.columns)
+    elif isinstance(value, dict):
+        keys = list(value)
+    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        keys = list(dict.fromkeys(key for record in value for key in record))
+    else:
+        return  # an array or a Series: its width is checked where it is split
+    extra = keys[len(names) :] if None in names else [key for key in keys if key not in names]
+    if extra:
+        shown = ", ".join(f"`{key}`" for key in extra)
+        mapped = ", ".join(spec.label for spec in specs)
+        raise TensorMappingError(
+            f"The prediction holds {shown}, which no output tensor carries (outputs: {mapped}); MLflow's server "
+            "would return it, so this answer is refused rather than sent without it (a model whose output columns "
+            "depend on the request: log it with protocol='mlflow')"
+        )
 
 
 def _is_one_record(value, specs):

@@ -29,21 +29,25 @@ ZERO_ROWS_MESSAGE = (
 )
 
 
-def refusal(request, model, limit):
-    """Why ``request`` cannot go to the batched model (a message), or ``None``. The checks Triton makes of a
-    batched request are worded as Triton words them (``[request id: …] …``)."""
-    triton = f"[request id: {_request_id(request)}] "
-    rows = {tensor.name(): list(tensor.shape())[:1] for tensor in request.inputs()}
+def refusal(request, inputs, model, limit):
+    """Why ``request`` (its tensors ``inputs``) cannot go to the batched model (a message), or ``None``. The checks
+    Triton makes of a batched request are worded as Triton words them (``[request id: …] …``)."""
+    rows = {tensor.name(): list(tensor.shape())[:1] for tensor in inputs}
     counts = [first[0] for first in rows.values() if first]
     for name, first in rows.items():  # Triton compares the batch axes first, so unequal ones get its words
         if first and first[0] != counts[0]:
-            return f"{triton}input '{name}' batch size does not match other inputs for '{model}'"
+            return f"{_triton(request)}input '{name}' batch size does not match other inputs for '{model}'"
     for name, first in rows.items():
         if first == [0]:
             return ZERO_ROWS_MESSAGE.format(tensor=name, limit=limit)
     if counts and counts[0] > limit:
-        return f"{triton}inference request batch-size must be <= {limit} for '{model}'"
+        return f"{_triton(request)}inference request batch-size must be <= {limit} for '{model}'"
     return None
+
+
+def _triton(request):
+    """The start of Triton's own messages about a request."""
+    return f"[request id: {_request_id(request)}] "
 
 
 def _request_id(request):
@@ -70,12 +74,13 @@ class TritonPythonModel:
         return [self.answer(request) for request in requests]
 
     def answer(self, request):
-        refused = refusal(request, self.name, self.limit)
+        inputs = request.inputs()  # forwarded as they are: tensors of the request, in shared memory, never decoded
+        refused = refusal(request, inputs, self.name, self.limit)
         if refused is not None:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(refused, pb_utils.TritonError.INVALID_ARG))
         answer = pb_utils.InferenceRequest(
             model_name=self.target,
-            inputs=request.inputs(),
+            inputs=inputs,
             requested_output_names=sorted(request.requested_output_names()),
             parameters=json.loads(request.parameters() or "{}"),
         ).exec()

@@ -29,12 +29,13 @@ requests Triton's batcher gathered. Requests with the same raw parameters are
 decoded one by one, their rows joined into one model input (a DataFrame, an
 ndarray or a dict of ndarrays along the first axis), predicted once, encoded
 once and split back by each request's row count (the rows are counted, joined
-and split by ``batching.py``). A joint prediction whose output tensor has
-another number of rows is an ``OutputError`` naming the tensor. If the joint
-prediction or its encoding fails, each request is answered alone as above, so a
-bad request gets its own error and the others are answered. A request without
-rows is always answered alone. Without batching each request is decoded,
-predicted and encoded alone, and nothing counts its rows.
+and split by ``batching.py``: field by field, so the DataFrame is built once). A
+joint prediction whose output tensor has another number of rows is an
+``OutputError`` naming the tensor. If the joint prediction or its encoding fails,
+each request is answered alone as above, so a bad request gets its own error and
+the others are answered. A request without rows is always answered alone.
+Without batching each request is decoded, predicted and encoded alone, and
+nothing counts its rows.
 
 A contract with protocol ``mlflow`` (MLflow's serving protocol, ``protocol.py``) maps no tensors: each request's
 ``request`` body is answered by MLflow's own ``/invocations`` code, MLflow's 4xx are ``INVALID_ARG`` with its
@@ -71,7 +72,15 @@ from ..shared_contract.contract import (
     MlflowTritonError,
     contract_from_model_config,
 )
-from .batching import RowCountError, check_output_rows, count_rows, group_positions, join_inputs, split_outputs
+from .batching import (
+    RowCountError,
+    check_output_rows,
+    count_rows,
+    group_positions,
+    join_fields,
+    join_inputs,
+    split_outputs,
+)
 from .codecs import StructureCodec, tensor_types_from_model_config
 from .conversions import TensorMappingError
 from .forwarding import FRONT_PARAMETER, marked
@@ -107,7 +116,9 @@ class TritonPythonModel:
         speaks_mlflow = contract.protocol == MLFLOW_PROTOCOL  # MLflow's serving protocol (protocol.py): no codecs
         if not speaks_mlflow:
             self.inputs = StructureCodec(contract.inputs, tensor_types_from_model_config(model_config, "input"))
-            self.outputs = StructureCodec(contract.outputs, tensor_types_from_model_config(model_config, "output"))
+            output_types = tensor_types_from_model_config(model_config, "output")
+            self.outputs = StructureCodec(contract.outputs, output_types, prediction=True)
+            self.input_tensors = frozenset(self.inputs.mapping.tensor_names)  # the fields' tensors and masks
         self.device = device_for_instance(args.get("model_instance_kind"), args.get("model_instance_device_id"))
         artifact = pathlib.Path(args["model_repository"]) / str(args["model_version"]) / ARTIFACT_DIRECTORY
         self.predictor = _load(artifact, contract.flavor, self.device)
@@ -131,10 +142,10 @@ class TritonPythonModel:
     def _answer(self, request):
         try:
             params = self._params(request)
-            model_input, empty_tensor = self._decode(request)
+            fields, empty_tensor = self._decode(request)
         except Exception as error:
             return self._failure(error)
-        return self._answer_decoded(model_input, empty_tensor, params)
+        return self._answer_decoded(fields, empty_tensor, params)
 
     def _answer_body(self, request):
         """MLflow's serving protocol: MLflow's answer to the body; its 4xx are the client's (``INVALID_ARG``)."""
@@ -157,10 +168,10 @@ class TritonPythonModel:
             return self._failure(RequestError(answer.reason))
         return self._failure(PredictionError(_withheld(answer.heading, answer.error or RuntimeError(answer.body))))
 
-    def _answer_decoded(self, model_input, empty_tensor, params=None):
+    def _answer_decoded(self, fields, empty_tensor, params=None):
         try:
-            rows = _rows(model_input) if self.batching else None
-            outputs = self._encode(self._predict(model_input, empty_tensor, params))
+            rows = _rows(fields) if self.batching else None
+            outputs = self._encode(self._predict(self.inputs.value_of(fields), empty_tensor, params))
             if rows is not None:
                 _check_rows(outputs, rows)
             output_tensors = [pb_utils.Tensor(name, array) for name, array in outputs.items()]
@@ -192,18 +203,18 @@ class TritonPythonModel:
         except Exception as error:
             return [self._failure(error) for _ in requests]
         responses = [None] * len(requests)
-        joined = []  # (position, model input, rows)
+        joined = []  # (position, decoded fields, rows)
         for position, request in enumerate(requests):
             try:
-                model_input, empty_tensor = self._decode(request)
-                rows = _rows(model_input)
+                fields, empty_tensor = self._decode(request)
+                rows = _rows(fields)
             except Exception as error:
                 responses[position] = self._failure(error)
                 continue
             if empty_tensor is not None or rows == 0:
-                responses[position] = self._answer_decoded(model_input, empty_tensor, params)
+                responses[position] = self._answer_decoded(fields, empty_tensor, params)
             else:
-                joined.append((position, model_input, rows))
+                joined.append((position, fields, rows))
         if len(joined) == 1:
             responses[joined[0][0]] = self._answer_decoded(joined[0][1], None, params)
         elif joined:
@@ -215,9 +226,9 @@ class TritonPythonModel:
         """One prediction for all ``joined`` inputs, split by rows; each request alone if it fails."""
         counts = [rows for _, _, rows in joined]
         try:
-            outputs = self._encode(self._predict(join_inputs([value for _, value, _ in joined]), None, params))
+            outputs = self._encode(self._predict(self._joined_input([fields for _, fields, _ in joined]), None, params))
         except Exception:  # one bad request must not fail the others: each gets its own answer
-            return [self._answer_decoded(value, None, params) for _, value, _ in joined]
+            return [self._answer_decoded(fields, None, params) for _, fields, _ in joined]
         try:
             _check_rows(outputs, sum(counts))
         except OutputError as error:
@@ -227,20 +238,28 @@ class TritonPythonModel:
             for parts in split_outputs(outputs, counts)
         ]
 
+    def _joined_input(self, parts):
+        """One model input of the requests' decoded fields: built once from the fields joined, or, where that
+        could differ (``join_fields``), each request's own joined as before."""
+        columns = self.inputs.mapping.structure == "columns"  # a DataFrame: pandas types its object columns
+        fields = join_fields(parts, _typed_alike if columns else None)
+        if fields is None:
+            return join_inputs([self.inputs.value_of(part) for part in parts])
+        return self.inputs.value_of(fields)
+
     def _decode(self, request):
-        """``(model input, label of an input tensor without elements or None)``."""
+        """``(decoded fields, label of an input tensor without elements or None)``."""
         arrays = {}
-        for name in self.inputs.mapping.tensor_names:  # the fields' tensors and their missing-value masks
-            tensor = pb_utils.get_input_tensor_by_name(request, name)
-            if tensor is not None:
+        for tensor in request.inputs():  # one pass: pb_utils.get_input_tensor_by_name reads them all for each name
+            name = tensor.name()
+            if name in self.input_tensors and name not in arrays:  # the first of a name, as that function finds
                 arrays[name] = tensor.as_numpy()
         try:
-            model_input = self.inputs.from_tensors(arrays)
+            fields = self.inputs.decode_fields(arrays)
         except TensorMappingError as error:
             raise RequestError(str(error)) from None
-        sent = [spec for spec in self.inputs.specs if spec.tensor in arrays]  # an optional column may be left out
-        empty = next((spec.label for spec in sent if arrays[spec.tensor].size == 0), None)
-        return model_input, empty
+        empty = next((spec.label for spec in fields if arrays[spec.tensor].size == 0), None)
+        return fields, empty
 
     def _params(self, request):
         """The request's parameters, checked against the params schema: ``predict``'s ``params`` or None."""
@@ -281,10 +300,15 @@ def _parameters_key(request):
     return parameters() if parameters is not None else ""
 
 
-def _rows(model_input):
-    """``count_rows``; a request whose tensors have unequal row counts is the client's error."""
+def _typed_alike(spec, arrays):
+    """``join_fields``' check for a DataFrame's column (``_TensorSpec.typed_alike``)."""
+    return spec.typed_alike(arrays)
+
+
+def _rows(fields):
+    """``count_rows`` of decoded fields; a request whose tensors have unequal row counts is the client's error."""
     try:
-        return count_rows(model_input)
+        return count_rows({spec.column_key: values for spec, values in fields.items()})
     except RowCountError as error:
         raise RequestError(str(error)) from None
 

@@ -5,6 +5,7 @@ Standard library only. ``contract.py`` is vendored verbatim into every generated
 """
 
 from .contract import (
+    AUTO_PROTOCOL,
     BATCHING_MAPPING_VERSION,
     BYTES_TYPE,
     COLUMN_ADAPTERS_MAPPING_VERSION,
@@ -34,6 +35,7 @@ from .contract import (
 )
 
 __all__ = [
+    "AUTO_PROTOCOL",
     "BATCHING_MAPPING_VERSION",
     "BYTES_TYPE",
     "COLUMN_ADAPTERS_MAPPING_VERSION",

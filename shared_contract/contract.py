@@ -71,6 +71,8 @@ NESTED_TYPES = ("array", "object", "map")
 TENSORS_PROTOCOL = "tensors"
 MLFLOW_PROTOCOL = "mlflow"
 PROTOCOLS = (TENSORS_PROTOCOL, MLFLOW_PROTOCOL)
+# What the logging side is asked for by default: one of PROTOCOLS, chosen per model (never written in a contract).
+AUTO_PROTOCOL = "auto"
 # The tensors of an ``mlflow`` contract: the request body, its content type (optional) and the response body.
 REQUEST_TENSOR, CONTENT_TYPE_TENSOR, RESPONSE_TENSOR = "request", "content_type", "response"
 

@@ -104,7 +104,7 @@ def test_save_model_names_the_column_without_an_mlflow_type_when_the_example_fra
             "MLflow column type"
         ),
     ):
-        sklearn.save_model(model, tmp_path / "package", input_example=frame.iloc[:2])
+        sklearn.save_model(model, tmp_path / "package", input_example=frame.iloc[:2], protocol="tensors")
 
     assert not (tmp_path / "package").exists()
 
@@ -177,7 +177,7 @@ def test_save_model_rejects_an_empty_column_name_before_writing_when_the_example
     model = LinearRegression().fit(frame, [1.0, 2.0, 3.0, 4.0])
 
     with pytest.raises(UnsupportedSchemaError, match=re.escape("Column '' of the input schema: an empty name")):
-        sklearn.save_model(model, tmp_path / "package", input_example=frame.iloc[:2])
+        sklearn.save_model(model, tmp_path / "package", input_example=frame.iloc[:2], protocol="tensors")
 
     assert not (tmp_path / "package").exists()
 

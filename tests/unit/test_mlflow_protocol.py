@@ -274,7 +274,9 @@ def test_export_onnx_refuses_a_repository_speaking_mlflows_protocol_saying_how_t
 
 
 def test_add_repository_refuses_an_unknown_protocol_naming_the_allowed_ones(tracking_store):
-    with pytest.raises(InvalidArgumentError, match=r"protocol 'grpc' is not supported; supported: 'tensors', 'mlflow'"):
+    with pytest.raises(
+        InvalidArgumentError, match=r"protocol 'grpc' is not supported; supported: 'auto', 'tensors', 'mlflow'"
+    ):
         mlflow_triton.add_repository("models:/nothing/1", protocol="grpc")
     with pytest.raises(InvalidArgumentError, match="max_batch_size=4: protocol 'mlflow' answers one body per request"):
         mlflow_triton.add_repository("models:/nothing/1", protocol="mlflow", max_batch_size=4)
@@ -284,7 +286,7 @@ def test_add_repository_refuses_an_unknown_protocol_naming_the_allowed_ones(trac
 def test_the_command_line_offers_the_protocol_with_its_choices(capsys):
     with pytest.raises(SystemExit):
         cli.main(["add-repository", "models:/clf/1", "--protocol", "grpc"])
-    assert "invalid choice: 'grpc' (choose from 'tensors', 'mlflow')" in capsys.readouterr().err
+    assert "invalid choice: 'grpc' (choose from 'auto', 'tensors', 'mlflow')" in capsys.readouterr().err
 
 
 # -- check's rule for MLflow's JSON body ----------------------------------------------------------------------------

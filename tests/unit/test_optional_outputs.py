@@ -105,6 +105,12 @@ def test_save_model_refuses_an_optional_integer_output_column_naming_it(tmp_path
             return self
 
     with pytest.raises(UnsupportedSchemaError, match="Column `count` of the output schema: an optional long output"):
-        sklearn.save_model(Model(), tmp_path / "m", input_example=EXAMPLE[["size"]], serialization_format="cloudpickle")
+        sklearn.save_model(
+            Model(),
+            tmp_path / "m",
+            input_example=EXAMPLE[["size"]],
+            serialization_format="cloudpickle",
+            protocol="tensors",
+        )
 
     assert list(tmp_path.iterdir()) == []

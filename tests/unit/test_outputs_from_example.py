@@ -87,6 +87,7 @@ def test_save_model_refuses_outputs_from_the_example_that_do_not_map_and_writes_
             path,
             input_example=example,
             signature=ModelSignature(inputs=infer_signature(example).inputs),
+            protocol="tensors",
         )
 
     assert not path.exists()
@@ -173,7 +174,7 @@ def test_save_model_refuses_a_model_without_signature_that_predicts_the_example_
         r"a Triton request reaches it as the DataFrame .* the two predictions of the example differ; log the model "
         r"with a signature",
     ):
-        pyfunc.save_model(SaysWhatItGot(), tmp_path / "m", input_example="asdf", signature=False)
+        pyfunc.save_model(SaysWhatItGot(), tmp_path / "m", input_example="asdf", signature=False, protocol="tensors")
 
     assert list(tmp_path.iterdir()) == []
 

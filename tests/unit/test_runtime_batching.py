@@ -299,3 +299,70 @@ def test_execute_refuses_every_request_of_a_group_whose_parameters_are_unknown_a
     for answer, sent in ((answers[0], ONE), (answers[2], TWO)):
         np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(answer)), doubled(sent))
     assert [len(seen) for seen in predictor.seen] == [3]
+
+
+# -- the joined model input: built once, exactly the requests' own frames concatenated ----------------------------
+
+MISSING = ModelSignature(
+    inputs=Schema(
+        [
+            ColSpec(DataType.double, "price"),
+            ColSpec(DataType.string, "label", required=False),
+            ColSpec(DataType.boolean, "member", required=False),
+        ]
+    ),
+    outputs=Schema([TensorSpec(np.dtype("float64"), (-1,))]),
+)
+
+
+def own_frames_concatenated(codec, requests):
+    """What the runtime joined before 2.9.0: each request's own frame, then ``pd.concat``."""
+    frames = [codec.from_tensors({t.name(): t.as_numpy() for t in request.inputs()}) for request in requests]
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_joined_requests_are_built_into_one_frame_without_a_frame_per_request_and_pd_concat(monkeypatch):
+    model, predictor, inputs, _ = serve(monkeypatch, PRICES, doubled)
+    requests = requests_of(inputs, ONE, THREE, TWO)
+    expected = own_frames_concatenated(inputs, requests)
+    concatenated = []
+    concat = pd.concat
+    monkeypatch.setattr(pd, "concat", lambda *args, **kwargs: concatenated.append(args) or concat(*args, **kwargs))
+
+    model.execute(requests)
+
+    [seen] = predictor.seen
+    pd.testing.assert_frame_equal(seen, expected)
+    assert concatenated == []
+
+
+def _masked(prices, labels, members):
+    return pd.DataFrame(
+        {"price": np.asarray(prices, dtype=np.float64), "label": pd.Series(labels, dtype=object), "member": members}
+    )
+
+
+@pytest.mark.parametrize(
+    "frames",
+    [
+        # every label of the second request missing: pandas 3 types its own frame's column object, the first's str
+        (_masked([1.0, 2.0], ["a", "b"], [True, False]), _masked([3.0], [None], [True])),
+        (_masked([1.0, 2.0], ["a", None], [True, False]), _masked([3.0], ["c"], [False])),
+        (_masked([1.0], [None], [True]), _masked([3.0, 4.0], [None, None], [False, True])),
+        # a missing bool makes an object column in one request, a bool column in the other
+        (_masked([1.0, 2.0], ["a", "b"], [True, None]), _masked([3.0], ["c"], [False])),
+        (_masked([1.0, 2.0], ["a", "b"], [True, False]), _masked([3.0], ["c"], [False])),
+    ],
+    ids=["text-all-missing-in-one", "text-missing-in-one", "text-all-missing", "bool-missing-in-one", "none-missing"],
+)
+def test_a_joined_frame_is_exactly_the_requests_own_frames_concatenated(monkeypatch, frames):
+    model, predictor, inputs, _ = serve(monkeypatch, MISSING, doubled)
+    requests = requests_of(inputs, *frames)
+    expected = own_frames_concatenated(inputs, requests)
+
+    model.execute(requests)
+
+    [seen] = predictor.seen
+    pd.testing.assert_frame_equal(seen, expected)
+    for column in expected.columns:  # None stays None, NaN stays NaN
+        assert [type(value) for value in seen[column]] == [type(value) for value in expected[column]]

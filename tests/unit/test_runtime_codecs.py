@@ -194,3 +194,28 @@ def test_layout_rejects_input_tensor_when_mlflow_would_refuse_the_decoded_object
     signature = ModelSignature(inputs=Schema([TensorSpec(dtype, (-1,))]), outputs=Schema([TensorSpec(dtype, (-1,))]))
     with pytest.raises(UnsupportedSchemaError, match="fixed-width"):
         layout_from_signature(signature, "sklearn")
+
+
+@pytest.mark.parametrize(
+    "prediction",
+    [
+        pd.DataFrame({"unit price": [1.5], "count": [2], "discount": [0.1]}),
+        {"unit price": [1.5], "count": [2], "discount": [0.1]},
+        [{"unit price": 1.5, "count": 2}, {"unit price": 2.5, "count": 3, "discount": 0.1}],
+    ],
+    ids=["frame", "dict-of-columns", "records"],
+)
+def test_a_prediction_with_a_column_no_output_carries_is_refused_naming_it_while_an_input_may_hold_more(prediction):
+    mapping, types = COLUMNS.mapping, {spec.tensor: (spec.data_type, spec.dims) for spec in COLUMNS.specs}
+
+    with pytest.raises(TensorMappingError, match=r"^The prediction holds `discount`, which no output tensor carries"):
+        StructureCodec(mapping, types, prediction=True).to_tensors(prediction)
+    assert set(COLUMNS.to_tensors(prediction)) == {"unit_price", "count"}  # an input: MLflow ignores extra columns
+
+
+def test_an_unnamed_columns_prediction_wider_than_its_outputs_is_refused_naming_the_extra_column():
+    unnamed = StructureMapping("columns", (FieldMapping(None, "output_0", None),))
+    frame = pd.DataFrame({"yhat": [1.0], "lower": [0.5]})
+
+    with pytest.raises(TensorMappingError, match=r"^The prediction holds `lower`, which no output tensor carries"):
+        StructureCodec(unnamed, {"output_0": ("TYPE_FP64", (-1,))}, prediction=True).to_tensors(frame)

@@ -394,8 +394,13 @@ PIXELS = {"pixels": np.arange(6, dtype=np.float32).reshape(2, 3)}
             {"scores": np.ones(2, dtype=np.float32), "label": [b"ok", b"\xff"]},
             r"Tensor `label`: element 1 is not valid UTF-8 text \(invalid start byte at byte 0\)$",
         ),
+        (
+            {"scores": np.ones(2, dtype=np.float32), "label": ["a", "b"], "debug": [1, 2]},
+            r"The prediction holds `debug`, which no output tensor carries \(outputs: .*\); MLflow's server would "
+            r"return it, so this answer is refused rather than sent without it",
+        ),
     ],
-    ids=["missing-key", "not-a-dict", "null-text", "lone-surrogate", "invalid-utf8-bytes"],
+    ids=["missing-key", "not-a-dict", "null-text", "lone-surrogate", "invalid-utf8-bytes", "unmapped-key"],
 )
 def test_execute_names_the_output_tensor_when_a_dict_prediction_does_not_fit(monkeypatch, prediction, message):
     model, _, inputs, _ = serve(monkeypatch, SCORES, lambda tensors: prediction)

@@ -30,13 +30,15 @@ PROBABILITIES = Schema([TensorSpec(np.dtype("float64"), (-1, 2))])
 
 @pytest.fixture
 def log(tracking_store, workspace, fitted_pipeline, example_frame):
-    """Call log_model with registration and predict_proba, overriding any argument."""
+    """Call log_model with registration and predict_proba, overriding any argument; the typed mapping's refusals
+    (``protocol="auto"`` asks MLflow's serving protocol next: tests/unit/test_protocol_choice.py)."""
 
     def call(**overrides):
         arguments = {
             "input_example": example_frame,
             "registered_model_name": "rejected",
             "pyfunc_predict_fn": "predict_proba",
+            "protocol": "tensors",
             **overrides,
         }
         return sklearn.log_model(fitted_pipeline, **arguments)
