@@ -1,13 +1,14 @@
 """MLflow 3's interfaces and predictions unlike their signature, through MLflow's serving protocol on the real Triton.
 
 Logged with plain MLflow and registered in a sqlite store, as a user of ``mlflow models serve`` has them: a
-``ResponsesAgent`` and a ``ChatAgent`` (models from code, answering fresh UUID ids and, for the agent of the
-Responses API, the time of the call), a type-hinted ``PythonModel`` taking ``list[dict[str, int]]``, and an
-skl2onnx classifier with its ZipMap (a dict of probabilities per row, which no typed tensor carries). The
-``ChatModel`` and ``mlflow.sklearn.log_model(..., pyfunc_predict_fn="predict_proba")`` cases are
-``test_mlflow_protocol_triton.py``'s. Each is added with ``add_repository`` (the ``ChatAgent`` with
-``mlflow-triton add-repository``), all are served by one Triton, and every request body (the chat and agent requests
-of docs/repository.md among them) goes to Triton and to MLflow's own scoring server app: the answers must be alike
+``ResponsesAgent`` and a ``ChatAgent`` (models from code, answering fresh UUID ids and, for the agent of the Responses
+API, the time of the call), a type-hinted ``PythonModel`` taking ``list[dict[str, int]]``, and an skl2onnx classifier
+with its ZipMap (a dict of probabilities per row, which no typed tensor carries). The ``ChatModel`` and
+``mlflow.sklearn.log_model(..., pyfunc_predict_fn="predict_proba")`` cases are ``test_mlflow_protocol_triton.py``'s.
+Each is added with ``add_repository`` (the ``ChatAgent`` with ``mlflow-triton add-repository``) without naming a
+protocol: the automatic choice must pick MLflow's serving protocol for each (``test_mlflow_protocol_triton.fetched``
+checks it). All are served by one Triton, and every request body (the chat and agent requests of docs/repository.md
+among them) goes to Triton and to MLflow's own scoring server app: the answers must be alike
 (``test_mlflow_protocol_triton.answered_alike``). ``mlflow-triton check`` PASSes them all in one call.
 """
 
@@ -159,12 +160,12 @@ def added(tmp_path_factory):
                 ),
             }
         models = {
-            name: (source.model_uri, *add_registered(root, name, protocol="mlflow"))
+            name: (source.model_uri, *add_registered(root, name))  # protocol="auto": MLflow's, chosen by itself
             for name, source in sources.items()
             if name != "mirror"
         }
-    # the ChatAgent as a user adds it, from the command line
-    added = console("add-repository", "models:/mirror/1", "--protocol", "mlflow", store=UserStore(tracking_uri, root))
+    # the ChatAgent as a user adds it, from the command line, without --protocol
+    added = console("add-repository", "models:/mirror/1", store=UserStore(tracking_uri, root))
     assert added.returncode == 0 and "registered models:/mirror/2" in added.stdout, added.stdout + added.stderr
     with using_tracking(tracking_uri):
         models["mirror"] = (sources["mirror"].model_uri, *fetched(root, "mirror", "models:/mirror/2"))

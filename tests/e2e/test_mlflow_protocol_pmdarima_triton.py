@@ -1,11 +1,11 @@
 """A pmdarima model whose answer's columns depend on the request, through MLflow's serving protocol on the real Triton.
 
 MLflow's pmdarima flavor reads ``n_periods``, ``return_conf_int`` and ``alpha`` from the request's one row and answers
-``yhat`` alone, or ``yhat``, ``yhat_lower`` and ``yhat_upper`` when ``return_conf_int`` is true: no fixed set of
-output tensors carries both. Logged with plain MLflow (``mlflow.pmdarima.log_model``, an example asking for the
-intervals) and registered in a sqlite store, added with ``add_repository``, served by the real Triton: every body
-is answered as MLflow's scoring server answers it (``test_mlflow_protocol_triton.answered_alike``), all columns, and
-``mlflow-triton check`` PASSes it.
+``yhat`` alone, or ``yhat``, ``yhat_lower`` and ``yhat_upper`` when ``return_conf_int`` is true: no fixed set of output
+tensors carries both. Logged with plain MLflow (``mlflow.pmdarima.log_model``, an example asking for the intervals) and
+registered in a sqlite store, added with ``add_repository`` without naming a protocol (the automatic choice must pick
+MLflow's serving protocol), served by the real Triton: every body is answered as MLflow's scoring server answers it
+(``test_mlflow_protocol_triton.answered_alike``), all columns, and ``mlflow-triton check`` PASSes it.
 
 Marked ``heavy_flavors``: pmdarima is not in CI's environment (``make test`` leaves these tests out), and its serving
 environment (pmdarima, statsmodels, scipy under numpy<2) takes a cold build of minutes. ``make test-heavy-flavors``
@@ -58,7 +58,7 @@ def added(tmp_path_factory):
                 input_example=pd.DataFrame({"n_periods": [3], "return_conf_int": [True], "alpha": [0.1]}),
                 registered_model_name="forecast",
             )
-        uri, directory = add_registered(root, "forecast", protocol="mlflow")
+        uri, directory = add_registered(root, "forecast")  # protocol="auto": the columns depend on the request
     return tracking_uri, root, source.model_uri, uri, directory
 
 

@@ -1,8 +1,10 @@
 """MLflow's serving protocol on the real Triton 2.51: the same bodies, the same answers as MLflow's scoring server.
 
-Two models logged with plain MLflow in a sqlite store: a scikit-learn classifier and a ``ChatModel`` (models from
-code; the typed mapping refuses it: "record 0 has no key `id`"). Each is added with ``protocol="mlflow"``, both are
-served by one Triton, and every request body goes to Triton (in the ``request`` tensor) and to MLflow's own scoring
+Two models logged with plain MLflow in a sqlite store: a scikit-learn classifier answering ``predict_proba`` under the
+signature MLflow inferred from ``predict`` (the typed mapping refuses it: "Cannot split a ndarray of shape [3, 3]"),
+added with the automatic choice, which must pick MLflow's protocol by itself, and a ``ChatModel`` (models from code;
+the typed mapping refuses it: "record 0 has no key `id`"), added with ``protocol="mlflow"``. Both are served by one
+Triton, and every request body goes to Triton (in the ``request`` tensor) and to MLflow's own scoring
 server app (``mlflow.pyfunc.scoring_server.init``, the app ``mlflow models serve`` runs) over HTTP: the answers must
 be the same (the chat answer's ``created`` by check's rule for per-call fields), MLflow's 400s must be Triton 400s
 with MLflow's message. ``mlflow-triton check`` PASSes both.
@@ -25,7 +27,7 @@ from sklearn.linear_model import LogisticRegression
 
 import mlflow_triton
 from mlflow_triton.local import TritonInstallation, TritonServer
-from mlflow_triton.local._compare import MLFLOW_BODY, compare
+from mlflow_triton.local._compare import MLFLOW_BODY, compare, speaks_mlflow_protocol
 from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
 from tests.e2e.test_cli import UserStore
 from tests.e2e.test_cli import mlflow_triton as console
@@ -108,24 +110,27 @@ def added(tmp_path_factory):
                 name="shout", python_model=str(root / "chat_model.py"), registered_model_name="shout"
             )
         models = {
-            name: (source, *add_registered(root, name, protocol="mlflow"))
-            for name, source in (("iris", classifier), ("shout", chat))
+            "iris": (classifier, *add_registered(root, "iris")),  # protocol="auto", the default
+            "shout": (chat, *add_registered(root, "shout", protocol="mlflow")),  # asked for
         }
     return tracking_uri, root, models
 
 
 def add_registered(root, name, **options):
     """``add_repository("models:/<name>/1", **options)``: (the new version's URI, its Triton model directory,
-    downloaded under ``root/downloads/<name>``)."""
+    downloaded under ``root/downloads/<name>``), which must speak MLflow's serving protocol."""
     info = mlflow_triton.add_repository(f"models:/{name}/1", **options)
     return fetched(root, name, f"models:/{name}/{info.registered_model_version}")
 
 
 def fetched(root, name, model_uri):
-    """``(model_uri, its Triton model directory)``, the model downloaded under ``root/downloads/<name>``."""
+    """``(model_uri, its Triton model directory)``, the model downloaded under ``root/downloads/<name>``; the
+    directory must speak MLflow's serving protocol (chosen by ``protocol="auto"`` where none was asked for)."""
     downloads = root / "downloads" / name
     mlflow.artifacts.download_artifacts(model_uri, dst_path=str(downloads))
     [directory] = (downloads / "model_repository").iterdir()
+    validation = json.loads((directory / "validation.json").read_text())
+    assert speaks_mlflow_protocol(directory), (model_uri, validation.get("protocol_chosen_because"))
     return model_uri, directory
 
 
