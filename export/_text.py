@@ -14,7 +14,7 @@ import json
 import numpy as np
 
 from ._errors import UnsupportedModelError
-from ._pytorch import _export_failure, _quiet_exporter
+from ._pytorch import _export_failure, _quiet_exporter, converter_record
 
 TASKS = ("text-classification", "token-classification", "feature-extraction")
 SENTENCE_TASK = "sentence-embedding"
@@ -285,15 +285,12 @@ def _export_network(network, spec):
             )
     except Exception as error:
         raise UnsupportedModelError(_export_failure(model, error, torch.__version__)) from error
-    converter = {
-        "name": "torch.onnx.export",
-        "version": torch.__version__,
-        "exporter": "torch.export (dynamo=True)",
-        "torch_version": torch.__version__,
-        "onnxscript_version": onnxscript.__version__,
-        "network": type(model).__name__,
-        "dynamic_axes": {name: ["batch", "sequence"] for name in names},
-    }
+    converter = converter_record(
+        torch,
+        onnxscript,
+        network=type(model).__name__,
+        dynamic_axes={name: ["batch", "sequence"] for name in names},
+    )
     return program.model_proto, converter, output
 
 

@@ -34,6 +34,8 @@ from mlflow_triton.runtime.forwarding import FORWARD_PARAMETER
 
 from . import _config, _deps, _text, _text_pipeline, _writer
 from ._errors import ExportError, ParityError
+from ._handoff import onnx_record
+from ._parity import generation_settings
 
 NETWORK_SUFFIX = "_network"
 PIPELINE_FILES = {
@@ -333,23 +335,14 @@ def _json_close(want, got, output, comparison):
 
 def _generated(comparison, words, examples):
     hypothesis = _deps.hypothesis()
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    from hypothesis import given
     from hypothesis import strategies as st
 
     word_texts = st.lists(st.sampled_from(words or ["a"]), min_size=0, max_size=12).map(" ".join)
     texts = st.one_of(word_texts, st.text(max_size=40))
     before = comparison.counts.get("generated", 0)
 
-    @settings(
-        max_examples=examples,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        verbosity=Verbosity.quiet,
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-        phases=[Phase.explicit, Phase.generate, Phase.shrink],
-    )
+    @generation_settings(examples)
     @given(st.lists(texts, min_size=1, max_size=6))
     def compare_generated(batch):
         comparison.compare(batch, "generated")
@@ -385,11 +378,10 @@ def _shown(texts, limit=3):
 
 
 def _handoff(source, name, behind, backend, max_batch_size, text_model, onnx_bytes, parity, written):
-    import hashlib
 
     import mlflow_triton
 
-    onnx, ort = _deps.onnx(), _deps.onnxruntime()
+    ort = _deps.onnxruntime()
     model = text_model.network
     spec = text_model.spec
     return {
@@ -418,14 +410,7 @@ def _handoff(source, name, behind, backend, max_batch_size, text_model, onnx_byt
         },
         "pipeline": {key: value for key, value in spec.items() if key not in ("outputs",)},
         "converter": text_model.converter,
-        "onnx": {
-            "file": "1/model.onnx",
-            "sha256": hashlib.sha256(onnx_bytes).hexdigest(),
-            "ir_version": model.ir_version,
-            "opsets": {entry.domain or "ai.onnx": entry.version for entry in model.opset_import},
-            "onnx_version": onnx.__version__,
-            "ops": sorted({node.op_type for node in model.graph.node}),
-        },
+        "onnx": onnx_record(model, onnx_bytes),
         "onnxruntime_version": ort.__version__,
         "parity": parity,
         "request_files": written,

@@ -112,7 +112,10 @@ def test_token_classification_with_an_aggregation_strategy_is_refused_naming_it(
 
 def test_export_onnx_refuses_a_text_generation_pipeline_naming_the_task_and_writes_nothing(tmp_path):
     mt_transformers.save_model(
-        tiny_models.shared_text_generation_pipeline(), tmp_path / "logged", input_example=["hello world"]
+        tiny_models.shared_text_generation_pipeline(),
+        tmp_path / "logged",
+        input_example=tiny_models.TEXT_EXAMPLE,
+        model_config=tiny_models.GENERATION_CONFIG,
     )
 
     with pytest.raises(UnsupportedModelError, match=r"Task 'text-generation' \(TextGenerationPipeline\) cannot be "):
@@ -129,3 +132,34 @@ def test_export_onnx_refuses_a_text_model_whose_post_processing_disagrees_with_p
     with pytest.raises(ParityError, match=r"Output `(label|score)` on the saved input example"):
         export_onnx(str(tmp_path / "logged"), tmp_path / "out", backend="python")
     assert not (tmp_path / "out").exists()
+
+
+def test_export_onnx_writes_a_text_front_without_mlflow_torch_or_transformers_and_a_batched_onnxruntime_network(
+    tmp_path,
+):
+    import re
+
+    from tests.support.export_models import read_config, read_handoff
+
+    text_export_models.save_feature_extraction(str(tmp_path / "logged"))
+
+    front = export_onnx(str(tmp_path / "logged"), tmp_path / "out", max_batch_size=8)  # --backend onnxruntime
+
+    network = front.parent / f"{front.name}_network"
+    front_config, network_config, handoff = read_config(front), read_config(network), read_handoff(network)
+    imports = {
+        module
+        for source in ("model.py", "text_pipeline.py")
+        for module in re.findall(r"^(?:import|from) (\w+)", (front / "1" / source).read_text(), re.M)
+    }
+    assert (front_config.backend, front_config.max_batch_size) == ("python", 0)
+    assert front_config.parameters["mlflow_triton_forward_to"].string_value == network.name
+    assert (network_config.platform, network_config.max_batch_size) == ("onnxruntime_onnx", 8)
+    assert network_config.HasField("dynamic_batching")
+    assert [(i.name, list(i.dims)) for i in network_config.input] == [("input_ids", [-1]), ("attention_mask", [-1])]
+    assert [(o.name, list(o.dims)) for o in network_config.output] == [("last_hidden_state", [-1, 16])]
+    assert not (network / "1" / "model.py").exists()
+    assert imports <= {"json", "pathlib", "sys", "numpy", "tokenizers", "triton_python_backend_utils", "text_pipeline"}
+    assert handoff["task"] == "feature-extraction" and handoff["parity"]["passed"]
+    assert "ONNX Runtime backend did not run the network" in handoff["not_verified"][0]
+    assert "onnxruntime" not in (network / "requirements.txt").read_text()
