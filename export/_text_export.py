@@ -31,6 +31,7 @@ from mlflow_triton.repository.config import render_config
 from mlflow_triton.repository.guard import FRONT_INSTANCES
 from mlflow_triton.repository.layout import CONFIG_FILE, MODEL_FILE, REQUIREMENTS_FILE, VERSION_DIRECTORY
 from mlflow_triton.runtime.forwarding import FORWARD_PARAMETER
+from mlflow_triton.shared_contract import CONTRACT_PARAMETER
 
 from . import _config, _deps, _text, _text_pipeline, _writer
 from ._errors import ExportError, ParityError
@@ -155,6 +156,8 @@ def _front_config(source, name, behind):
         model_config_pb2.ModelInstanceGroup(count=FRONT_INSTANCES, kind=model_config_pb2.ModelInstanceGroup.KIND_CPU)
     )
     config.parameters[FORWARD_PARAMETER].string_value = behind
+    # The logged mapping, unused by the front itself: `check` encodes pyfunc's answer with it (the logged outputs).
+    config.parameters[CONTRACT_PARAMETER].string_value = source.layout.contract.to_json()
     return config
 
 
@@ -391,7 +394,7 @@ def _handoff(source, name, behind, backend, max_batch_size, text_model, onnx_byt
         "max_batch_size": max_batch_size,
         "task": spec["task"],
         "source": {
-            "model_uri": source.model_uri,
+            "model_uri": _oracle_uri(source.model_uri),
             "triton_model_name": source.name,
             "flavor": source.flavor,
             "mlflow_version": source.mlmodel.mlflow_version,
@@ -417,6 +420,12 @@ def _handoff(source, name, behind, backend, max_batch_size, text_model, onnx_byt
         "not_verified": _not_verified(backend, ort.__version__),
         "mlflow_triton_version": mlflow_triton.__version__,
     }
+
+
+def _oracle_uri(model_uri):
+    """The model URI as given, or a local model directory's absolute path (`check` loads it from anywhere)."""
+    path = pathlib.Path(model_uri).expanduser()
+    return str(path.resolve()) if "://" not in model_uri and path.is_dir() else model_uri
 
 
 def spec_version(module_name):

@@ -25,6 +25,7 @@ import pytest
 from mlflow_triton.export import export_onnx
 from mlflow_triton.export._text_export import ATOL, RTOL, network_name
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
+from mlflow_triton.local.check import validate_model
 from tests.support import text_export_models, tiny_models
 from tests.support.v2_http import post_infer
 
@@ -200,3 +201,15 @@ def _stats(server, name):
     with urllib.request.urlopen(f"{server.url}/v2/models/{name}/stats", timeout=30) as response:
         [stats] = json.loads(response.read())["model_stats"]
     return {key: int(stats[key]) for key in ("inference_count", "execution_count")}
+
+
+@pytest.mark.parametrize("case", ["classifier_top2", "features"])
+def test_mlflow_triton_check_passes_a_text_export_on_the_real_server_against_the_model_it_was_exported_from(
+    exports, case, tmp_path
+):
+    front, _, _ = exports[case]
+
+    report = validate_model(str(front), tmp_path / "check", TritonInstallation.bundled())
+
+    assert report.passed, report.reason
+    assert set(report.comparison) == ({"_0", "_1"} if case == "classifier_top2" else {"output_0"})

@@ -163,3 +163,23 @@ def test_export_onnx_writes_a_text_front_without_mlflow_torch_or_transformers_an
     assert handoff["task"] == "feature-extraction" and handoff["parity"]["passed"]
     assert "ONNX Runtime backend did not run the network" in handoff["not_verified"][0]
     assert "onnxruntime" not in (network / "requirements.txt").read_text()
+
+
+def test_check_compares_a_text_exports_floats_and_json_floats_within_its_recorded_float32_tolerance(tmp_path):
+    import json
+
+    from mlflow_triton.local._compare import compare, export_tolerance
+
+    (tmp_path / "handoff.json").write_text(
+        json.dumps({"task": "text-classification", "parity": {"tolerances": {"floats": {"rtol": 1e-4, "atol": 1e-5}}}})
+    )
+    tolerance = export_tolerance(tmp_path)
+    want = {"_0": np.array([b'{"label":"a","score":0.5}'], dtype=object), "score": np.array([0.5])}
+    close = {"_0": np.array([b'{"label":"a","score":0.50002}'], dtype=object), "score": np.array([0.50002])}
+    relabelled = {"_0": np.array([b'{"label":"b","score":0.5}'], dtype=object), "score": np.array([0.5001])}
+
+    assert tolerance == (1e-4, 1e-5)
+    assert export_tolerance(tmp_path / "elsewhere") is None
+    assert all(result["equal"] for result in compare(want, close, tolerance=tolerance).values())
+    assert not any(result["equal"] for result in compare(want, close).values())  # FP64 and exact text otherwise
+    assert not any(result["equal"] for result in compare(want, relabelled, tolerance=tolerance).values())
