@@ -14,8 +14,9 @@ what they must be (a UUID, a time close to the oracle's own call), never skipped
 
 A repository speaking MLflow's serving protocol answers MLflow's JSON body in its ``response`` tensor; the oracle is
 MLflow's own ``/invocations`` code on the same body (:func:`protocol_outputs`), and the two bodies are parsed and
-compared by value (:data:`MLFLOW_BODY`): floats within the float64 tolerances, everything else exactly, and the
-``id``/``created`` keys MLflow's chat and completions answers fill per call by what they must be.
+compared by value (:data:`MLFLOW_BODY`): floats within the float64 tolerances, everything else exactly, and the keys
+filled per call in chat, completions and agent answers (:data:`BODY_VOLATILE_KEYS`: ``id``, ``created``,
+``created_at``) by what they must be.
 """
 
 import json
@@ -56,19 +57,28 @@ __all__ = [
 FLOAT_TOLERANCES = {"float16": (1e-2, 1e-3), "float32": (1e-4, 1e-6), "float64": (1e-6, 1e-9)}
 
 # MLflow's LLM tasks answer each row with ``"id": str(uuid.uuid4())`` and ``"created": int(time.time())``
-# (mlflow/transformers/llm_inference_utils.py): output field -> what its value must be.
+# (mlflow/transformers/llm_inference_utils.py); a ChatModel (task ``agent/v1/chat``, mlflow/pyfunc/model.py) answers
+# MLflow's ``created`` and an ``id`` of its own, drawn per call where it is a UUID: output field -> what its value must
+# be. A UUID is required only where the oracle's element is one; another value is compared as it is.
 UUID, CALL_TIME = "a fresh UUID per row", "the time of the call, in epoch seconds"
 VOLATILE = "volatile"  # how a volatile output's comparison begins
 VOLATILE_FIELDS = {
     "llm/v1/chat": {"id": UUID, "created": CALL_TIME},
     "llm/v1/completions": {"id": UUID, "created": CALL_TIME},
+    "agent/v1/chat": {"id": UUID, "created": CALL_TIME},
 }
 # How far an answer's ``created`` may be from the oracle's own call (the server answers minutes later at most).
 CALL_TIME_WINDOW_SECONDS = 3600
 # The rule for the ``response`` of an MLflow-protocol repository: MLflow's JSON body, compared parsed.
 MLFLOW_BODY = "MLflow's JSON body, compared as parsed values"
-# Keys of that body MLflow fills afresh per call, in every chat, completions and agent answer: key -> what it must be.
-BODY_VOLATILE_KEYS = {"id": UUID, "created": CALL_TIME}
+# Keys of that body filled afresh per call, in every chat, completions and agent answer: key -> what it must be. MLflow
+# fills a ChatModel answer's ``created`` (``int(time.time())``) and its tool calls' ``id`` (``uuid4``,
+# mlflow/types/llm.py); a ChatAgent's messages and a ResponsesAgent's output items must carry an ``id`` the agent
+# draws per call (MLflow refuses a ChatAgentResponse without one and says to use ``str(uuid.uuid4())``; its Responses
+# helpers draw ``uuid4`` where the source has none, mlflow/types/responses.py), and a Responses answer's
+# ``created_at`` is the time of the call in float seconds (mlflow/types/responses_helpers.py). An ``id`` is judged as a
+# UUID only where the oracle's is one: any other id is compared by value.
+BODY_VOLATILE_KEYS = {"id": UUID, "created": CALL_TIME, "created_at": CALL_TIME}
 
 
 def output_codec(model_dir):
@@ -228,7 +238,11 @@ def _compare_volatile(want, got, rule):
     if got.dtype != want.dtype or got.shape != want.shape:
         return _compare_one(want, got, exact=True)
     if rule == UUID:
-        same = np.array([_is_uuid(item) for item in got.ravel()], dtype=bool)
+        pairs = zip(got.ravel(), want.ravel())
+        same = np.array(
+            [_is_uuid(item) if _is_uuid(wanted) else _as_bytes(item) == _as_bytes(wanted) for item, wanted in pairs],
+            dtype=bool,
+        )
     else:  # CALL_TIME
         same = (np.abs(got.astype(np.int64) - want.astype(np.int64)) <= CALL_TIME_WINDOW_SECONDS).ravel()
     how = f"{VOLATILE} ({rule}): checked as such, not by value"
@@ -260,8 +274,8 @@ def _body_difference(want, got, path, rtol, atol, key=None):
     rule = BODY_VOLATILE_KEYS.get(key)
     if rule == UUID and isinstance(want, str) and _is_uuid(want):
         return None if isinstance(got, str) and _is_uuid(got) else f"{path} is not {rule} (got {_shown(got)})"
-    if rule == CALL_TIME and type(want) is int:
-        close = type(got) is int and abs(got - want) <= CALL_TIME_WINDOW_SECONDS
+    if rule == CALL_TIME and type(want) in (int, float):  # ``created`` is int seconds, ``created_at`` float
+        close = type(got) is type(want) and abs(got - want) <= CALL_TIME_WINDOW_SECONDS
         return None if close else f"{path} is not {rule} (got {_shown(got)}, the oracle's {want})"
     if isinstance(want, dict) and isinstance(got, dict):
         if list(want) != list(got):

@@ -30,6 +30,7 @@ LONGEST_FIRST = (
     "test_pretrained_triton.py",
     "test_existing_models_triton.py",
     "test_mlflow_protocol_triton.py",
+    "test_mlflow_interfaces_triton.py",
     "test_output_misfits.py",
     "test_export_triton.py",
 )
