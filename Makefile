@@ -8,6 +8,7 @@
 #   make fidelity [N=1000] [FIDELITY_SEED=...]   N generated cases on one real Triton, report in .work/fidelity/
 #   make corpus   MLflow's flavor-test cases logged and checked on the real Triton, docs/mlflow-corpus.md rewritten
 #                 (in .venv-corpus: .venv's packages plus the corpus' heavy flavors, never CI's environments)
+#   make test-heavy-flavors   the e2e tests of flavors CI does not install (pmdarima), installing them into .venv
 # and, outside CI, mutation testing of the comparator, the codecs and the contract (docs/test-oracles.md):
 #   make mutation [MUTATION_MODULES="compare conversions codecs contract"]
 PYTHON ?= python3
@@ -44,8 +45,8 @@ FIDELITY_WORKERS ?= 2
 # make mutation: cosmic-ray sessions (tests/mutation/<module>.toml), run one after the other, each resumable
 MUTATION_MODULES ?= compare conversions codecs contract
 
-.PHONY: demo docs test test-fast test-mlflow-floor lint bench soak fidelity corpus mutation venv venv-numpy2 venv-py310 \
-	venv-mlflow-floor venv-corpus soak-batched clean
+.PHONY: demo docs test test-fast test-heavy-flavors test-mlflow-floor lint bench soak fidelity corpus mutation venv \
+	venv-numpy2 venv-py310 venv-mlflow-floor venv-corpus soak-batched clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
@@ -57,9 +58,16 @@ test:
 	$(MAKE) lint
 	$(MAKE) docs
 	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
-	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST_E2E) --durations=15 tests/e2e
+	$(VENV)/bin/python -m pytest -p no:cacheprovider $(XDIST_E2E) --durations=15 -m "not heavy_flavors" tests/e2e
 	$(VENV_NUMPY2)/bin/python -m pytest -p no:cacheprovider $(XDIST) tests/unit tests/property
 	$(MAKE) test-mlflow-floor
+
+# The e2e tests of flavors CI's environment does not install (pmdarima: marked heavy_flavors, left out of make test),
+# with that flavor installed into .venv beside the pinned torch and numpy.
+test-heavy-flavors: venv
+	$(VENV)/bin/python -m pip freeze | grep -E '^(torch|numpy)==' > $(VENV)/heavy-flavors-constraints.txt
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -c $(VENV)/heavy-flavors-constraints.txt pmdarima
+	$(VENV)/bin/python -m pytest -p no:cacheprovider --durations=15 -m heavy_flavors tests/e2e
 
 # The oldest supported MLflow with pandas 2: unit + property tests, and the sklearn example logged under it and
 # proven on the real server (its requirements.txt names mlflow-skinny==3.14.x).

@@ -2,9 +2,10 @@
 
 The ML Engineer's hand-off after logging: ``export_onnx`` converts a model
 logged by mlflow-triton (scikit-learn with skl2onnx, PyTorch with
-``torch.onnx.export``), proves it answers like ``pyfunc.predict`` and writes a
-new ``<name>_onnx/`` directory with dynamic batching, a ready-to-send request
-and ``handoff.json``. The logging wrappers and the runtime never import this
+``torch.onnx.export``; Transformers and sentence-transformers text models as an
+ONNX network behind a tokenizing front, ``_text_export``), proves it answers
+like ``pyfunc.predict`` and writes a new ``<name>_onnx/`` directory with
+dynamic batching, a ready-to-send request and ``handoff.json``. The logging wrappers and the runtime never import this
 part; its converters come with ``pip install 'mlflow-triton[onnx]'``::
 
     from mlflow_triton.export import export_onnx

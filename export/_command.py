@@ -79,10 +79,15 @@ def summary(directory: Path) -> list[str]:
     lines += [
         f"  note: {tensor['tensor']} is computed in {tensor['computed_as']} and widened to the logged "
         f"{tensor['data_type']} (see handoff.json)"
-        for tensor in handoff["tensors"]["outputs"]
+        for tensor in handoff.get("tensors", {}).get("outputs", [])
         if tensor.get("computed_as") and tensor["computed_as"] != tensor["data_type"]
     ]
-    if files != directory:
+    if "task" in handoff:  # a text model: the front tokenizes and post-processes, the network runs behind it
+        lines.append(
+            f"  {handoff['task']}: {directory.name} tokenizes and post-processes (tokenizers + numpy) and sends the "
+            f"network to {files.name} (dynamic batching); serve both (the folder holding them is the model repository)"
+        )
+    elif files != directory:
         lines.append(
             f"  zero-row guard: {directory.name} answers a request without rows with a 400 and forwards the others "
             f"to {files.name}; serve both (the folder holding them is the model repository)"

@@ -21,7 +21,7 @@ from mlflow_triton.repository.layout import CONFIG_FILE, MODEL_FILE, REQUIREMENT
 from mlflow_triton.repository.names import check_model_name
 from mlflow_triton.repository.paths import checked_out, lies_inside
 
-from . import _config, _deps, _handoff, _parity, _pytorch, _sklearn, _tensors, _writer
+from . import _config, _deps, _handoff, _parity, _pytorch, _sklearn, _tensors, _text, _text_export, _writer
 from ._errors import InvalidArgumentError, UnsupportedModelError
 from ._source import read_logged_model
 
@@ -69,6 +69,9 @@ def export_onnx(
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-export-") as workspace:
         source = read_logged_model(model_uri, pathlib.Path(workspace) / "model")
         name = check_model_name(f"{source.name}{SUFFIX}")
+        if source.flavor in _text.TEXT_FLAVORS:
+            check_model_name(_text_export.network_name(name))
+            return _text_export.export_text(source, out_dir, name, max_batch_size=max_batch_size, backend=backend)
         _writer.check_target(out_dir / name)
         if guarded:
             _writer.check_target(out_dir / batched_name(name))

@@ -16,7 +16,7 @@ SHAPES_NOTE = (
 def handoff(
     *, name, backend, max_batch_size, source, converter, onnx_model, onnx_bytes, inputs, outputs, parity, request_files
 ):
-    onnx = _deps.onnx()
+
     ort = _deps.onnxruntime()
     return {
         "exported_model": name,
@@ -30,14 +30,7 @@ def handoff(
             "mlflow_version": source.mlmodel.mlflow_version,
         },
         "converter": converter,
-        "onnx": {
-            "file": "1/model.onnx",
-            "sha256": hashlib.sha256(onnx_bytes).hexdigest(),
-            "ir_version": onnx_model.ir_version,
-            "opsets": {entry.domain or "ai.onnx": entry.version for entry in onnx_model.opset_import},
-            "onnx_version": onnx.__version__,
-            "ops": sorted({node.op_type for node in onnx_model.graph.node}),
-        },
+        "onnx": onnx_record(onnx_model, onnx_bytes),
         "onnxruntime_version": ort.__version__,
         "tensors": {
             "inputs": [t.describe() for t in inputs],
@@ -48,6 +41,18 @@ def handoff(
         "request_files": request_files,
         "not_verified": not_verified(backend, onnx_model, parity, ort.__version__, outputs),
         "mlflow_triton_version": mlflow_triton.__version__,
+    }
+
+
+def onnx_record(onnx_model, onnx_bytes):
+    """handoff.json's ``onnx``: the graph file, its hash, IR version, opsets and ops."""
+    return {
+        "file": "1/model.onnx",
+        "sha256": hashlib.sha256(onnx_bytes).hexdigest(),
+        "ir_version": onnx_model.ir_version,
+        "opsets": {entry.domain or "ai.onnx": entry.version for entry in onnx_model.opset_import},
+        "onnx_version": _deps.onnx().__version__,
+        "ops": sorted({node.op_type for node in onnx_model.graph.node}),
     }
 
 

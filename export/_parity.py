@@ -199,16 +199,11 @@ class _Comparison:
             )
 
 
-def _generated(source, comparison, examples):
-    """Run the Hypothesis-generated comparisons; returns their entry of ``inputs_compared``."""
-    hypothesis = _deps.hypothesis()
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+def generation_settings(examples):
+    """Hypothesis settings of every parity check: derandomized (the same model, the same inputs), quiet, no database."""
+    from hypothesis import HealthCheck, Phase, Verbosity, settings
 
-    rejected = []
-    before_requests, before_rows = comparison.requests, set(comparison.rows)
-    comparison.rows = set()
-
-    @settings(
+    return settings(
         max_examples=examples,
         derandomize=True,
         database=None,
@@ -218,6 +213,18 @@ def _generated(source, comparison, examples):
         report_multiple_bugs=False,
         phases=[Phase.explicit, Phase.generate, Phase.shrink],
     )
+
+
+def _generated(source, comparison, examples):
+    """Run the Hypothesis-generated comparisons; returns their entry of ``inputs_compared``."""
+    hypothesis = _deps.hypothesis()
+    from hypothesis import given
+
+    rejected = []
+    before_requests, before_rows = comparison.requests, set(comparison.rows)
+    comparison.rows = set()
+
+    @generation_settings(examples)
     @given(_batches(source))
     def compare_generated(requests):
         expected = []

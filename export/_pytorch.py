@@ -62,15 +62,19 @@ def convert(source):
             )
     except Exception as error:
         raise UnsupportedModelError(_export_failure(module, error, torch.__version__)) from error
-    converter = {
+    return program.model_proto, converter_record(torch, onnxscript, dynamic_axes={declared_input.name: sorted(dynamic)})
+
+
+def converter_record(torch, onnxscript, **details):
+    """handoff.json's ``converter`` for a graph written by ``torch.onnx.export``."""
+    return {
         "name": "torch.onnx.export",
         "version": torch.__version__,
         "exporter": "torch.export (dynamo=True)",
         "torch_version": torch.__version__,
         "onnxscript_version": onnxscript.__version__,
-        "dynamic_axes": {declared_input.name: sorted(dynamic)},
+        **details,
     }
-    return program.model_proto, converter
 
 
 @contextlib.contextmanager

@@ -70,13 +70,6 @@ def read_logged_model(model_uri, workspace):
             "which no ONNX graph speaks: export-onnx converts repositories with typed tensors; add the source again "
             "with --protocol tensors (the default) and export that one"
         )
-    if contract.flavor == "transformers":
-        raise UnsupportedModelError(
-            f"Model {model_uri!r} is a Transformers pipeline: export-onnx converts scikit-learn and PyTorch models "
-            "only. Export Transformers models with Hugging Face Optimum (`optimum-cli export onnx --model ...`, "
-            "which handles tokenizers and task heads), or serve generation with a dedicated LLM engine "
-            "(TensorRT-LLM, vLLM); the generated Python-backend repository keeps serving the pipeline as it is"
-        )
     artifact = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY
     mlmodel = Model.load(str(artifact / "MLmodel"))
     example = mlmodel.load_input_example(str(artifact))

@@ -14,8 +14,9 @@ what they must be (a UUID, a time close to the oracle's own call), never skipped
 
 A repository speaking MLflow's serving protocol answers MLflow's JSON body in its ``response`` tensor; the oracle is
 MLflow's own ``/invocations`` code on the same body (:func:`protocol_outputs`), and the two bodies are parsed and
-compared by value (:data:`MLFLOW_BODY`): floats within the float64 tolerances, everything else exactly, and the
-``id``/``created`` keys MLflow's chat and completions answers fill per call by what they must be.
+compared by value (:data:`MLFLOW_BODY`): floats within the float64 tolerances, everything else exactly, and the keys
+filled per call in chat, completions and agent answers (:data:`BODY_VOLATILE_KEYS`: ``id``, ``created``,
+``created_at``) by what they must be.
 """
 
 import json
@@ -56,19 +57,28 @@ __all__ = [
 FLOAT_TOLERANCES = {"float16": (1e-2, 1e-3), "float32": (1e-4, 1e-6), "float64": (1e-6, 1e-9)}
 
 # MLflow's LLM tasks answer each row with ``"id": str(uuid.uuid4())`` and ``"created": int(time.time())``
-# (mlflow/transformers/llm_inference_utils.py): output field -> what its value must be.
+# (mlflow/transformers/llm_inference_utils.py); a ChatModel (task ``agent/v1/chat``, mlflow/pyfunc/model.py) answers
+# MLflow's ``created`` and an ``id`` of its own, drawn per call where it is a UUID: output field -> what its value must
+# be. A UUID is required only where the oracle's element is one; another value is compared as it is.
 UUID, CALL_TIME = "a fresh UUID per row", "the time of the call, in epoch seconds"
 VOLATILE = "volatile"  # how a volatile output's comparison begins
 VOLATILE_FIELDS = {
     "llm/v1/chat": {"id": UUID, "created": CALL_TIME},
     "llm/v1/completions": {"id": UUID, "created": CALL_TIME},
+    "agent/v1/chat": {"id": UUID, "created": CALL_TIME},
 }
 # How far an answer's ``created`` may be from the oracle's own call (the server answers minutes later at most).
 CALL_TIME_WINDOW_SECONDS = 3600
 # The rule for the ``response`` of an MLflow-protocol repository: MLflow's JSON body, compared parsed.
 MLFLOW_BODY = "MLflow's JSON body, compared as parsed values"
-# Keys of that body MLflow fills afresh per call, in every chat, completions and agent answer: key -> what it must be.
-BODY_VOLATILE_KEYS = {"id": UUID, "created": CALL_TIME}
+# Keys of that body filled afresh per call, in every chat, completions and agent answer: key -> what it must be. MLflow
+# fills a ChatModel answer's ``created`` (``int(time.time())``) and its tool calls' ``id`` (``uuid4``,
+# mlflow/types/llm.py); a ChatAgent's messages and a ResponsesAgent's output items must carry an ``id`` the agent
+# draws per call (MLflow refuses a ChatAgentResponse without one and says to use ``str(uuid.uuid4())``; its Responses
+# helpers draw ``uuid4`` where the source has none, mlflow/types/responses.py), and a Responses answer's
+# ``created_at`` is the time of the call in float seconds (mlflow/types/responses_helpers.py). An ``id`` is judged as a
+# UUID only where the oracle's is one: any other id is compared by value.
+BODY_VOLATILE_KEYS = {"id": UUID, "created": CALL_TIME, "created_at": CALL_TIME}
 
 
 def output_codec(model_dir):
@@ -121,6 +131,8 @@ def volatile_outputs(model_dir):
     An MLflow-protocol repository's ``response`` is :data:`MLFLOW_BODY`."""
     from mlflow.models import Model
 
+    if not (Path(model_dir) / "1" / "artifact" / "MLmodel").is_file():  # an export-onnx directory: no MLflow model
+        return {}
     if speaks_mlflow_protocol(model_dir):
         return {RESPONSE_TENSOR: MLFLOW_BODY}
 
@@ -150,7 +162,20 @@ def expected_outputs(model_uri, model_dir):
     )
 
 
-def compare(expected, actual, exact=False, volatile=None):
+def export_tolerance(model_dir):
+    """``(rtol, atol)`` of a text export's parity (its network computes in float32; handoff.json records it), for
+    every float it answers, FP64 ones and floats inside JSON text too; None for every other model directory."""
+    handoff = Path(model_dir) / "handoff.json"
+    if not handoff.is_file():
+        return None
+    recorded = json.loads(handoff.read_text(encoding="utf-8"))
+    if "task" not in recorded:
+        return None
+    floats = recorded["parity"]["tolerances"]["floats"]
+    return floats["rtol"], floats["atol"]
+
+
+def compare(expected, actual, exact=False, volatile=None, tolerance=None):
     """Per output name: ``{"equal": bool, "how": str}`` (+ ``"max_abs_diff"`` for floats).
 
     ``expected`` and ``actual`` map tensor names to arrays. ``how`` says how an equal output was
@@ -164,7 +189,7 @@ def compare(expected, actual, exact=False, volatile=None):
     results = {
         name: _compare_volatile(want, actual.get(name), volatile[name])
         if name in volatile
-        else _compare_one(want, actual.get(name), exact)
+        else _compare_one(want, actual.get(name), exact, tolerance)
         for name, want in expected.items()
     }
     for name in sorted(set(actual) - set(expected), key=str):
@@ -181,7 +206,7 @@ def differences(expected, actual, exact=False, volatile=None):
     ]
 
 
-def _compare_one(want, got, exact):
+def _compare_one(want, got, exact, tolerance=None):
     if got is None:
         return {"equal": False, "how": "missing from the response"}
     want, got = np.asarray(want), np.asarray(got)
@@ -190,10 +215,14 @@ def _compare_one(want, got, exact):
     if got.shape != want.shape:
         return {"equal": False, "how": f"shape {list(got.shape)} != expected {list(want.shape)}"}
     if want.dtype.kind == "f":
-        return _compare_floats(want, got, exact)
+        return _compare_floats(want, got, exact, tolerance)
     if want.dtype == object:
         want = np.array([_as_bytes(v) for v in want.ravel()], dtype=object).reshape(want.shape)
         same = np.array([g == w for g, w in zip(got.ravel(), want.ravel())], dtype=bool)
+        if tolerance is not None and not same.all():  # a text export's JSON text: its floats within the tolerance
+            same = np.array([_same_json(g, w, tolerance) for g, w in zip(got.ravel(), want.ravel())], dtype=bool)
+            if same.all():
+                return {"equal": True, "how": f"JSON text, floats allclose rtol={tolerance[0]} atol={tolerance[1]}"}
     else:
         same = (got == want).ravel()
     return {"equal": bool(same.all()), "how": _how(same, got, want, "exact")}
@@ -209,7 +238,11 @@ def _compare_volatile(want, got, rule):
     if got.dtype != want.dtype or got.shape != want.shape:
         return _compare_one(want, got, exact=True)
     if rule == UUID:
-        same = np.array([_is_uuid(item) for item in got.ravel()], dtype=bool)
+        pairs = zip(got.ravel(), want.ravel())
+        same = np.array(
+            [_is_uuid(item) if _is_uuid(wanted) else _as_bytes(item) == _as_bytes(wanted) for item, wanted in pairs],
+            dtype=bool,
+        )
     else:  # CALL_TIME
         same = (np.abs(got.astype(np.int64) - want.astype(np.int64)) <= CALL_TIME_WINDOW_SECONDS).ravel()
     how = f"{VOLATILE} ({rule}): checked as such, not by value"
@@ -241,8 +274,8 @@ def _body_difference(want, got, path, rtol, atol, key=None):
     rule = BODY_VOLATILE_KEYS.get(key)
     if rule == UUID and isinstance(want, str) and _is_uuid(want):
         return None if isinstance(got, str) and _is_uuid(got) else f"{path} is not {rule} (got {_shown(got)})"
-    if rule == CALL_TIME and type(want) is int:
-        close = type(got) is int and abs(got - want) <= CALL_TIME_WINDOW_SECONDS
+    if rule == CALL_TIME and type(want) in (int, float):  # ``created`` is int seconds, ``created_at`` float
+        close = type(got) is type(want) and abs(got - want) <= CALL_TIME_WINDOW_SECONDS
         return None if close else f"{path} is not {rule} (got {_shown(got)}, the oracle's {want})"
     if isinstance(want, dict) and isinstance(got, dict):
         if list(want) != list(got):
@@ -276,7 +309,15 @@ def _is_uuid(item):
     return True
 
 
-def _compare_floats(want, got, exact):
+def _same_json(got, want, tolerance):
+    try:
+        got_value, want_value = json.loads(_as_bytes(got)), json.loads(_as_bytes(want))
+    except ValueError:
+        return got == want
+    return _body_difference(want_value, got_value, "$", *tolerance) is None
+
+
+def _compare_floats(want, got, exact, tolerance=None):
     wide_want, wide_got = want.astype(np.float64), got.astype(np.float64)
     both_nan = np.isnan(wide_want) & np.isnan(wide_got)
     with np.errstate(all="ignore"):
@@ -284,7 +325,7 @@ def _compare_floats(want, got, exact):
             same = ((wide_got == wide_want) & (np.signbit(wide_got) == np.signbit(wide_want))) | both_nan
             method = "bit for bit (NaN equal to NaN)"
         else:
-            rtol, atol = FLOAT_TOLERANCES.get(want.dtype.name, FLOAT_TOLERANCES["float64"])
+            rtol, atol = tolerance or FLOAT_TOLERANCES.get(want.dtype.name, FLOAT_TOLERANCES["float64"])
             same = np.isclose(wide_got, wide_want, rtol=rtol, atol=atol, equal_nan=True)
             method = f"allclose rtol={rtol} atol={atol}"
         finite = np.isfinite(wide_want) & np.isfinite(wide_got)

@@ -6,7 +6,8 @@ Accepted: ``runs:/<run id>/<name>``, ``models:/<name>/<version>``, ``models:/<na
 ``config.pbtxt`` with the ``mlflow_contract`` parameter and ``1/artifact/``), and, for ``serve``
 only, a directory written by ``mlflow-triton export-onnx --backend python`` (``handoff.json``,
 ``1/model.onnx``, ``1/model.py``, ``requirements.txt``; it carries no MLflow model, so
-``check`` refuses it). An ``--backend onnxruntime`` export is refused: the bundled Triton has
+``check`` refuses it, except a text model's export, whose ``handoff.json`` names the model it was exported
+from: ``check``'s oracle). An ``--backend onnxruntime`` export is refused: the bundled Triton has
 no ONNX Runtime backend. For ``check``, a local folder of such model directories (a repository,
 as ``mlflow-triton pack --out`` writes) stands for each of them (:func:`expand_repositories`).
 """
@@ -14,6 +15,7 @@ as ``mlflow-triton pack --out`` writes) stands for each of them (:func:`expand_r
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,6 +53,8 @@ class ModelSource:
     repository: Path
     pyfunc_uri: str | None
     generated: bool
+    #: A text model's ``export-onnx`` directory: its handoff.json, whose recorded source is ``check``'s oracle.
+    text_export: dict | None = None
 
     @property
     def name(self) -> str:
@@ -170,6 +174,15 @@ def _from_onnx_export(uri, directory):
         raise ModelSourceError(
             f"{uri}: an mlflow-triton export-onnx directory without {', '.join(missing)}; export the model again "
             "with `mlflow-triton export-onnx MODEL_URI --out DIR --backend python`"
+        )
+    handoff = json.loads((files / EXPORT_HANDOFF).read_text(encoding="utf-8"))
+    if "task" in handoff:  # a text export: check compares it with pyfunc.predict of the model it was exported from
+        return ModelSource(
+            uri=uri,
+            repository=directory,
+            pyfunc_uri=handoff["source"]["model_uri"],
+            generated=False,
+            text_export=handoff,
         )
     return ModelSource(uri=uri, repository=directory, pyfunc_uri=None, generated=False)
 

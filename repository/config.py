@@ -10,6 +10,8 @@ readers, on the JSON form Triton hands the Python backend
 ``runtime.codecs.tensor_types_from_model_config`` exist once, for both forms.
 """
 
+import pathlib
+
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
@@ -88,6 +90,11 @@ def parse_config(text):
         return config, contract_from_model_config(as_model_config_json(config))
     except ContractError as error:  # the runtime's words, and which file they are about
         raise ContractError(f"config.pbtxt: {error}") from None
+
+
+def read_model_config(path):
+    """config.pbtxt -> ModelConfig, without reading a contract (an export-onnx network carries none)."""
+    return text_format.Parse(pathlib.Path(path).read_text(encoding="utf-8"), model_config_pb2.ModelConfig())
 
 
 def as_model_config_json(config):

@@ -26,9 +26,11 @@ LONGEST_FIRST = (
     "test_runtime_fidelity.py",
     "test_llm_tasks_triton.py",
     "test_faults.py",
+    "test_export_text_triton.py",
     "test_pretrained_triton.py",
     "test_existing_models_triton.py",
     "test_mlflow_protocol_triton.py",
+    "test_mlflow_interfaces_triton.py",
     "test_output_misfits.py",
     "test_export_triton.py",
 )

@@ -1,16 +1,20 @@
 """MLflow's serving protocol on the real Triton 2.51: the same bodies, the same answers as MLflow's scoring server.
 
-Two models logged with plain MLflow in a sqlite store: a scikit-learn classifier and a ``ChatModel`` (models from
-code; the typed mapping refuses it: "record 0 has no key `id`"). Each is added with ``protocol="mlflow"``, both are
-served by one Triton, and every request body goes to Triton (in the ``request`` tensor) and to MLflow's own scoring
+Two models logged with plain MLflow in a sqlite store: a scikit-learn classifier answering ``predict_proba`` under the
+signature MLflow inferred from ``predict`` (the typed mapping refuses it: "Cannot split a ndarray of shape [3, 3]"),
+added with the automatic choice, which must pick MLflow's protocol by itself, and a ``ChatModel`` (models from code;
+the typed mapping refuses it: "record 0 has no key `id`"), added with ``protocol="mlflow"``. Both are served by one
+Triton, and every request body goes to Triton (in the ``request`` tensor) and to MLflow's own scoring
 server app (``mlflow.pyfunc.scoring_server.init``, the app ``mlflow models serve`` runs) over HTTP: the answers must
 be the same (the chat answer's ``created`` by check's rule for per-call fields), MLflow's 400s must be Triton 400s
 with MLflow's message. ``mlflow-triton check`` PASSes both.
 """
 
+import contextlib
 import json
 import shutil
 import textwrap
+from operator import itemgetter
 
 import mlflow
 import mlflow.pyfunc
@@ -23,7 +27,7 @@ from sklearn.linear_model import LogisticRegression
 
 import mlflow_triton
 from mlflow_triton.local import TritonInstallation, TritonServer
-from mlflow_triton.local._compare import MLFLOW_BODY, compare
+from mlflow_triton.local._compare import MLFLOW_BODY, compare, speaks_mlflow_protocol
 from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
 from tests.e2e.test_cli import UserStore
 from tests.e2e.test_cli import mlflow_triton as console
@@ -60,7 +64,18 @@ SKLEARN_BODIES = [
     ("application/json", json.dumps({"instances": [{"length": 1.5, "width": 0.8}]})),
     ("text/csv", "length,width\n4.0,0.3\n1.0,0.5\n"),
 ]
+
+
+def documented_bodies():
+    """The chat and Responses request bodies of docs/repository.md (the block that defines them), by name."""
+    [block] = [b for b in docs_pages.blocks(docs_pages.DOCS / "repository.md", "python") if "chat_request" in b.code]
+    namespace = {}
+    exec(block.code, namespace)
+    return namespace
+
+
 CHAT_BODIES = [
+    ("application/json", documented_bodies()["chat_request"]),
     ("application/json", json.dumps({"messages": [{"role": "user", "content": "hello"}]})),
     (
         "application/json",
@@ -82,7 +97,7 @@ def added(tmp_path_factory):
     (root / "chat_model.py").write_text(CHAT_MODEL_CODE)
     tracking_uri = f"sqlite:///{root / 'mlflow.db'}"
     with using_tracking(tracking_uri):
-        mlflow.set_experiment("protocol")
+        mlflow.set_experiment(experiment_id=mlflow.create_experiment("protocol", (root / "artifacts").as_uri()))
         with mlflow.start_run():
             classifier = mlflow.sklearn.log_model(
                 LogisticRegression(max_iter=500).fit(X, Y),
@@ -94,35 +109,54 @@ def added(tmp_path_factory):
             chat = mlflow.pyfunc.log_model(
                 name="shout", python_model=str(root / "chat_model.py"), registered_model_name="shout"
             )
-        models = {}
-        for name, source in (("iris", classifier), ("shout", chat)):
-            info = mlflow_triton.add_repository(f"models:/{name}/1", protocol="mlflow")
-            local = mlflow.artifacts.download_artifacts(info.model_uri, dst_path=str(root / "downloads" / name))
-            models[name] = (
-                source,
-                f"models:/{name}/2",
-                next((root / "downloads" / name / "model_repository").iterdir()),
-            )
-            assert models[name][2].is_dir(), local
+        models = {
+            "iris": (classifier, *add_registered(root, "iris")),  # protocol="auto", the default
+            "shout": (chat, *add_registered(root, "shout", protocol="mlflow")),  # asked for
+        }
     return tracking_uri, root, models
 
 
-@pytest.fixture(scope="module")
-def triton(added, tmp_path_factory):
-    """One Triton serving both repositories, from one environment that holds both models' requirements."""
-    _, root, models = added
+def add_registered(root, name, **options):
+    """``add_repository("models:/<name>/1", **options)``: (the new version's URI, its Triton model directory,
+    downloaded under ``root/downloads/<name>``), which must speak MLflow's serving protocol."""
+    info = mlflow_triton.add_repository(f"models:/{name}/1", **options)
+    return fetched(root, name, f"models:/{name}/{info.registered_model_version}")
+
+
+def fetched(root, name, model_uri):
+    """``(model_uri, its Triton model directory)``, the model downloaded under ``root/downloads/<name>``; the
+    directory must speak MLflow's serving protocol (chosen by ``protocol="auto"`` where none was asked for)."""
+    downloads = root / "downloads" / name
+    mlflow.artifacts.download_artifacts(model_uri, dst_path=str(downloads))
+    [directory] = (downloads / "model_repository").iterdir()
+    validation = json.loads((directory / "validation.json").read_text())
+    assert speaks_mlflow_protocol(directory), (model_uri, validation.get("protocol_chosen_because"))
+    return model_uri, directory
+
+
+@contextlib.contextmanager
+def serving(root, directories):
+    """One Triton serving copies of ``directories``, from one environment that holds all their requirements."""
     repository = root / "served"
     repository.mkdir()
     lines = []
-    for _, _, directory in models.values():
+    for directory in directories:
         shutil.copytree(directory, repository / directory.name)
         lines += requirement_lines((directory / "requirements.txt").read_text())
     installation = TritonInstallation.bundled(progress=None)
     env = ensure_env_for_requirements(
-        sorted(set(lines)), installation.serving_constraints, progress=None, reuse_superset=True, source="both models"
+        sorted(set(lines)), installation.serving_constraints, progress=None, reuse_superset=True, source="the models"
     )
-    names = [directory.name for _, _, directory in models.values()]
+    names = [directory.name for directory in directories]
     with TritonServer(repository, names, installation=installation, serving_env=env) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def triton(added):
+    """One Triton serving both repositories."""
+    _, root, models = added
+    with serving(root, [directory for _, _, directory in models.values()]) as server:
         yield server
 
 
@@ -159,32 +193,56 @@ def same_body(want, got):
     return result
 
 
+def answered_alike(server, model_uri, name, content_type, body):
+    """Send ``body`` to MLflow's scoring server for ``model_uri`` and to Triton's model ``name``; assert that Triton
+    answers as MLflow does: a 200 with the same body (per-call fields by check's rule), a 4xx as a 400 carrying
+    MLflow's error code and message (a 415's text), a 5xx as a 500 naming MLflow's status and code. Returns MLflow's
+    ``(status, body)`` and Triton's body."""
+    want_status, want = mlflow_answer(model_uri, content_type, body)
+    got_status, got = triton_answer(server, name, content_type, body)
+    if want_status == 200:
+        assert got_status == 200, (body, want, got)
+        result = same_body(want, got)
+        assert result["equal"], (body, result["how"], want, got)
+    else:
+        try:  # MLflow's error JSON, or the plain text of its 415
+            code, message = itemgetter("error_code", "message")(json.loads(want))
+            heading = f"MLflow answered HTTP {want_status} ({code})"
+        except ValueError:
+            heading, message = f"MLflow answered HTTP {want_status}", want
+        assert got_status == (400 if want_status < 500 else 500), (body, want, got)
+        assert got.startswith(heading), (heading, got)
+        if want_status < 500:  # a 5xx's message, which may quote the request, goes to Triton's log only
+            assert message[:200] in got, (want, got)
+    return (want_status, want), got
+
+
 @pytest.mark.parametrize(("name", "bodies"), [("iris", SKLEARN_BODIES), ("shout", CHAT_BODIES)])
 def test_triton_answers_every_body_as_mlflows_scoring_server_does(added, triton, name, bodies):
     tracking_uri, _, models = added
     source, _, directory = models[name]
     with using_tracking(tracking_uri):
         for content_type, body in bodies:
-            want_status, want = mlflow_answer(source.model_uri, content_type, body)
-            got_status, got = triton_answer(triton, directory.name, content_type, body)
-            assert (want_status, got_status) == (200, 200), (body, want, got)
-            result = same_body(want, got)
-            assert result["equal"], (body, result["how"], want, got)
+            (status, want), got = answered_alike(triton, source.model_uri, directory.name, content_type, body)
+            assert status == 200, want
             if name == "iris":  # nothing per call: byte for byte what MLflow's server sends
                 assert got == want
 
 
-def test_mlflows_400_is_a_triton_400_with_mlflows_message(added, triton):
+@pytest.mark.parametrize(
+    ("content_type", "body", "mlflow_status"),
+    [
+        ("application/json", json.dumps({"dataframe_split": {"columns": ["length"], "data": [[1.0]]}}), 400),
+        ("text/plain", "length width", 415),  # MLflow's text answer to a content type it does not read
+    ],
+    ids=["width-missing", "text-plain"],
+)
+def test_mlflows_4xx_is_a_triton_400_with_mlflows_message(added, triton, content_type, body, mlflow_status):
     tracking_uri, _, models = added
     source, _, directory = models["iris"]
-    body = json.dumps({"dataframe_split": {"columns": ["length"], "data": [[1.0]]}})  # `width` is missing
     with using_tracking(tracking_uri):
-        want_status, want = mlflow_answer(source.model_uri, "application/json", body)
-    got_status, got = triton_answer(triton, directory.name, "application/json", body)
-    mlflow_error = json.loads(want)
-    assert (want_status, got_status) == (400, 400)
-    assert got.startswith(f"MLflow answered HTTP 400 ({mlflow_error['error_code']}): ")
-    assert mlflow_error["message"][:200] in got
+        (status, _), _ = answered_alike(triton, source.model_uri, directory.name, content_type, body)
+    assert status == mlflow_status
 
 
 def check(root, tracking_uri, *arguments):
@@ -211,7 +269,7 @@ def test_check_passes_both_models_and_a_csv_body_given_with_input(added):
 def test_the_documented_client_asks_triton_what_mlflow_would_answer(added, triton):
     tracking_uri, _, models = added
     source, _, directory = models["iris"]
-    [block] = [b for b in docs_pages.blocks(docs_pages.DOCS / "repository.md", "python") if "protocol" in b.heading]
+    [block] = [b for b in docs_pages.blocks(docs_pages.DOCS / "repository.md", "python") if "def invocations" in b.code]
     namespace = {}
     exec(block.code, namespace)
     content_type, body = SKLEARN_BODIES[-1]  # CSV, with its content type

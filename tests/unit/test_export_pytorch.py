@@ -11,9 +11,8 @@ from mlflow.types import Schema, TensorSpec
 
 from examples import pytorch_example
 from mlflow_triton import pytorch as mt_pytorch
-from mlflow_triton import transformers as mt_transformers
 from mlflow_triton.export import UnsupportedModelError, export_onnx
-from tests.support import fake_pb_utils, tiny_models
+from tests.support import fake_pb_utils
 from tests.support.export_models import (
     config_graph_mismatches,
     digest,
@@ -133,21 +132,6 @@ def test_export_onnx_refuses_when_the_logged_batch_axis_is_fixed(tmp_path):
             "Logged input tensor `input_0` has dims [3, 4]: its first axis is 3, not -1, so Triton cannot batch "
             "requests along it. Re-log the model with a signature whose first axis is -1"
         ),
-    ):
-        export_onnx(str(tmp_path / "logged"), tmp_path / "out")
-    assert not (tmp_path / "out").exists()
-
-
-def test_export_onnx_refuses_pointing_to_optimum_when_the_model_is_a_transformers_pipeline(tmp_path):
-    mt_transformers.save_model(
-        tiny_models.shared_text_classification_pipeline(), tmp_path / "logged", input_example=tiny_models.TEXT_EXAMPLE
-    )
-
-    with pytest.raises(
-        UnsupportedModelError,
-        match=r"is a Transformers pipeline: export-onnx converts scikit-learn "
-        r"and PyTorch models only\. Export Transformers models with "
-        r"Hugging Face Optimum",
     ):
         export_onnx(str(tmp_path / "logged"), tmp_path / "out")
     assert not (tmp_path / "out").exists()

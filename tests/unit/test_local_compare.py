@@ -295,6 +295,15 @@ def test_compare_fails_a_volatile_field_that_is_not_what_mlflow_fills_in(field, 
     assert problem.startswith(f"{field}: ") and message in problem
 
 
+@pytest.mark.parametrize(("got", "equal"), [(b"ticket-7", True), ("ticket-7", True), (b"ticket-8", False)])
+def test_compare_checks_an_id_by_value_where_the_oracles_is_not_a_uuid(got, equal):
+    want = {"id": np.array(["ticket-7"], dtype=object)}  # a ChatModel's own fixed id, not one drawn per call
+
+    [result] = compare(want, {"id": np.array([got], dtype=object)}, volatile={"id": "a fresh UUID per row"}).values()
+
+    assert result["equal"] is equal, result
+
+
 def test_verdict_names_the_fields_checked_as_filled_per_call():
     report = ValidationReport(
         model="models:/m/1",

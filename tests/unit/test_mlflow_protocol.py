@@ -9,6 +9,8 @@ import datetime
 import json
 import pathlib
 import re
+import time
+import uuid
 
 import mlflow
 import mlflow.pyfunc
@@ -20,6 +22,7 @@ from google.protobuf import json_format
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INTERNAL_ERROR
 from mlflow.pyfunc import ChatModel
+from mlflow.types.agent import ChatAgentMessage, ChatAgentResponse
 from mlflow.types.llm import ChatChoice, ChatCompletionResponse, ChatMessage
 from sklearn.linear_model import LogisticRegression
 
@@ -30,11 +33,17 @@ from mlflow_triton._protocol import protocol_layout
 from mlflow_triton.errors import InvalidArgumentError
 from mlflow_triton.export._errors import UnsupportedModelError
 from mlflow_triton.export._source import read_logged_model
-from mlflow_triton.local._compare import MLFLOW_BODY, compare, volatile_outputs
+from mlflow_triton.local._compare import (
+    MLFLOW_BODY,
+    compare,
+    load_input_example,
+    predict_outputs,
+    volatile_outputs,
+)
 from mlflow_triton.local.errors import InputFileError
 from mlflow_triton.local.user_input import body_request
 from mlflow_triton.repository.config import build_config, render_config
-from mlflow_triton.runtime.protocol import SERVING_ENVIRONMENT_VARIABLE
+from mlflow_triton.runtime.protocol import SERVING_ENVIRONMENT_VARIABLE, MlflowProtocol, response_array
 from mlflow_triton.shared_contract import (
     MAPPING_VERSION,
     Contract,
@@ -311,6 +320,124 @@ def test_check_refuses_an_id_that_is_not_a_uuid_where_mlflow_answered_one():
     want = {"id": "9b2f1a4e-0d1c-4c7e-9a57-1f8f8a0b2c3d"}
     [result] = compare(body(want), body({"id": "chatcmpl-1"}), volatile={"response": MLFLOW_BODY}).values()
     assert not result["equal"] and "$.id is not a fresh UUID per row" in result["how"]
+
+
+# A Responses agent's answer as MLflow's server writes it (ResponsesAgentResponse.model_dump, exclude_none): its output
+# item's id a UUID the agent draws per call, its created_at the time of the call in float seconds.
+RESPONSES_ANSWER = {
+    "object": "response",
+    "output": [
+        {
+            "type": "message",
+            "id": "4c1d5e9a-3f7b-4a2e-8d6c-0b9e7f1a2c34",
+            "content": [{"type": "output_text", "text": "HI", "annotations": []}],
+            "role": "assistant",
+        }
+    ],
+    "created_at": 1_700_000_000.25,
+}
+
+
+def test_check_judges_a_responses_answers_created_at_as_the_time_of_the_call_not_by_a_relative_tolerance():
+    later = json.loads(json.dumps(RESPONSES_ANSWER))
+    later["output"][0]["id"] = "d2a0f6b1-8e4c-4b7a-9c3d-5f1e2a7b8c90"
+    later["created_at"] += 40 * 60  # Triton answered 40 minutes after the oracle: a relative 1e-6 allows 28 minutes
+
+    [result] = compare(body(RESPONSES_ANSWER), body(later), volatile={"response": MLFLOW_BODY}).values()
+
+    assert result["equal"], result
+    assert "created_at: the time of the call, in epoch seconds" in result["how"]
+
+
+@pytest.mark.parametrize(
+    ("created_at", "says"),
+    [
+        (None, "$.created_at is not the time of the call, in epoch seconds (got None"),
+        ("1700000000.25", "$.created_at is not the time of the call, in epoch seconds (got '1700000000.25'"),
+        (1_700_000_000.25 + 2 * 3600, "$.created_at is not the time of the call, in epoch seconds (got 1700007200.25"),
+    ],
+)
+def test_check_refuses_a_created_at_that_is_not_a_time_close_to_its_own_call(created_at, says):
+    [result] = compare(
+        body(RESPONSES_ANSWER), body({**RESPONSES_ANSWER, "created_at": created_at}), volatile={"response": MLFLOW_BODY}
+    ).values()
+    assert not result["equal"] and says in result["how"], result
+
+
+class Chronicle(mlflow.pyfunc.ResponsesAgent):
+    """A Responses agent as MLflow's docs write one: a fresh UUID per output item, the time of the call."""
+
+    def predict(self, request):
+        text = str(request.input[-1].content).upper()
+        item = self.create_text_output_item(text=text, id=str(uuid.uuid4()))
+        return mlflow.types.responses.ResponsesAgentResponse(output=[item], created_at=time.time())
+
+
+class Diary(mlflow.pyfunc.ChatAgent):
+    """A chat agent as MLflow's docs write one: every message it answers has a fresh UUID."""
+
+    def predict(self, messages, context=None, custom_inputs=None):
+        reply = ChatAgentMessage(role="assistant", content=messages[-1].content[::-1], id=str(uuid.uuid4()))
+        return ChatAgentResponse(messages=[reply])
+
+
+@pytest.mark.parametrize(
+    ("model", "request_body"),
+    [
+        (EchoChat(), {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}),
+        (Diary(), {"messages": [{"role": "user", "content": "hi"}]}),
+        (Chronicle(), {"input": [{"role": "user", "content": "hi"}]}),
+    ],
+    ids=["ChatModel", "ChatAgent", "ResponsesAgent"],
+)
+def test_two_calls_of_each_chat_interface_answer_alike_by_checks_rule_an_hour_apart(
+    model, request_body, tmp_path, monkeypatch
+):
+    mlflow.pyfunc.save_model(tmp_path / "model", python_model=model, pip_requirements=[])
+    served = MlflowProtocol(mlflow.pyfunc.load_model(str(tmp_path / "model")))
+    first = served.answer(json.dumps(request_body).encode())
+    now = time.time()
+    monkeypatch.setattr(time, "time", lambda: now + 50 * 60)  # the second call, 50 minutes later
+    second = served.answer(json.dumps(request_body).encode())
+
+    [result] = compare(
+        {"response": response_array(first.body)},
+        {"response": response_array(second.body)},
+        volatile={"response": MLFLOW_BODY},
+    ).values()
+
+    assert (first.status, second.status) == (200, 200)
+    assert first.body != second.body and result["equal"], (first.body, second.body, result)
+
+
+class Ticket(ChatModel):
+    """A chat model that answers an ``id`` of its own per call (a UUID): the typed tensors can carry its answer."""
+
+    def predict(self, context, messages, params):
+        reply = ChatMessage(role="assistant", content=messages[-1].content.upper())
+        return ChatCompletionResponse(
+            id=str(uuid.uuid4()), model="ticket", choices=[ChatChoice(index=0, message=reply)]
+        )
+
+
+def test_check_judges_a_chat_models_typed_answer_id_and_created_by_what_they_must_be(tracking_store, monkeypatch):
+    source = mlflow.pyfunc.log_model(name="ticket", python_model=Ticket(), pip_requirements=[])
+    info = mlflow_triton.add_repository(source.model_uri, protocol="tensors")
+    local = pathlib.Path(mlflow.artifacts.download_artifacts(artifact_uri=info.model_uri))
+    [repository] = (local / "model_repository").iterdir()
+    model = mlflow.pyfunc.load_model(info.model_uri)
+    example = load_input_example(repository)
+    first = predict_outputs(model, example, repository)
+    now = time.time()
+    monkeypatch.setattr(time, "time", lambda: now + 50 * 60)  # Triton's answer, 50 minutes later
+
+    results = compare(first, predict_outputs(model, example, repository), volatile=volatile_outputs(repository))
+
+    assert volatile_outputs(repository) == {
+        "id": "a fresh UUID per row",
+        "created": "the time of the call, in epoch seconds",
+    }
+    assert all(result["equal"] for result in results.values()), results
 
 
 def test_the_pyfunc_wrapper_logs_a_chat_model_with_the_protocol_and_its_chat_body_as_the_request(
