@@ -7,6 +7,7 @@
 # and long campaigns on the real Triton:
 #   make fidelity [N=1000] [FIDELITY_SEED=...]   N generated cases on one real Triton, report in .work/fidelity/
 #   make corpus   MLflow's flavor-test cases logged and checked on the real Triton, docs/mlflow-corpus.md rewritten
+#                 (in .venv-corpus: .venv's packages plus the corpus' heavy flavors, never CI's environments)
 #   make test-heavy-flavors   the e2e tests of flavors CI does not install (pmdarima), installing them into .venv
 # and, outside CI, mutation testing of the comparator, the codecs and the contract (docs/test-oracles.md):
 #   make mutation [MUTATION_MODULES="compare conversions codecs contract"]
@@ -22,6 +23,10 @@ VENV_PY310 ?= .venv-py310
 # The floor of pyproject's mlflow>=3.14,<4, with the pandas 2 it brings.
 MLFLOW_FLOOR ?= mlflow==3.14.*
 VENV_MLFLOW_FLOOR ?= .venv-mlflow314
+# make corpus: .venv's extras plus Keras 3, spaCy, Prophet and pmdarima (tests/support/mlflow_corpus/requirements.txt),
+# installed with torch and numpy<2 held by a constraints file: pip may not move them to satisfy a flavor.
+VENV_CORPUS ?= .venv-corpus
+CORPUS_REQUIREMENTS ?= tests/support/mlflow_corpus/requirements.txt
 # torch is pinned: this version's CPU wheel is what the project is tested with (an unpinned torch pulls a CUDA build).
 # .venv gets the `local` extra (the bundled Triton server, which needs numpy<2); .venv-numpy2 does without it, and its
 # unit tests include the message `mlflow-triton check|serve` print when the extra is missing.
@@ -40,8 +45,8 @@ FIDELITY_WORKERS ?= 2
 # make mutation: cosmic-ray sessions (tests/mutation/<module>.toml), run one after the other, each resumable
 MUTATION_MODULES ?= compare conversions codecs contract
 
-.PHONY: demo docs test test-fast test-heavy-flavors test-mlflow-floor lint bench soak fidelity corpus mutation venv venv-numpy2 venv-py310 \
-	venv-mlflow-floor soak-batched clean
+.PHONY: demo docs test test-fast test-heavy-flavors test-mlflow-floor lint bench soak fidelity corpus mutation venv \
+	venv-numpy2 venv-py310 venv-mlflow-floor venv-corpus soak-batched clean
 
 demo: venv
 	$(VENV)/bin/python -m examples.runner sklearn
@@ -103,8 +108,9 @@ fidelity: venv
 
 # MLflow's flavor tests as the yardstick: each case logged with the wrapper and proven with `mlflow-triton check`,
 # refusals tried with MLflow's scoring server; rewrites docs/mlflow-corpus.md (report in .work/corpus/<UTC time>/).
-corpus: venv
-	$(VENV)/bin/python -m tests.support.mlflow_corpus.run --page docs/mlflow-corpus.md
+# Its own environment: the heavy flavors' cases are *not built* where their package is missing (CI's sample needs none).
+corpus: venv-corpus
+	$(VENV_CORPUS)/bin/python -m tests.support.mlflow_corpus.run --page docs/mlflow-corpus.md
 
 mutation: venv
 	test -x $(VENV)/bin/cosmic-ray || $(VENV)/bin/python -m pip install $(PIP_FLAGS) "cosmic-ray>=8.7,<9"
@@ -117,6 +123,7 @@ venv: $(VENV)/.installed
 venv-numpy2: $(VENV_NUMPY2)/.installed
 venv-py310: $(VENV_PY310)/.installed
 venv-mlflow-floor: $(VENV_MLFLOW_FLOOR)/.installed
+venv-corpus: $(VENV_CORPUS)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -147,5 +154,13 @@ $(VENV_MLFLOW_FLOOR)/.installed: pyproject.toml
 		-e ".[tests,torch,transformers,onnx,local]"
 	touch $@
 
+$(VENV_CORPUS)/.installed: pyproject.toml $(CORPUS_REQUIREMENTS)
+	test -x $(VENV_CORPUS)/bin/python || $(PYTHON) -m venv $(VENV_CORPUS)
+	$(VENV_CORPUS)/bin/python -m pip install $(PIP_FLAGS) --upgrade pip
+	printf '%s\nnumpy<2\n' "$(TORCH)" > $(VENV_CORPUS)/constraints.txt
+	$(VENV_CORPUS)/bin/python -m pip install $(PIP_FLAGS) -c $(VENV_CORPUS)/constraints.txt "$(TORCH)" "numpy<2" \
+		-e ".[tests,torch,transformers,onnx,local]" -r $(CORPUS_REQUIREMENTS)
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(VENV_NUMPY2) $(VENV_PY310) $(VENV_MLFLOW_FLOOR) .work site
+	rm -rf $(VENV) $(VENV_NUMPY2) $(VENV_PY310) $(VENV_MLFLOW_FLOOR) $(VENV_CORPUS) .work site

