@@ -38,7 +38,7 @@ import pandas as pd
 from mlflow.models import infer_signature
 from mlflow.types import DataType, Schema
 
-from .errors import InvalidArgumentError
+from .errors import ExampleFormError, InvalidArgumentError
 
 DATAFRAME_REMEDY = "pass pd.DataFrame(input_example) instead: one row per list item"
 
@@ -172,7 +172,7 @@ def _refuse_lists_in_one_row(example: dict, schema: Schema) -> None:
     kind = _column_type(name, schema)
     if kind is not None and not isinstance(kind, DataType):
         return
-    raise InvalidArgumentError(f"{lists_in_one_row(example, schema)}; {DATAFRAME_REMEDY}")
+    raise ExampleFormError(f"{lists_in_one_row(example, schema)}; {DATAFRAME_REMEDY}")
 
 
 def lists_in_one_row(example: Any, schema: Schema | None) -> str | None:
@@ -214,7 +214,7 @@ def _refuse_rows_for_an_array_column(example: list, schema: Schema) -> None:
     kinds = [spec.type for spec in schema.inputs if not isinstance(spec.type, DataType)]
     if not kinds or not all(isinstance(item, list) for item in example):
         return
-    raise InvalidArgumentError(
+    raise ExampleFormError(
         f"input_example is a list of lists: MLflow infers one column of type {kinds[0]} from it, and its own schema "
         "enforcement refuses the example for that column (it splits the lists into scalar columns: "
         "pd.DataFrame(input_example)), so MLflow logs such a model without a signature; pass "

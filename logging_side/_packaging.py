@@ -32,6 +32,7 @@ from ._validation import codecs_for, example_tensors, validate_in_memory
 from .errors import (
     BatchingWarning,
     CustomCodeWarning,
+    ExampleFormError,
     InvalidArgumentError,
     UnsupportedSchemaError,
     ValidationError,
@@ -244,7 +245,8 @@ def _chosen_parts(framework, model, input_example, signature, options, validate_
     """``protocol="auto"``: MLflow's serving protocol for a chat or agent interface, and for a model the typed mapping
     refuses (``probe``: also where the output columns depend on the request) while MLflow's own scoring code answers
     its serving example; the typed mapping otherwise. Where both refuse, the typed mapping's refusal is raised; an
-    argument the typed mapping refuses (``InvalidArgumentError``) is refused at once."""
+    argument the typed mapping refuses (``InvalidArgumentError``, but for an example's form: ``ExampleFormError``)
+    is refused at once."""
     interface = _protocol.interface(model)
     if interface is not None:
         why = f"the model is MLflow's {interface}, whose requests and answers are MLflow's chat or agent bodies"
@@ -262,7 +264,7 @@ def _chosen_parts(framework, model, input_example, signature, options, validate_
             validate_saved_model,
             probe=True,
         )
-    except (UnsupportedSchemaError, ValidationError) as error:  # the caller's own mistakes (InvalidArgumentError) stay
+    except (UnsupportedSchemaError, ValidationError, ExampleFormError) as error:  # the caller's other mistakes stay
         refusal = error
     try:
         return _protocol_parts(

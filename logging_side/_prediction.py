@@ -17,7 +17,7 @@ from mlflow_triton.runtime.parameters import PARAMS_CHANNEL
 
 from ._examples import DATAFRAME_REMEDY, example_columns, for_prediction, input_schema, lists_in_one_row
 from ._schema import is_any_schema, layout_from_signature, may_be_a_scalar_prediction, signature_for_pyfunc
-from .errors import ExamplePredictionError, InvalidArgumentError, MlflowTritonError, ValidationError
+from .errors import ExampleFormError, ExamplePredictionError, InvalidArgumentError, MlflowTritonError, ValidationError
 
 
 def predict_and_map(framework, model, example_input, example_params, signature, options):
@@ -93,7 +93,7 @@ def _predict_example(adapter, example_input, schema, example_params):
         meant_rows = lists_in_one_row(example_input, schema)
         if meant_rows is None:
             raise ExamplePredictionError(str(error)) from error.__cause__
-        raise InvalidArgumentError(
+        raise ExampleFormError(
             f"{meant_rows}, which the model failed to predict ({error.__cause__!r}); {DATAFRAME_REMEDY}"
         ) from error.__cause__
     _refuse_a_stream(prediction)

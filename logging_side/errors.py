@@ -12,6 +12,12 @@ class InvalidArgumentError(MlflowTritonError, ValueError):
     """An argument of a logging call is missing, malformed or unsupported."""
 
 
+class ExampleFormError(InvalidArgumentError):
+    """The input example's form gives no rows the typed mapping can frame as MLflow's schema enforcement frames them
+    (a list of lists for one Array column, a dict of lists made one row); ``protocol="auto"`` then asks MLflow's
+    serving protocol, whose own parsing may take it (a type-hinted model)."""
+
+
 class UnsupportedSchemaError(MlflowTritonError, ValueError):
     """The MLflow signature cannot be mapped onto Triton tensors without an adapter."""
 
@@ -41,6 +47,7 @@ __all__ = [
     "BatchingWarning",
     "ContractError",
     "CustomCodeWarning",
+    "ExampleFormError",
     "ExamplePredictionError",
     "InvalidArgumentError",
     "MlflowTritonError",

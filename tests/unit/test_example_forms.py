@@ -160,7 +160,9 @@ def test_save_model_refuses_a_dict_of_text_lists_when_mlflow_makes_it_one_row_fo
     signature = infer_signature(texts, model.predict(texts))
 
     with pytest.raises(InvalidArgumentError, match=r"column `text` as string, not one row per item; pass pd.DataFrame"):
-        sklearn.save_model(model, tmp_path / "package", input_example=texts.to_dict("list"), signature=signature)
+        sklearn.save_model(
+            model, tmp_path / "package", input_example=texts.to_dict("list"), signature=signature, protocol="tensors"
+        )
 
     assert list(tmp_path.iterdir()) == []
 
@@ -172,7 +174,10 @@ def test_save_model_refuses_a_list_of_lists_when_mlflow_infers_an_array_column(t
         r"pass np.array\(input_example\) for a tensor, or pd.DataFrame\(input_example\)",
     ):
         sklearn.save_model(
-            example_forms.unnamed_columns_regressor(), tmp_path / "package", input_example=example_forms.LIST_OF_LISTS
+            example_forms.unnamed_columns_regressor(),
+            tmp_path / "package",
+            input_example=example_forms.LIST_OF_LISTS,
+            protocol="tensors",
         )
 
     assert list(tmp_path.iterdir()) == []

@@ -176,3 +176,20 @@ def test_the_command_line_chooses_automatically_by_default(capsys):
     said = " ".join(capsys.readouterr().out.split())
     assert "{auto,tensors,mlflow}" in said
     assert "auto (default: tensors where it carries the model exactly, else mlflow; validation.json says why)" in said
+
+
+class Joined(mlflow.pyfunc.PythonModel):
+    def predict(self, model_input: list[list[str]]) -> list[str]:
+        return [" ".join(words) for words in model_input]
+
+
+def test_a_type_hinted_list_of_lists_model_speaks_mlflows_protocol_where_the_typed_mapping_cannot_frame_its_example(
+    tracking_store, tmp_path
+):
+    with mlflow.start_run():
+        source = mlflow.pyfunc.log_model(name="joined", python_model=Joined(), input_example=[["a", "b"], ["c"]])
+
+    report = validation(mlflow_triton.add_repository(source.model_uri), tmp_path)
+
+    assert report["protocol"] == "mlflow"
+    assert "input_example is a list of lists" in report["protocol_chosen_because"]
