@@ -71,6 +71,9 @@ VOLATILE_FIELDS = {
 CALL_TIME_WINDOW_SECONDS = 3600
 # The rule for the ``response`` of an MLflow-protocol repository: MLflow's JSON body, compared parsed.
 MLFLOW_BODY = "MLflow's JSON body, compared as parsed values"
+# How a value MLflow's own two answers to one body give differently is judged; the marker of "no second answer".
+VARIES = "judged by JSON type (the model draws them anew on every call, in MLflow's server too)"
+_ONE_ANSWER = object()
 # Keys of that body filled afresh per call, in every chat, completions and agent answer: key -> what it must be. MLflow
 # fills a ChatModel answer's ``created`` (``int(time.time())``) and its tool calls' ``id`` (``uuid4``,
 # mlflow/types/llm.py); a ChatAgent's messages and a ResponsesAgent's output items must carry an ``id`` the agent
@@ -114,15 +117,19 @@ def speaks_mlflow_protocol(model_dir):
 def protocol_outputs(pyfunc_model, model_dir, body=None, content_type=JSON_CONTENT_TYPE):
     """What MLflow's scoring server answers to ``body`` (bytes; default: the body of the shipped ``request.json``)
     sent with ``content_type``, as the ``response`` tensor; a refusal is an error naming MLflow's status and
-    message."""
+    message. The body is answered twice: the tensor holds both answers, and where they differ (a value the model
+    draws at random on every call, as Prophet's intervals) :func:`compare` judges Triton's answer by its JSON type."""
     if body is None:
         shipped = json.loads((Path(model_dir) / JSON_REQUEST).read_text(encoding="utf-8"))
         body = next(entry for entry in shipped["inputs"] if entry["name"] == REQUEST_TENSOR)["data"][0].encode("utf-8")
-    with serving_environment():
-        answer = MlflowProtocol(pyfunc_model).answer(body, content_type)
-    if answer.status != OK:
-        raise ValueError(f"MLflow's scoring code refuses the shipped body: {answer.reason}")
-    return response_tensors(answer)
+    answers = []
+    for _ in range(2):
+        with serving_environment():
+            answer = MlflowProtocol(pyfunc_model).answer(body, content_type)
+        if answer.status != OK:
+            raise ValueError(f"MLflow's scoring code refuses the shipped body: {answer.reason}")
+        answers.append(response_tensors(answer)[RESPONSE_TENSOR].ravel()[0])
+    return {RESPONSE_TENSOR: np.array(answers, dtype=object)}
 
 
 def volatile_outputs(model_dir):
@@ -263,14 +270,26 @@ def _compare_body(want, got):
         got_body = json.loads(_as_bytes(np.asarray(got).ravel()[0]))
     except (ValueError, IndexError) as error:
         return {"equal": False, "how": f"{MLFLOW_BODY}: the answer is not one JSON body ({error})"}
-    where = _body_difference(json.loads(_as_bytes(np.asarray(want).ravel()[0])), got_body, "$", rtol, atol)
+    first, *again = (json.loads(_as_bytes(body)) for body in np.asarray(want).ravel())
+    varying = []
+    where = _body_difference(
+        first, got_body, "$", rtol, atol, again=again[0] if again else _ONE_ANSWER, varying=varying
+    )
+    if varying:
+        shown = ", ".join(varying[:3]) + (", ..." if len(varying) > 3 else "")
+        how += f"; {len(varying)} value(s) differ between two of MLflow's own answers to the body ({shown}): {VARIES}"
     if where is None:
         return {"equal": True, "how": how}
     return {"equal": False, "how": f"{MLFLOW_BODY}: {where}"}
 
 
-def _body_difference(want, got, path, rtol, atol, key=None):
-    """Where two parsed JSON values first differ (a JSON path and both values), or None."""
+def _body_difference(want, got, path, rtol, atol, key=None, again=None, varying=None):
+    """Where two parsed JSON values first differ (a JSON path and both values), or None. ``again``: a second answer
+    of MLflow's to the same body (default :data:`_ONE_ANSWER`: none); where it differs from ``want``, ``got`` is
+    judged by its JSON type only and the path is added to ``varying``."""
+    again = _ONE_ANSWER if again is None else again
+    if again is not _ONE_ANSWER and not _same_frame(want, again):
+        return _varies(want, got, path, varying)
     rule = BODY_VOLATILE_KEYS.get(key)
     if rule == UUID and isinstance(want, str) and _is_uuid(want):
         return None if isinstance(got, str) and _is_uuid(got) else f"{path} is not {rule} (got {_shown(got)})"
@@ -281,7 +300,8 @@ def _body_difference(want, got, path, rtol, atol, key=None):
         if list(want) != list(got):
             return f"{path} has keys {list(got)}, expected {list(want)}"
         for name in want:
-            found = _body_difference(want[name], got[name], f"{path}.{name}", rtol, atol, name)
+            other = again[name] if again is not _ONE_ANSWER else _ONE_ANSWER
+            found = _body_difference(want[name], got[name], f"{path}.{name}", rtol, atol, name, other, varying)
             if found is not None:
                 return found
         return None
@@ -289,16 +309,44 @@ def _body_difference(want, got, path, rtol, atol, key=None):
         if len(want) != len(got):
             return f"{path} has {len(got)} items, expected {len(want)}"
         for index, (one, other) in enumerate(zip(want, got)):
-            found = _body_difference(one, other, f"{path}[{index}]", rtol, atol)
+            second = again[index] if again is not _ONE_ANSWER else _ONE_ANSWER
+            found = _body_difference(one, other, f"{path}[{index}]", rtol, atol, again=second, varying=varying)
             if found is not None:
                 return found
         return None
+    if again is not _ONE_ANSWER and _body_difference(want, again, path, rtol, atol, key) is not None:
+        return _varies(want, got, path, varying)
     if type(want) is float and type(got) in (int, float):
         if math.isclose(got, want, rel_tol=rtol, abs_tol=atol) or (math.isnan(want) and math.isnan(got)):
             return None
     elif type(want) is type(got) and want == got:
         return None
     return f"{path} is {_shown(got)}, expected {_shown(want)}"
+
+
+def _same_frame(want, again):
+    """Whether two of MLflow's answers have the same frame here: dicts with the same keys, lists of the same length,
+    or two values that are neither."""
+    if isinstance(want, dict) or isinstance(again, dict):
+        return isinstance(want, dict) and isinstance(again, dict) and list(want) == list(again)
+    if isinstance(want, list) or isinstance(again, list):
+        return isinstance(want, list) and isinstance(again, list) and len(want) == len(again)
+    return True
+
+
+def _json_kind(value):
+    if isinstance(value, bool) or value is None:
+        return type(value).__name__
+    return "number" if isinstance(value, (int, float)) else type(value).__name__
+
+
+def _varies(want, got, path, varying):
+    """A value MLflow's own two answers give differently: ``got`` must be of its JSON kind."""
+    if varying is not None:
+        varying.append(path)
+    if _json_kind(got) == _json_kind(want):
+        return None
+    return f"{path} is {_shown(got)}, not a {_json_kind(want)} as in MLflow's answers (which differ there per call)"
 
 
 def _is_uuid(item):

@@ -316,6 +316,44 @@ def test_check_names_where_two_bodies_differ(got, says):
     assert not result["equal"] and result["how"].endswith(says), result
 
 
+def two_answers(first, second):
+    return {"response": np.array([json.dumps(first).encode(), json.dumps(second).encode()], dtype=object)}
+
+
+FORECASTS = (
+    {"predictions": [{"yhat": 10.0, "yhat_lower": 8.1, "yhat_upper": 12.2}]},
+    {"predictions": [{"yhat": 10.0, "yhat_lower": 7.9, "yhat_upper": 11.8}]},
+)
+
+
+def test_check_judges_by_type_the_values_mlflows_own_two_answers_give_differently_and_the_rest_by_value():
+    got = {"predictions": [{"yhat": 10.0, "yhat_lower": 8.4, "yhat_upper": 12.0}]}
+
+    [result] = compare(two_answers(*FORECASTS), body(got), volatile={"response": MLFLOW_BODY}).values()
+
+    assert result["equal"], result
+    assert (
+        "2 value(s) differ between two of MLflow's own answers to the body ($.predictions[0].yhat_lower, "
+        in (result["how"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("got", "says"),
+    [
+        ({"predictions": [{"yhat": 11.0, "yhat_lower": 8.1, "yhat_upper": 12.2}]}, "yhat is 11.0, expected 10.0"),
+        (
+            {"predictions": [{"yhat": 10.0, "yhat_lower": "8.1", "yhat_upper": 12.2}]},
+            "yhat_lower is '8.1', not a number as in MLflow's answers (which differ there per call)",
+        ),
+    ],
+)
+def test_check_still_names_a_value_mlflow_reproduces_or_a_varying_value_of_another_type(got, says):
+    [result] = compare(two_answers(*FORECASTS), body(got), volatile={"response": MLFLOW_BODY}).values()
+
+    assert not result["equal"] and result["how"].endswith(says), result
+
+
 def test_check_refuses_an_id_that_is_not_a_uuid_where_mlflow_answered_one():
     want = {"id": "9b2f1a4e-0d1c-4c7e-9a57-1f8f8a0b2c3d"}
     [result] = compare(body(want), body({"id": "chatcmpl-1"}), volatile={"response": MLFLOW_BODY}).values()
