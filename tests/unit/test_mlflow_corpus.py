@@ -397,6 +397,14 @@ def test_same_body_compares_mlflow_bodies_by_value_when_answers_differ_in_spelli
     assert not same_body('{"predictions": [1]}', '{"predictions": [2]}')["equal"]
 
 
+def test_same_body_judges_by_type_what_mlflows_second_answer_gives_otherwise():
+    from tests.support.mlflow_corpus.both_servers import same_body
+
+    want, again = '{"p": [{"yhat": 1.0, "lower": 0.5}]}', '{"p": [{"yhat": 1.0, "lower": 0.4}]}'
+    assert same_body(want, '{"p": [{"yhat": 1.0, "lower": 0.45}]}', again)["equal"]
+    assert not same_body(want, '{"p": [{"yhat": 1.5, "lower": 0.45}]}', again)["equal"]
+
+
 def test_log_passes_add_kwargs_to_add_repository_when_the_flavor_cannot_save_the_example(monkeypatch):
     # MLflow 3.17's Keras flavor fails on input_example: the case logs without one, add_repository gets it
     import types
