@@ -44,10 +44,20 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.load import LoadResult, run_load
-from benchmarks.peers import MLSERVER_CONSTRAINTS, MLServer, ensure_mlserver_env, mlserver_body
+from benchmarks.peers import (
+    EXPORT_MAX_BATCH_SIZE,
+    MLSERVER_CONSTRAINTS,
+    MLServer,
+    ensure_mlserver_env,
+    export_body,
+    mlserver_body,
+)
 from benchmarks.run import _loadavg, _table, machine
+from benchmarks.served import TOLERANCES as SERVED_TOLERANCES
 from benchmarks.served import _post, _wait_model_ready, summarize
-from mlflow_triton.repository.guard import FRONT_INSTANCES, batched_name, served_directories
+from mlflow_triton.export._text_export import ATOL as TEXT_ATOL
+from mlflow_triton.export._text_export import RTOL as TEXT_RTOL
+from mlflow_triton.repository.guard import FRONT_INSTANCES, files_directory, served_directories
 
 MLSERVER_ADAPTIVE_BATCHING = {"max_batch_size": 16, "max_batch_time": 0.005}
 HERE = Path(__file__).resolve().parent
@@ -70,15 +80,22 @@ class Case:
     unit: str  # what a row is, for the table's first column
     results: Path
     judged: bool  # issue #25's targets apply
-    save: Callable[[Path, str, int, bool], None]  # (package path, Triton model name, max_batch_size, zero_row_guard)
+    save: Callable[..., None]  # (package path, Triton model name, max_batch_size, zero_row_guard, queue delay us)
     model_input: Callable[[int], object]  # rows -> the model input of one request
     mlserver_body: Callable[[dict, object], bytes]  # (a's body, the contract) -> MLServer's body
+    export_max_batch_size: int  # the ONNX export's (e) max_batch_size
+    export_tolerance: tuple[float, float]  # (rtol, atol) of e's answers against pyfunc.predict: the export's own
+    queue_delays: tuple[int, ...] = ()  # more guarded variants, g'<D>: max_queue_delay_microseconds D (issue #43.3)
     mlserver_constraints: tuple[str, ...] = MLSERVER_CONSTRAINTS
 
     @property
     def guarded_model(self) -> str:
         """The name clients call on the guarded batched repository (its batched model is ``<it>_batched``)."""
         return f"{self.model}_guarded"
+
+    def delayed_model(self, delay: int) -> str:
+        """The guarded repository saved with ``max_queue_delay_microseconds=delay``."""
+        return f"{self.model}_guarded_{delay}us"
 
     def targets(self) -> dict[str, str]:
         return {
@@ -87,11 +104,19 @@ class Case:
             "requests joined), without the zero-row guard (zero_row_guard=False: one model directory)",
             "g'": f"the same behind its zero-row guard (the default): an unbatched front with {FRONT_INSTANCES} "
             "instances forwards each request through BLS to the batched model",
+            **{
+                f"g'{delay}": f"g' saved with max_queue_delay_microseconds={delay} (Triton holds a request up to "
+                f"{delay} us to gather a larger batch)"
+                for delay in self.queue_delays
+            },
             "d'": "MLServer 1.7.1 (MLflow runtime) with adaptive batching",
+            "e": f"the ONNX export of the unbatched package (export_onnx(backend='python', max_batch_size="
+            f"{self.export_max_batch_size}): onnxruntime behind its front, dynamic batching, no MLflow) on a second "
+            "tritonserver with the export's own serving environment",
         }
 
 
-def _save_sklearn(path: Path, name: str, max_batch_size: int, zero_row_guard: bool = True) -> None:
+def _save_sklearn(path: Path, name: str, max_batch_size: int, zero_row_guard: bool = True, delay: int = 0) -> None:
     from examples.sklearn_example import fitted_pipeline
     from mlflow_triton import sklearn as triton_sklearn
 
@@ -103,6 +128,7 @@ def _save_sklearn(path: Path, name: str, max_batch_size: int, zero_row_guard: bo
         pyfunc_predict_fn="predict_proba",
         triton_model_name=name,
         max_batch_size=max_batch_size,
+        max_queue_delay_microseconds=delay or None,
         zero_row_guard=zero_row_guard,
     )
 
@@ -118,7 +144,7 @@ def _sklearn_mlserver_body(body: dict, contract) -> bytes:
     return mlserver_body(body, {f.tensor: f.name for f in contract.inputs.fields})
 
 
-def _save_text(path: Path, name: str, max_batch_size: int, zero_row_guard: bool = True) -> None:
+def _save_text(path: Path, name: str, max_batch_size: int, zero_row_guard: bool = True, delay: int = 0) -> None:
     from mlflow_triton import transformers as triton_transformers
     from tests.support import tiny_models
 
@@ -128,6 +154,7 @@ def _save_text(path: Path, name: str, max_batch_size: int, zero_row_guard: bool 
         input_example=texts(3, seed=0),
         triton_model_name=name,
         max_batch_size=max_batch_size,
+        max_queue_delay_microseconds=delay or None,
         zero_row_guard=zero_row_guard,
     )
 
@@ -168,6 +195,8 @@ CASES = {
         save=_save_sklearn,
         model_input=_sklearn_input,
         mlserver_body=_sklearn_mlserver_body,
+        export_max_batch_size=EXPORT_MAX_BATCH_SIZE,
+        export_tolerance=SERVED_TOLERANCES["e"],
     ),
     "text": Case(
         name="text",
@@ -178,10 +207,13 @@ CASES = {
         cells=((1, 1), (1, 4), (1, 16), (8, 1), (8, 4)),
         unit="texts",
         results=HERE / "batching-results-text.md",
-        judged=False,
+        judged=True,
         save=_save_text,
         model_input=texts,
         mlserver_body=text_mlserver_body,
+        export_max_batch_size=64,
+        export_tolerance=(TEXT_RTOL, TEXT_ATOL),
+        queue_delays=(1000, 5000),
         # MLServer 1.7.1 cannot answer a pandas 3 string column: to_datatype(StringDtype) raises KeyError: 'O'
         # (mlserver/codecs/numpy.py); the label column is one. pandas 2 gives it an object column.
         mlserver_constraints=(*MLSERVER_CONSTRAINTS, "pandas<3"),
@@ -189,9 +221,9 @@ CASES = {
 }
 
 
-def bodies(case: Case, model_dir: Path, batched_dir: Path, value) -> dict:
-    """``{target: body}``: ``value`` as v2 JSON for a, in the batched shapes for a' and g' (the same body), for
-    MLServer."""
+def bodies(case: Case, model_dir: Path, batched_dir: Path, export_dir: Path, value) -> dict:
+    """``{target: body}``: ``value`` as v2 JSON for a, in the batched shapes for a' and every guarded variant (the
+    same body), for MLServer, and the export's shipped request with these rows for e."""
     from mlflow_triton.repository.config import declarations, read_config, wire_arrays
     from mlflow_triton.repository.request_files import json_request
     from mlflow_triton.runtime.codecs import StructureCodec
@@ -202,19 +234,19 @@ def bodies(case: Case, model_dir: Path, batched_dir: Path, value) -> dict:
     tensors = StructureCodec(contract.inputs, {d.name: (d.data_type, d.dims) for d in inputs}).to_tensors(value)
     datatypes, names = {d.name: d.data_type for d in inputs}, [d.name for d in outputs]
     plain = json_request(tensors, datatypes, names)
-    batched = json_request(wire_arrays(batched_config, "input", tensors), datatypes, names)
+    batched = json.dumps(json_request(wire_arrays(batched_config, "input", tensors), datatypes, names)).encode()
     return {
         "a": json.dumps(plain).encode(),
-        "a'": json.dumps(batched).encode(),
-        "g'": json.dumps(batched).encode(),
+        **{key: batched for key in case.targets() if key.startswith(("a'", "g'"))},
         "d'": case.mlserver_body(plain, contract),
+        "e": export_body(export_dir, plain),
     }
 
 
-def answer_differences(answer: dict, expected: dict[str, np.ndarray]) -> list[str]:
+def answer_differences(answer: dict, expected: dict[str, np.ndarray], tolerance=EXACT) -> list[str]:
     """How a V2 JSON answer differs from the expected output tensors: values in order, whatever the shape (a' answers
-    ``[rows, 1]`` where a answers ``[rows]``), text exactly, numbers within ``EXACT``. Outputs are matched by name;
-    a single output by position (MLServer names it after the signature)."""
+    ``[rows, 1]`` where a answers ``[rows]``), text exactly, numbers within ``tolerance`` (rtol, atol). Outputs are
+    matched by name; a single output by position (MLServer names it after the signature)."""
     outputs = {output["name"]: output for output in answer["outputs"]}
     if set(outputs) != set(expected) and len(outputs) == len(expected) == 1:
         outputs = dict(zip(expected, outputs.values()))
@@ -228,7 +260,7 @@ def answer_differences(answer: dict, expected: dict[str, np.ndarray]) -> list[st
         elif want and isinstance(want[0], bytes):
             if got != [value.decode("utf-8") for value in want]:
                 found.append(f"{name}: texts differ")
-        elif not np.allclose(np.asarray(got, dtype=float), np.asarray(want, dtype=float), *EXACT):
+        elif not np.allclose(np.asarray(got, dtype=float), np.asarray(want, dtype=float), *tolerance):
             found.append(f"{name}: values differ")
     return found
 
@@ -237,30 +269,52 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
     """Run the batching comparison of ``case``; returns ``{"case": name, "cells": [...], ...}``."""
     import mlflow.pyfunc
 
+    from mlflow_triton.export import export_onnx
     from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env
     from mlflow_triton.local._compare import predict_outputs
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     progress(
-        f"[batching] {case.name}: saving {case.title} without and with max_batch_size (with and without guard) ..."
+        f"[batching] {case.name}: saving {case.title} without and with max_batch_size (with and without guard, "
+        f"queue delays {list(case.queue_delays)} us) ..."
     )
     packages = {}
-    saved = ((case.model, 0, True), (case.batched_model, case.max_batch_size, False))
-    for name, max_batch_size, zero_row_guard in (*saved, (case.guarded_model, case.max_batch_size, True)):
+    saved = (
+        (case.model, 0, True, 0),
+        (case.batched_model, case.max_batch_size, False, 0),
+        (case.guarded_model, case.max_batch_size, True, 0),
+        *((case.delayed_model(delay), case.max_batch_size, True, delay) for delay in case.queue_delays),
+    )
+    for name, max_batch_size, zero_row_guard, delay in saved:
         packages[name] = work_dir / name
         shutil.rmtree(packages[name], ignore_errors=True)
-        case.save(packages[name], name, max_batch_size, zero_row_guard)
+        case.save(packages[name], name, max_batch_size, zero_row_guard, delay)
     package = packages[case.model]
-    model_dir, batched_dir, guarded_dir = (packages[name] / "model_repository" / name for name in packages)
+    model_dir, batched_dir = (packages[name] / "model_repository" / name for name in (case.model, case.batched_model))
+    fronts = {
+        "g'": packages[case.guarded_model] / "model_repository" / case.guarded_model,
+        **{
+            f"g'{delay}": packages[case.delayed_model(delay)] / "model_repository" / case.delayed_model(delay)
+            for delay in case.queue_delays
+        },
+    }
     repo_root = work_dir / "repository"
     shutil.rmtree(repo_root, ignore_errors=True)
     repo_root.mkdir(parents=True)
-    served = (model_dir, batched_dir, *served_directories(guarded_dir))
+    served = (model_dir, batched_dir, *(d for front in fronts.values() for d in served_directories(front)))
     for directory in served:
         shutil.copytree(directory, repo_root / directory.name)
+    progress(f"[batching] {case.name}: exporting the unbatched package with export_onnx(backend='python') ...")
+    export_root = work_dir / "onnx-repository"
+    shutil.rmtree(export_root, ignore_errors=True)
+    export_dir = export_onnx(str(package), export_root, max_batch_size=case.export_max_batch_size, backend="python")
+    export_served = served_directories(export_dir)  # its front and the model that batches (network or _batched)
     installation = TritonInstallation.bundled(progress=progress)
     env = ensure_serving_env(model_dir / "requirements.txt", installation.serving_constraints, progress=progress)
+    export_env = ensure_serving_env(
+        files_directory(export_dir) / "requirements.txt", installation.serving_constraints, progress=progress
+    )
     mlserver_env = ensure_mlserver_env(package, progress=progress, constraints=case.mlserver_constraints)
     pyfunc_model = mlflow.pyfunc.load_model(str(package))
     requests = {}
@@ -268,10 +322,13 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
         value = case.model_input(rows)
         requests[rows] = {
             "expected": predict_outputs(pyfunc_model, value, model_dir),
-            **bodies(case, model_dir, batched_dir, value),
+            **bodies(case, model_dir, batched_dir, export_dir, value),
         }
 
-    progress(f"[batching] {case.name}: starting tritonserver (a, a', g') and MLServer with adaptive batching (d') ...")
+    progress(
+        f"[batching] {case.name}: starting tritonserver (a, a', g'...), MLServer with adaptive batching (d') and "
+        "tritonserver with the ONNX export (e) ..."
+    )
     with (
         TritonServer(
             repo_root,
@@ -288,27 +345,42 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
             work_dir / "mlserver.log",
             adaptive_batching=MLSERVER_ADAPTIVE_BATCHING,
         ) as mlserver,
+        TritonServer(
+            export_root,
+            [directory.name for directory in export_served],
+            installation=installation,
+            serving_env=export_env,
+            log_path=work_dir / "tritonserver-onnx.log",
+        ) as onnx_server,
     ):
         _wait_model_ready(server, case.batched_model)
         endpoints = {
             "a": (server.http_port, f"/v2/models/{case.model}/infer"),
             "a'": (server.http_port, f"/v2/models/{case.batched_model}/infer"),
-            "g'": (server.http_port, f"/v2/models/{case.guarded_model}/infer"),
+            **{key: (server.http_port, f"/v2/models/{front.name}/infer") for key, front in fronts.items()},
             "d'": (mlserver.port, f"/v2/models/{case.model}/infer"),
+            "e": (onnx_server.http_port, f"/v2/models/{export_dir.name}/infer"),
+        }
+        #: target -> (port, the model whose statistics count its batches)
+        batching = {
+            "a'": (server.http_port, case.batched_model),
+            **{key: (server.http_port, files_directory(front).name) for key, front in fronts.items()},
+            "e": (onnx_server.http_port, export_served[-1].name),
         }
         for request in requests.values():
             for key, (port, path) in endpoints.items():
-                found = answer_differences(_post(port, path, request[key]), request["expected"])
+                tolerance = case.export_tolerance if key == "e" else EXACT
+                found = answer_differences(_post(port, path, request[key]), request["expected"], tolerance)
                 if found:
                     raise AssertionError(
                         f"target {key} ({case.targets()[key]}) answered differently from pyfunc.predict: {found}"
                     )
-        progress(f"[batching] {case.name}: a, a', g' and d' answer like pyfunc.predict")
+        progress(f"[batching] {case.name}: {', '.join(endpoints)} answer like pyfunc.predict")
 
         results = []
         for rows, clients in case.cells:
             per_target = {key: [] for key in endpoints}
-            before = {m: _counts(server.http_port, m) for m in (case.batched_model, batched_name(case.guarded_model))}
+            before = {key: _counts(port, model) for key, (port, model) in batching.items()}
             for number in range(rounds):
                 for key, (port, path) in endpoints.items():
                     result = run_load(
@@ -323,24 +395,16 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
                     per_target[key].append(result)
                     progress(
                         f"[batching] {case.name} {case.unit}={rows:<5} clients={clients:<2} "
-                        f"round {number + 1}/{rounds} {key:<2}: {result.rps:8.1f} req/s  "
+                        f"round {number + 1}/{rounds} {key:<7}: {result.rps:8.1f} req/s  "
                         f"p50 {result.percentile_ms(50):7.2f} ms"
                         + (f"  ERRORS: {result.errors[:2]}" if result.errors else "")
                     )
             executed = {}
-            for model, earlier in before.items():
-                after = _counts(server.http_port, model)
-                executed[model] = {name: after[name] - earlier[name] for name in after}
+            for key, (port, model) in batching.items():
+                after = _counts(port, model)
+                executed[key] = {name: after[name] - before[key][name] for name in after}
             pooled = {key: summarize(LoadResult.pooled(runs)) for key, runs in per_target.items()}
-            results.append(
-                {
-                    "rows": rows,
-                    "clients": clients,
-                    "targets": pooled,
-                    "batched_counts": executed[case.batched_model],
-                    "guarded_counts": executed[batched_name(case.guarded_model)],
-                }
-            )
+            results.append({"rows": rows, "clients": clients, "targets": pooled, "counts": executed})
         triton_version = server.version()
     return {
         "case": case.name,
@@ -350,6 +414,8 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
         "rounds": rounds,
         "mlserver_adaptive_batching": MLSERVER_ADAPTIVE_BATCHING,
         "max_batch_size": case.max_batch_size,
+        "export_max_batch_size": case.export_max_batch_size,
+        "queue_delays": list(case.queue_delays),
     }
 
 
@@ -371,86 +437,87 @@ def _counts(port: int, model: str) -> dict:
 # ----------------------------------------------------------------------------- targets and report
 
 
-def targets(cells: list) -> list:
-    """``[(target, met, measured)]`` for the three targets of issue #25."""
-
-    def rps(cell, key):
-        return cell["targets"][key]["rps"]
+def targets(case_name: str, cells: list) -> list:
+    """``[(target, met, measured)]``: issue #25's and #43's for the sklearn case, #43's for the text case. "Batched" is
+    judged twice: a' (one batched directory) and g' (behind the zero-row guard, what a user gets by default)."""
 
     def ratio(cell, top, bottom):
-        return rps(cell, top) / rps(cell, bottom) if rps(cell, bottom) else 0.0
+        t = cell["targets"]
+        return t[top]["rps"] / t[bottom]["rps"] if t[bottom]["rps"] else 0.0
 
     checks = []
+
+    def check(what, cell, top, bottom, bound):
+        value = ratio(cell, top, bottom)
+        where = f"{cell['rows']} x {cell['clients']} client(s)"
+        checks.append((f"{top}/{bottom} >= {bound:g} ({what}; {where})", value >= bound, f"{value:.2f}"))
+
     for cell in cells:
-        where = f"{cell['rows']} row(s) x {cell['clients']} client(s)"
-        if cell["rows"] == 1 and cell["clients"] == 16:
-            value = ratio(cell, "a'", "a")
-            checks.append(("a'/a >= 3 at 16 clients, 1 row", value >= 3.0, f"{value:.2f}"))
-        if cell["clients"] > 1:
-            value = ratio(cell, "a'", "d'")
-            checks.append((f"a' >= 1.2 x d' ({where})", value >= 1.2, f"{value:.2f}"))
-        if cell["clients"] == 1:
-            value = ratio(cell, "a'", "a")
-            checks.append((f"a'/a >= 0.95 at 1 client ({where})", value >= 0.95, f"{value:.2f}"))
+        one, clients = cell["rows"] == 1, cell["clients"]
+        for batched in ("a'", "g'"):
+            if case_name == "sklearn":
+                if one and clients == 16:
+                    check("#25: batching pays at 16 clients", cell, batched, "a", 3.0)
+                    check("#43: batched vs the ONNX export at 16 clients", cell, batched, "e", 0.5)
+                if clients > 1:
+                    check("#25/#43: batched vs MLServer adaptive", cell, batched, "d'", 1.2)
+                if clients == 1:
+                    check("#43: batching costs a lone client at most 5 %", cell, batched, "a", 0.95)
+            elif one and clients in (4, 16):
+                check("#43: text, pyfunc path, batched vs MLServer adaptive", cell, batched, "d'", 1.2)
+        if case_name == "text" and one and clients == 16:
+            check("#43: the text export vs the unbatched repository", cell, "e", "a", 5.0)
+            check("#43: the text export vs MLServer adaptive", cell, "e", "d'", 3.0)
+        if case_name == "text" and one and clients == 1:
+            check("#43: the text export vs MLServer adaptive", cell, "e", "d'", 1.5)
     return checks
 
 
 def report(measured: dict, info: dict, load_end: str, command: str = "python -m benchmarks.batching") -> str:
-    """The markdown report of one case's ``measure``: the table, the targets where the case is judged, the machine."""
-    case = CASES[measured["case"]]
+    """The markdown report of one case's ``measure``: the table, the targets, the machine."""
+    case, cells = CASES[measured["case"]], measured["cells"]
     names = case.targets()
+    batched = [key for key in names if key.startswith(("a'", "g'")) or key == "e"]
+    ratios = [("a'", "a"), ("g'", "a"), ("a'", "d'"), ("g'", "d'"), ("g'", "a'"), ("e", "a"), ("e", "d'"), ("g'", "e")]
+    ratios += [(f"g'{delay}", "g'") for delay in case.queue_delays]
     rows = []
-    for cell in measured["cells"]:
+    for cell in cells:
         t = cell["targets"]
-        plain, batched, guarded, mlserver = (t[key]["rps"] for key in names)
         rows.append(
             [
                 cell["rows"],
                 cell["clients"],
                 *(f"{t[k]['rps']:.1f}" for k in names),
-                f"{batched / plain:.2f}" if plain else "—",
-                f"{batched / mlserver:.2f}" if mlserver else "—",
-                f"{guarded / batched:.2f}" if batched else "—",
+                *(f"{t[top]['rps'] / t[bottom]['rps']:.2f}" if t[bottom]["rps"] else "—" for top, bottom in ratios),
                 *(f"{t[k]['p50_ms']:.1f}" for k in names),
-                *(_per_execution(cell[counts]) for counts in ("batched_counts", "guarded_counts")),
+                *(_per_execution(cell["counts"][k]) for k in batched),
                 sum(len(t[k]["errors"]) for k in names),
             ]
         )
-    if case.judged:
-        verdicts = [
-            "Targets (issue #25):",
-            "",
-            *(f"- {'met' if met else 'MISSED'}: {what}: {value}" for what, met, value in targets(measured["cells"])),
-        ]
-    else:
-        verdicts = ["No targets for this case: its figures are recorded (issue #31.6)."]
+    verdicts = [
+        "Targets:",
+        "",
+        *(f"- {'met' if met else 'MISSED'}: {what}: {value}" for what, met, value in targets(case.name, cells)),
+    ]
     lines = [
-        f"## Dynamic batching, {case.title}: a' (batched generated repository) vs a (unbatched) and d' "
-        "(MLServer adaptive batching)",
+        f"## Dynamic batching, {case.title}: the batched generated repository (a', g') vs the unbatched one (a), "
+        "MLServer's adaptive batching (d') and the ONNX export (e)",
         "",
         *(f"- **{key}**: {text}" for key, text in names.items()),
         "",
         f"Run: `{command}` — {info['date']}. Triton {measured['triton_version']}; MLServer adaptive batching "
-        f"{measured['mlserver_adaptive_batching']}; a' max_batch_size {measured['max_batch_size']}, no queue delay. "
-        f"{measured['rounds']} round(s) of {measured['duration']:g} s per target and cell, alternating a, a', g', d'.",
+        f"{measured['mlserver_adaptive_batching']}; a' and g' max_batch_size {measured['max_batch_size']}, no queue "
+        f"delay; e max_batch_size {measured['export_max_batch_size']}. {measured['rounds']} round(s) of "
+        f"{measured['duration']:g} s per target and cell, alternating {', '.join(names)}.",
         "",
         _table(
             [
                 case.unit,
                 "clients",
-                "a req/s",
-                "a' req/s",
-                "g' req/s",
-                "d' req/s",
-                "a'/a",
-                "a'/d'",
-                "g'/a'",
-                "a p50 ms",
-                "a' p50 ms",
-                "g' p50 ms",
-                "d' p50 ms",
-                "a' requests/execution",
-                "g' requests/execution",
+                *(f"{k} req/s" for k in names),
+                *(f"{top}/{bottom}" for top, bottom in ratios),
+                *(f"{k} p50 ms" for k in names),
+                *(f"{k} requests/execution" for k in batched),
                 "errors",
             ],
             rows,

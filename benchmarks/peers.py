@@ -211,7 +211,9 @@ def export_python_backend(package: Path, out_dir: Path) -> Path:
 
 def export_body(export_dir: Path, triton_body: dict) -> bytes:
     """The export's shipped request.json with the rows of ``triton_body`` (shapes ``[rows, *exported dims]``)."""
-    shipped = json.loads((export_dir / "request.json").read_text())
+    from mlflow_triton.repository.guard import files_directory
+
+    shipped = json.loads((files_directory(export_dir) / "request.json").read_text())
     values = {entry["name"]: entry for entry in triton_body["inputs"]}
     inputs = []
     for entry in shipped["inputs"]:

@@ -49,6 +49,7 @@ from benchmarks.peers import (
     export_python_backend,
     mlserver_body,
 )
+from mlflow_triton.repository.guard import files_directory, served_directories
 
 TARGETS = {
     "a": "generated repository on Triton",
@@ -240,11 +241,10 @@ def measure(
     name = build_repository(model_dir, repo_root)
     progress("[served] exporting it with mlflow_triton.export.export_onnx(backend='python') ...")
     export_dir = export_python_backend(package, work_dir / "onnx-repository")
+    batched = files_directory(export_dir)  # the guard's batched model: its statistics count the batches
     installation = TritonInstallation.bundled(progress=progress)
     env = ensure_serving_env(model_dir / "requirements.txt", installation.serving_constraints, progress=progress)
-    export_env = ensure_serving_env(
-        export_dir / "requirements.txt", installation.serving_constraints, progress=progress
-    )
+    export_env = ensure_serving_env(batched / "requirements.txt", installation.serving_constraints, progress=progress)
     mlserver_env = ensure_mlserver_env(package, progress=progress)
 
     pyfunc_model = mlflow.pyfunc.load_model(str(package))
@@ -270,7 +270,7 @@ def measure(
         MLServer(mlserver_env, package, name, work_dir / "mlserver", work_dir / "mlserver.log") as mlserver,
         TritonServer(
             export_dir.parent,
-            export_dir.name,
+            [directory.name for directory in served_directories(export_dir)],  # the guard's front and batched model
             installation=installation,
             serving_env=export_env,
             log_path=work_dir / "tritonserver-onnx.log",
@@ -296,7 +296,7 @@ def measure(
                 batching = {"inference_count": 0, "execution_count": 0}  # of e, warm-up requests included
                 for r in range(rounds):
                     for key, (port, path, form) in endpoints.items():
-                        before = _execution_stats(port, export_dir.name) if key == "e" else None
+                        before = _execution_stats(port, batched.name) if key == "e" else None
                         result = run_load(
                             port,
                             path,
@@ -307,7 +307,7 @@ def measure(
                             work_dir=work_dir / "load",
                         )
                         if before is not None:
-                            after = _execution_stats(port, export_dir.name)
+                            after = _execution_stats(port, batched.name)
                             for count in batching:
                                 batching[count] += after[count] - before[count]
                         per_target[key].append(result)

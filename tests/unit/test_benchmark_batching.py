@@ -1,5 +1,5 @@
-"""benchmarks.batching: the issue's three targets judged from measured cells, the report they go into, and the
-text case's pieces (its requests, MLServer's body, the answer check)."""
+"""benchmarks.batching: issues #25's and #43's targets judged from measured cells, the report they go into, and the
+cases' pieces (their requests to every target, MLServer's body, the answer check)."""
 
 import json
 
@@ -10,18 +10,30 @@ from benchmarks.batching import CASES, answer_differences, bodies, report, targe
 from mlflow_triton.repository.guard import served_directories
 
 
-def _cell(rows, clients, a, batched, mlserver, guarded=None):
-    figures = {"a": a, "a'": batched, "g'": batched * 0.8 if guarded is None else guarded, "d'": mlserver}
+def _cell(rows, clients, a, batched, mlserver, export, guarded=None):
+    figures = {
+        "a": a,
+        "a'": batched,
+        "g'": batched * 0.8 if guarded is None else guarded,
+        "d'": mlserver,
+        "e": export,
+        "g'1000": batched,
+        "g'5000": batched,
+    }
+    counts = {"a'": 10, "g'": 20, "e": 25, "g'1000": 10, "g'5000": 4}
     return {
         "rows": rows,
         "clients": clients,
         "targets": {key: {"rps": rps, "p50_ms": 1.0, "errors": []} for key, rps in figures.items()},
-        "batched_counts": {"requests": 100, "rows": 100, "executions": 10},
-        "guarded_counts": {"requests": 100, "rows": 100, "executions": 20},
+        "counts": {key: {"requests": 100, "rows": 100, "executions": n} for key, n in counts.items()},
     }
 
 
-CELLS = [_cell(1, 1, 100.0, 96.0, 90.0), _cell(1, 16, 150.0, 600.0, 400.0), _cell(1000, 4, 10.0, 11.0, 10.0)]
+CELLS = [
+    _cell(1, 1, 100.0, 96.0, 90.0, 200.0),
+    _cell(1, 16, 150.0, 600.0, 400.0, 1000.0),
+    _cell(1000, 4, 10.0, 11.0, 10.0, 40.0),
+]
 INFO = {
     "nproc": 2,
     "cpu": "cpu",
@@ -42,6 +54,8 @@ def _measured(case):
         "rounds": 1,
         "mlserver_adaptive_batching": {"max_batch_size": 16},
         "max_batch_size": CASES[case].max_batch_size,
+        "export_max_batch_size": CASES[case].export_max_batch_size,
+        "queue_delays": list(CASES[case].queue_delays),
     }
 
 
@@ -51,12 +65,28 @@ def _table_row(text, number):
     return [cell.strip() for cell in (table[0] if number == 0 else table[number + 1]).split("|")[1:-1]]
 
 
-def test_targets_judge_each_cell_by_the_issues_thresholds_when_figures_are_given():
-    assert targets(CELLS) == [
-        ("a'/a >= 0.95 at 1 client (1 row(s) x 1 client(s))", True, "0.96"),
-        ("a'/a >= 3 at 16 clients, 1 row", True, "4.00"),
-        ("a' >= 1.2 x d' (1 row(s) x 16 client(s))", True, "1.50"),
-        ("a' >= 1.2 x d' (1000 row(s) x 4 client(s))", False, "1.10"),
+def test_targets_judge_the_sklearn_cells_by_the_issues_thresholds_batched_with_and_without_guard():
+    assert targets("sklearn", CELLS) == [
+        ("a'/a >= 0.95 (#43: batching costs a lone client at most 5 %; 1 x 1 client(s))", True, "0.96"),
+        ("g'/a >= 0.95 (#43: batching costs a lone client at most 5 %; 1 x 1 client(s))", False, "0.77"),
+        ("a'/a >= 3 (#25: batching pays at 16 clients; 1 x 16 client(s))", True, "4.00"),
+        ("a'/e >= 0.5 (#43: batched vs the ONNX export at 16 clients; 1 x 16 client(s))", True, "0.60"),
+        ("a'/d' >= 1.2 (#25/#43: batched vs MLServer adaptive; 1 x 16 client(s))", True, "1.50"),
+        ("g'/a >= 3 (#25: batching pays at 16 clients; 1 x 16 client(s))", True, "3.20"),
+        ("g'/e >= 0.5 (#43: batched vs the ONNX export at 16 clients; 1 x 16 client(s))", False, "0.48"),
+        ("g'/d' >= 1.2 (#25/#43: batched vs MLServer adaptive; 1 x 16 client(s))", True, "1.20"),
+        ("a'/d' >= 1.2 (#25/#43: batched vs MLServer adaptive; 1000 x 4 client(s))", False, "1.10"),
+        ("g'/d' >= 1.2 (#25/#43: batched vs MLServer adaptive; 1000 x 4 client(s))", False, "0.88"),
+    ]
+
+
+def test_targets_judge_the_text_cells_by_the_issues_thresholds_for_the_pyfunc_path_and_the_export():
+    assert targets("text", CELLS) == [
+        ("e/d' >= 1.5 (#43: the text export vs MLServer adaptive; 1 x 1 client(s))", True, "2.22"),
+        ("a'/d' >= 1.2 (#43: text, pyfunc path, batched vs MLServer adaptive; 1 x 16 client(s))", True, "1.50"),
+        ("g'/d' >= 1.2 (#43: text, pyfunc path, batched vs MLServer adaptive; 1 x 16 client(s))", True, "1.20"),
+        ("e/a >= 5 (#43: the text export vs the unbatched repository; 1 x 16 client(s))", True, "6.67"),
+        ("e/d' >= 3 (#43: the text export vs MLServer adaptive; 1 x 16 client(s))", False, "2.50"),
     ]
 
 
@@ -66,21 +96,36 @@ def test_report_lists_every_target_and_marks_the_missed_ones_when_written():
     assert all(f"**{key}**" in text for key in CASES["sklearn"].targets())
     assert "max_batch_size 4096 (dynamic batching" in text
     assert "Run: `python -m benchmarks.batching --duration 3` — 2026-12-03 06:00 UTC." in text
-    assert _table_row(text, 0)[2:9] == ["a req/s", "a' req/s", "g' req/s", "d' req/s", "a'/a", "a'/d'", "g'/a'"]
-    assert _table_row(text, 2)[:9] == ["1", "16", "150.0", "600.0", "480.0", "400.0", "4.00", "1.50", "0.80"]
-    assert _table_row(text, 2)[-3:] == ["10.0", "5.0", "0"]
-    assert "- MISSED: a' >= 1.2 x d' (1000 row(s) x 4 client(s)): 1.10" in text
-    assert "- met: a'/a >= 3 at 16 clients, 1 row: 4.00" in text
+    header = _table_row(text, 0)
+    assert header[2:7] == ["a req/s", "a' req/s", "g' req/s", "d' req/s", "e req/s"]
+    row = dict(zip(header, _table_row(text, 2)))
+    assert (row["a'/a"], row["a'/d'"], row["g'/a'"], row["e/a"], row["g'/e"]) == (
+        "4.00",
+        "1.50",
+        "0.80",
+        "6.67",
+        "0.48",
+    )
+    assert (row["a' requests/execution"], row["g' requests/execution"], row["e requests/execution"]) == (
+        "10.0",
+        "5.0",
+        "4.0",
+    )
+    assert row["errors"] == "0"
+    assert "- MISSED: a'/d' >= 1.2 (#25/#43: batched vs MLServer adaptive; 1000 x 4 client(s)): 1.10" in text
+    assert "- met: a'/a >= 3 (#25: batching pays at 16 clients; 1 x 16 client(s)): 4.00" in text
 
 
-def test_report_of_the_text_case_counts_texts_and_judges_no_targets_when_written():
+def test_report_of_the_text_case_counts_texts_and_shows_each_queue_delay_against_no_delay_when_written():
     text = report(_measured("text"), INFO, "2.00")
 
-    assert text.startswith("## Dynamic batching, a tiny BERT text-classification pipeline: a' (batched")
-    assert "max_batch_size 64 (dynamic batching" in text
-    assert _table_row(text, 0)[:2] == ["texts", "clients"]
-    assert "No targets for this case: its figures are recorded (issue #31.6)." in text
-    assert "MISSED" not in text and "Targets (issue #25)" not in text
+    assert text.startswith("## Dynamic batching, a tiny BERT text-classification pipeline: the batched")
+    assert "max_batch_size 64 (dynamic batching" in text and "e max_batch_size 64" in text
+    header = _table_row(text, 0)
+    assert header[:2] == ["texts", "clients"]
+    row = dict(zip(header, _table_row(text, 2)))
+    assert (row["g'1000 req/s"], row["g'1000/g'"], row["g'5000 requests/execution"]) == ("600.0", "1.25", "25.0")
+    assert "- MISSED: e/d' >= 3 (#43: the text export vs MLServer adaptive; 1 x 16 client(s)): 2.50" in text
 
 
 def test_texts_are_of_different_lengths_from_the_tokenizers_vocabulary_and_repeat_for_a_seed():
@@ -134,30 +179,38 @@ def test_answer_differences_pairs_a_single_output_by_position_when_the_peer_name
 
 @pytest.fixture(scope="module", params=sorted(CASES))
 def saved_case(request, tmp_path_factory):
-    """(case, unbatched repository, batched repository, guarded front), saved as the benchmark saves them."""
+    """(case, unbatched repository, batched repository, guarded front, ONNX export), saved and exported as the
+    benchmark does."""
+    from mlflow_triton.export import export_onnx
+
     case, root = CASES[request.param], tmp_path_factory.mktemp(request.param)
     saved = ((case.model, 0, True), (case.batched_model, case.max_batch_size, False))
     for name, max_batch_size, zero_row_guard in (*saved, (case.guarded_model, case.max_batch_size, True)):
         case.save(root / name, name, max_batch_size, zero_row_guard)
-    return case, *(
-        root / name / "model_repository" / name for name in (case.model, case.batched_model, case.guarded_model)
+    export = export_onnx(
+        str(root / case.model), root / "onnx", max_batch_size=case.export_max_batch_size, backend="python"
+    )
+    return (
+        case,
+        *(root / name / "model_repository" / name for name in (case.model, case.batched_model, case.guarded_model)),
+        export,
     )
 
 
-def test_bodies_send_the_same_values_to_a_in_rows_to_a_prime_in_rows_by_one_and_to_mlserver_when_a_case_is_saved(
-    saved_case,
-):
-    case, model_dir, batched_dir, _ = saved_case
+def test_bodies_send_the_same_values_to_every_target_in_its_shapes_when_a_case_is_saved(saved_case):
+    case, model_dir, batched_dir, _, export_dir = saved_case
     value = case.model_input(3)
 
-    sent = {key: json.loads(body) for key, body in bodies(case, model_dir, batched_dir, value).items()}
+    sent = {key: json.loads(body) for key, body in bodies(case, model_dir, batched_dir, export_dir, value).items()}
 
+    assert set(sent) == set(case.targets())
+    batched = {key for key in sent if key.startswith(("a'", "g'"))}
+    assert all(sent[key] == sent["a'"] for key in batched)
     shapes = {key: {entry["shape"][1:] == [1] for entry in sent[key]["inputs"]} for key in sent}
-    assert shapes == {"a": {False}, "a'": {True}, "g'": {True}, "d'": {False}}
-    assert sent["g'"] == sent["a'"]
+    assert shapes == {key: {key in batched or (key == "e" and case.name == "sklearn")} for key in sent}
     assert all(entry["shape"][0] == 3 for key in sent for entry in sent[key]["inputs"])
-    assert [entry["data"] for entry in sent["a"]["inputs"]] == [entry["data"] for entry in sent["a'"]["inputs"]]
-    assert [entry["data"] for entry in sent["a"]["inputs"]] == [entry["data"] for entry in sent["d'"]["inputs"]]
+    data = {key: [entry["data"] for entry in sent[key]["inputs"]] for key in sent}
+    assert all(values == data["a"] for values in data.values())
     if case.name == "text":
         assert sent["d'"]["inputs"][0]["name"] == "input-0"
         assert sent["a"]["inputs"][0]["data"] == value
@@ -166,7 +219,7 @@ def test_bodies_send_the_same_values_to_a_in_rows_to_a_prime_in_rows_by_one_and_
 
 
 def test_each_case_is_proved_for_batching_when_saved_with_its_max_batch_size(saved_case):
-    case, _, batched_dir, guarded_front = saved_case
+    case, _, batched_dir, guarded_front, _ = saved_case
     validation = json.loads((batched_dir / "validation.json").read_text())
 
     assert validation["batching"]["max_batch_size"] == case.max_batch_size
