@@ -216,9 +216,20 @@ def _plan(
             framework, model, signature, input_example, options
         )
     elif protocol == _protocol.TENSORS_PROTOCOL or batching.enabled:  # MLflow's protocol does not batch
-        signature, layout, tensors, validation, typed = _typed_parts(
-            framework, model, example_input, example_params, signature, options, batching, validate_saved_model
-        )
+        try:
+            signature, layout, tensors, validation, typed = _typed_parts(
+                framework, model, example_input, example_params, signature, options, batching, validate_saved_model
+            )
+        except (UnsupportedSchemaError, ValidationError, ExampleFormError) as refusal:
+            interface = _protocol.interface(model)
+            if interface is None:
+                raise
+            raise type(refusal)(
+                f"MLflow's {interface} takes MLflow's chat or agent request bodies, which the typed tensor mapping "
+                f"cannot frame from this example; log it with protocol={_protocol.AUTO_PROTOCOL!r} (the default) or "
+                f"{_protocol.MLFLOW_PROTOCOL!r}{' and max_batch_size=0' if batching.enabled else ''}: the repository "
+                f"then answers MLflow's bodies as `mlflow models serve` does (the typed mapping said: {refusal})"
+            ) from refusal
     else:
         signature, layout, tensors, validation, typed = _chosen_parts(
             framework, model, input_example, signature, options, validate_saved_model

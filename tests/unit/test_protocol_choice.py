@@ -24,7 +24,7 @@ from sklearn.linear_model import LogisticRegression
 
 import mlflow_triton
 from mlflow_triton import cli
-from mlflow_triton.errors import ValidationError
+from mlflow_triton.errors import MlflowTritonError, ValidationError
 from tests.unit.test_mlflow_protocol import serving_variable_restored  # noqa: F401 (fixture)
 
 X = pd.DataFrame({"length": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "width": [0.5, 0.1, 0.9, 0.3, 0.7, 0.2]})
@@ -124,6 +124,23 @@ def test_a_chat_model_speaks_mlflows_protocol_by_its_interface(tracking_store, t
     report = validation(info, tmp_path)
     assert report["protocol"] == "mlflow"
     assert report["protocol_chosen_because"].startswith("the model is MLflow's ChatModel")
+
+
+@pytest.mark.parametrize("batching", [{}, {"max_batch_size": 4}], ids=["tensors", "batched"])
+def test_a_chat_model_asked_for_typed_tensors_is_refused_naming_the_protocols_that_serve_it_leaving_nothing(
+    tracking_store, workspace, batching
+):
+    options = batching or {"protocol": "tensors"}
+    example = {"messages": [{"role": "user", "content": "hi"}]}
+
+    with pytest.raises(MlflowTritonError) as refused:  # was: KeyError(-1) and "pass pd.DataFrame(...)"
+        mlflow_triton.pyfunc.log_model(Echo(), name="echo", input_example=example, **options)
+
+    message = str(refused.value)
+    assert message.startswith("MLflow's ChatModel takes MLflow's chat or agent request bodies")
+    assert "protocol='auto' (the default) or 'mlflow'" in message
+    assert ("and max_batch_size=0" in message) == bool(batching)
+    assert tracking_store.logged_models() == [] and list(workspace.iterdir()) == []
 
 
 def test_a_model_the_typed_mapping_carries_keeps_it_and_records_no_reason(tracking_store, tmp_path):
