@@ -87,6 +87,6 @@ def pytest_terminal_summary(terminalreporter):
             f"{counts.get('requests: binary', 0)} binary requests besides {report['served']} shipped ones; "
             f"{counts.get('answers: prediction', 0)} predictions, "
             f"{report['served'] and sum(v for k, v in counts.items() if k.startswith('answers: HTTP'))} expected "
-            f"errors); {report['rejected']} rejection(s) asserted; {report['wall_s']}s, loading a model "
-            f"{load.get('mean_s')}s on average"
+            f"errors); {report['rejected']} rejection(s) asserted; {report['wall_s']}s"
+            + (f", loading a model {load['mean_s']}s on average" if load.get("mean_s") is not None else "")
         )
