@@ -30,6 +30,7 @@ class TritonPythonModel:
         self.network = config["parameters"][FORWARD_PARAMETER]["string_value"]
         self.pipeline = TextPipeline(pathlib.Path(args["model_repository"]) / str(args["model_version"]))
         self.input = self.pipeline.spec["input"]
+        self.output = self.pipeline.spec["network_output"]
 
     def execute(self, requests):
         return [self._answer(request) for request in requests]
@@ -50,16 +51,15 @@ class TritonPythonModel:
         )
 
     def _run(self, feeds):
-        output = self.pipeline.spec["network_output"]
         request = pb_utils.InferenceRequest(
             model_name=self.network,
-            requested_output_names=[output],
+            requested_output_names=[self.output],
             inputs=[pb_utils.Tensor(name, array) for name, array in feeds.items()],
         )
         response = request.exec()
         if response.has_error():
             raise RuntimeError(f"the network model {self.network!r} failed: {response.error().message()}")
-        return pb_utils.get_output_tensor_by_name(response, output).as_numpy()
+        return pb_utils.get_output_tensor_by_name(response, self.output).as_numpy()
 
     def finalize(self):
         self.pipeline = None
