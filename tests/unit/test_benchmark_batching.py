@@ -119,7 +119,7 @@ def test_report_lists_every_target_and_marks_the_missed_ones_when_written():
 def test_report_of_the_text_case_counts_texts_and_shows_each_queue_delay_against_no_delay_when_written():
     text = report(_measured("text"), INFO, "2.00")
 
-    assert text.startswith("## Dynamic batching, a tiny BERT text-classification pipeline: the batched")
+    assert text.startswith("## Served side by side, a tiny BERT text-classification pipeline: the batched")
     assert "max_batch_size 64 (dynamic batching" in text and "e max_batch_size 64" in text
     header = _table_row(text, 0)
     assert header[:2] == ["texts", "clients"]
@@ -184,17 +184,16 @@ def saved_case(request, tmp_path_factory):
     from mlflow_triton.export import export_onnx
 
     case, root = CASES[request.param], tmp_path_factory.mktemp(request.param)
-    saved = ((case.model, 0, True), (case.batched_model, case.max_batch_size, False))
-    for name, max_batch_size, zero_row_guard in (*saved, (case.guarded_model, case.max_batch_size, True)):
+    saved = [(case.model, 0, True)]
+    if case.batched:
+        saved += [(case.batched_model, case.max_batch_size, False), (case.guarded_model, case.max_batch_size, True)]
+    for name, max_batch_size, zero_row_guard in saved:
         case.save(root / name, name, max_batch_size, zero_row_guard)
     export = export_onnx(
         str(root / case.model), root / "onnx", max_batch_size=case.export_max_batch_size, backend="python"
     )
-    return (
-        case,
-        *(root / name / "model_repository" / name for name in (case.model, case.batched_model, case.guarded_model)),
-        export,
-    )
+    directories = [root / name / "model_repository" / name for name, *_ in saved]
+    return case, *directories, *[None] * (3 - len(directories)), export
 
 
 def test_bodies_send_the_same_values_to_every_target_in_its_shapes_when_a_case_is_saved(saved_case):
@@ -203,7 +202,7 @@ def test_bodies_send_the_same_values_to_every_target_in_its_shapes_when_a_case_i
 
     sent = {key: json.loads(body) for key, body in bodies(case, model_dir, batched_dir, export_dir, value).items()}
 
-    assert set(sent) == set(case.targets())
+    assert set(sent) == set(case.targets()) and (case.batched or set(sent) == {"a", "d'", "e"})
     batched = {key for key in sent if key.startswith(("a'", "g'"))}
     assert all(sent[key] == sent["a'"] for key in batched)
     shapes = {key: {entry["shape"][1:] == [1] for entry in sent[key]["inputs"]} for key in sent}
@@ -211,14 +210,15 @@ def test_bodies_send_the_same_values_to_every_target_in_its_shapes_when_a_case_i
     assert all(entry["shape"][0] == 3 for key in sent for entry in sent[key]["inputs"])
     data = {key: [entry["data"] for entry in sent[key]["inputs"]] for key in sent}
     assert all(values == data["a"] for values in data.values())
-    if case.name == "text":
+    if case.unit == "texts":
         assert sent["d'"]["inputs"][0]["name"] == "input-0"
         assert sent["a"]["inputs"][0]["data"] == value
     else:
         assert [entry["name"] for entry in sent["d'"]["inputs"]] == list(value.columns)
 
 
-def test_each_case_is_proved_for_batching_when_saved_with_its_max_batch_size(saved_case):
+@pytest.mark.parametrize("saved_case", sorted(name for name in CASES if CASES[name].batched), indirect=True)
+def test_each_batched_case_is_proved_for_batching_when_saved_with_its_max_batch_size(saved_case):
     case, _, batched_dir, guarded_front, _ = saved_case
     validation = json.loads((batched_dir / "validation.json").read_text())
 
@@ -238,3 +238,25 @@ def test_mlserver_settings_name_the_package_by_its_absolute_path_when_given_a_re
 
     settings = json.loads((tmp_path / "settings" / "model" / "model-settings.json").read_text())
     assert settings["parameters"]["uri"] == str(tmp_path / "work" / "package")
+
+
+def test_a_case_measured_without_batching_is_judged_on_the_export_alone_and_reports_no_batched_column():
+    unbatched = [
+        {
+            **cell,
+            "targets": {key: cell["targets"][key] for key in ("a", "d'", "e")},
+            "counts": {"e": cell["counts"]["e"]},
+        }
+        for cell in CELLS
+    ]
+    measured = {**_measured("embeddings"), "cells": unbatched}
+
+    text = report(measured, INFO, "2.00")
+
+    assert [what.split(" (")[0] for what, *_ in targets("embeddings", unbatched)] == [
+        "e/d' >= 1.5",
+        "e/a >= 5",
+        "e/d' >= 3",
+    ]
+    assert "a'" not in text and "g'" not in text
+    assert _table_row(text, 0)[2:7] == ["a req/s", "d' req/s", "e req/s", "e/a", "e/d'"]
