@@ -34,6 +34,7 @@ from mlflow_triton.runtime.protocol import (
     JSON_CONTENT_TYPE,
     OK,
     MlflowProtocol,
+    outside_serving_environment,
     response_tensors,
     serving_environment,
 )
@@ -151,8 +152,10 @@ def volatile_outputs(model_dir):
 
 def predict_outputs(pyfunc_model, value, model_dir, params=None):
     """``pyfunc_model.predict(value, params=params)`` encoded into the configured output tensors, in the shapes
-    Triton answers (a batched repository answers a rank-one output as ``[rows, 1]``)."""
-    prediction = pyfunc_model.predict(value) if params is None else pyfunc_model.predict(value, params=params)
+    Triton answers (a batched repository answers a rank-one output as ``[rows, 1]``). Predicted outside MLflow's serving
+    mark, as the typed repository's model predicts."""
+    with outside_serving_environment():
+        prediction = pyfunc_model.predict(value) if params is None else pyfunc_model.predict(value, params=params)
     config, _ = read_config(Path(model_dir) / CONFIG_FILE)
     return wire_arrays(config, "output", output_codec(model_dir).to_tensors(prediction))
 

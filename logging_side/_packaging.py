@@ -23,6 +23,7 @@ import pandas as pd
 from mlflow.models import ModelSignature
 
 from mlflow_triton.repository.names import check_model_name, default_model_name
+from mlflow_triton.runtime.protocol import outside_serving_environment
 
 from . import _batching, _build, _caller, _model_log, _model_requirements, _protocol
 from ._examples import check_example, for_request
@@ -300,8 +301,19 @@ def _typed_parts(
     framework, model, example_input, example_params, signature, options, batching, validate_saved_model, probe=False
 ):
     """The typed tensor mapping: ``(signature, layout, tensors, validation, the Plan's batching and mapping fields)``
-    from the example predicted in memory. ``probe``: refuse a model whose output columns depend on the request
-    (``request_dependent_outputs``), which ``protocol="auto"`` then serves with MLflow's protocol."""
+    from the example predicted in memory, outside MLflow's serving mark as the repository's model predicts (a
+    caller's process may carry it: ``scoring_server.init`` sets it for good). ``probe``: refuse a model whose output
+    columns depend on the request (``request_dependent_outputs``), which ``protocol="auto"`` then serves with MLflow's
+    protocol."""
+    with outside_serving_environment():
+        return _typed_parts_here(
+            framework, model, example_input, example_params, signature, options, batching, validate_saved_model, probe
+        )
+
+
+def _typed_parts_here(
+    framework, model, example_input, example_params, signature, options, batching, validate_saved_model, probe
+):
     adapter, signature, mapped, layout, output_mapping = predict_and_map(
         framework, model, example_input, example_params, signature, options
     )

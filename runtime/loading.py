@@ -46,10 +46,15 @@ def device_setting(flavor, device):
 
 @contextlib.contextmanager
 def temporary_environment(values):
-    """Set ``values`` in ``os.environ`` and restore each touched variable afterwards."""
+    """Set ``values`` in ``os.environ`` (a value ``None`` unsets its variable) and restore each touched variable
+    afterwards."""
     previous = {name: os.environ.get(name) for name in values}
     try:
-        os.environ.update(values)
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         yield
     finally:
         for name, value in previous.items():

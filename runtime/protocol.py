@@ -117,10 +117,25 @@ def enter_serving_environment():
     os.environ[SERVING_ENVIRONMENT_VARIABLE] = "true"
 
 
+def leave_serving_environment():
+    """Unmark this process: a typed repository's model predicts as ``pyfunc.predict`` does in a plain process, where
+    its answers were proven. (Under the mark MLflow reads the value of a type-hinted model's input as a serving
+    request: a ``str`` for ``bytes`` is base64-decoded.)"""
+    os.environ.pop(SERVING_ENVIRONMENT_VARIABLE, None)
+
+
 @contextlib.contextmanager
 def serving_environment():
     """:func:`enter_serving_environment` for a while (logging, check), restored afterwards."""
     with temporary_environment({SERVING_ENVIRONMENT_VARIABLE: "true"}):
+        yield
+
+
+@contextlib.contextmanager
+def outside_serving_environment():
+    """:func:`leave_serving_environment` for a while (the typed mapping's proof in logging, check's oracle), restored
+    afterwards: a caller's process may carry the mark (``scoring_server.init`` sets it for good)."""
+    with temporary_environment({SERVING_ENVIRONMENT_VARIABLE: None}):
         yield
 
 

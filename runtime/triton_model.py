@@ -90,6 +90,7 @@ from .protocol import (
     MlflowProtocol,
     ProtocolRequestError,
     enter_serving_environment,
+    leave_serving_environment,
     protocol_request,
     response_tensors,
 )
@@ -126,6 +127,8 @@ class TritonPythonModel:
         self.protocol = MlflowProtocol(self.predictor) if speaks_mlflow else None
         if speaks_mlflow:
             enter_serving_environment()
+        else:
+            leave_serving_environment()
         # behind a guard's front (forwarding.py), an error carries its code in its message: BLS drops the code
         self.marks_codes = FRONT_PARAMETER in model_config.get("parameters", {})
 

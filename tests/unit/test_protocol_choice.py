@@ -8,6 +8,7 @@ automatic (#41): a scikit-learn model served with ``predict_proba`` under the si
 """
 
 import json
+import os
 import pathlib
 
 import mlflow
@@ -210,3 +211,61 @@ def test_a_type_hinted_list_of_lists_model_speaks_mlflows_protocol_where_the_typ
 
     assert report["protocol"] == "mlflow"
     assert "input_example is a list of lists" in report["protocol_chosen_because"]
+
+
+class Raw(mlflow.pyfunc.PythonModel):
+    def predict(self, model_input: list[bytes]) -> list[bytes]:
+        return model_input
+
+
+SERVING_MARK = "_MLFLOW_IS_IN_SERVING_ENVIRONMENT"  # set for good by MLflow's scoring_server.init
+
+
+@pytest.mark.parametrize("marked", [False, True], ids=["plain-process", "marked-process"])
+def test_a_type_hinted_bytes_model_is_added_alike_whether_or_not_the_callers_process_carries_mlflows_serving_mark(
+    tracking_store, tmp_path, monkeypatch, marked
+):
+    with mlflow.start_run():  # MLflow saves the example's bytes as base64 text and reads that text back
+        source = mlflow.pyfunc.log_model(name="raw", python_model=Raw(), input_example=[b"bytes"])
+    if marked:  # was: the typed mapping took the base64 text as the bytes, and Triton answered it back (a corpus FAIL)
+        monkeypatch.setenv(SERVING_MARK, "true")
+
+    report = validation(mlflow_triton.add_repository(source.model_uri), tmp_path)
+
+    assert report["protocol"] == "mlflow"
+    assert "Expected type bytes, but got str" in report["protocol_chosen_because"]
+    assert os.environ.get(SERVING_MARK) == ("true" if marked else None)  # the caller's process as it was
+
+
+class Shouted(mlflow.pyfunc.PythonModel):
+    def predict(self, model_input: list[str]) -> list[str]:
+        return [text.upper() for text in model_input]
+
+
+def test_checks_oracle_predicts_outside_mlflows_serving_mark(tracking_store, tmp_path, monkeypatch):
+    from mlflow.exceptions import MlflowException
+
+    from mlflow_triton.local._compare import predict_outputs
+
+    with mlflow.start_run():
+        source = mlflow.pyfunc.log_model(name="raw", python_model=Raw(), input_example=[b"bytes"])
+    model = mlflow.pyfunc.load_model(source.model_uri)
+    monkeypatch.setenv(SERVING_MARK, "true")
+
+    with pytest.raises(MlflowException, match="Expected type bytes, but got str"):  # was: base64-decoded to b"bytes"
+        predict_outputs(model, ["Ynl0ZXM=\n"], tmp_path)  # (the prediction fails before the repository is read)
+    assert os.environ[SERVING_MARK] == "true"
+
+
+def test_a_typed_repositorys_model_leaves_mlflows_serving_mark_its_proof_never_had(
+    tracking_store, tmp_path, monkeypatch, drive_model_py
+):
+    info = mlflow_triton.pyfunc.log_model(Shouted(), name="shouted", input_example=["hi"], protocol="tensors")
+    local = pathlib.Path(mlflow.artifacts.download_artifacts(artifact_uri=info.model_uri, dst_path=str(tmp_path)))
+    [repository] = (local / "model_repository").iterdir()
+    monkeypatch.setenv(SERVING_MARK, "true")
+
+    answered = drive_model_py(repository, {"input_0": np.array([b"hello"], dtype=object)})
+
+    assert [bytes(value) for value in np.asarray(answered["output_0"]).ravel()] == [b"HELLO"]
+    assert SERVING_MARK not in os.environ

@@ -269,9 +269,13 @@ def mlflow_serve(case: Case, serve_dir: Path) -> dict[str, Any]:
         model = mlflow.pyfunc.load_model(str(local))
         from fastapi.testclient import TestClient
 
-        response = TestClient(scoring_server.init(model)).post(
-            "/invocations", content=example.read_bytes(), headers={"Content-Type": "application/json"}
-        )
+        from tests.support.environment import preserved_environment
+
+        # init marks the process as a serving one for good: every later case of this run would be logged under it
+        with preserved_environment(("_MLFLOW_IS_IN_SERVING_ENVIRONMENT",)):
+            response = TestClient(scoring_server.init(model)).post(
+                "/invocations", content=example.read_bytes(), headers={"Content-Type": "application/json"}
+            )
     except Exception as error:  # no pyfunc flavor, or the model does not load: MLflow cannot serve it either
         return mlflow_serve_summary(None, None, f"{type(error).__name__}: {error}")
     return mlflow_serve_summary(None, response.status_code, response.text)
