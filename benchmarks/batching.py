@@ -74,6 +74,8 @@ MLSERVER_ADAPTIVE_BATCHING = {"max_batch_size": 16, "max_batch_time": 0.005}
 HERE = Path(__file__).resolve().parent
 #: Texts per request are drawn with 1 to this many words (the tiny BERT has 32 positions).
 MAX_WORDS = 24
+#: What the embeddings case's MiniLM needs, pinned to the installed releases.
+MINILM_PACKAGES = ("sentence-transformers", "torch", "transformers")
 #: (rtol, atol) of the answer check before load: every target answers like pyfunc.predict.
 EXACT = (1e-9, 1e-12)
 
@@ -179,6 +181,7 @@ def _save_minilm(path: Path, name: str, max_batch_size: int, zero_row_guard: boo
     ``mlflow.sentence_transformers``, added with ``mlflow_triton.add_repository``; the new model copied to ``path``."""
     import os
     import tempfile
+    from importlib.metadata import version
 
     import mlflow
 
@@ -188,7 +191,11 @@ def _save_minilm(path: Path, name: str, max_batch_size: int, zero_row_guard: boo
     with tempfile.TemporaryDirectory(prefix="bench-minilm-") as scratch, tiny_models.sqlite_tracking(scratch):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no model hub here; sqlite_tracking restores the environment
         source = mlflow.sentence_transformers.log_model(
-            text_export_models.minilm(), name=name, input_example=texts(3, seed=0)
+            text_export_models.minilm(),
+            name=name,
+            input_example=texts(3, seed=0),
+            # pinned as MLflow pins where it can infer them: unpinned, pip would fetch torch's multi-GB CUDA build
+            pip_requirements=[f"{package}=={version(package)}" for package in MINILM_PACKAGES],
         )
         info = mlflow_triton.add_repository(
             source.model_uri,
