@@ -74,6 +74,8 @@ MLSERVER_ADAPTIVE_BATCHING = {"max_batch_size": 16, "max_batch_time": 0.005}
 HERE = Path(__file__).resolve().parent
 #: Texts per request are drawn with 1 to this many words (the tiny BERT has 32 positions).
 MAX_WORDS = 24
+#: (texts per request, concurrent clients) of the text cases.
+TEXT_CELLS = ((1, 1), (1, 4), (1, 16), (8, 1), (8, 4))
 #: What the embeddings case's MiniLM needs, pinned to the installed releases.
 MINILM_PACKAGES = ("sentence-transformers", "torch", "transformers")
 #: (rtol, atol) of the answer check before load: every target answers like pyfunc.predict.
@@ -92,7 +94,6 @@ class Case:
     cells: tuple[tuple[int, int], ...]  # (rows per request, concurrent clients)
     unit: str  # what a row is, for the table's first column
     results: Path
-    judged: bool  # issue #25's targets apply
     save: Callable[..., None]  # (package path, Triton model name, max_batch_size, zero_row_guard, queue delay us)
     model_input: Callable[[int], object]  # rows -> the model input of one request
     mlserver_body: Callable[[dict, object], bytes]  # (a's body, the contract) -> MLServer's body
@@ -240,7 +241,6 @@ CASES = {
         cells=((1, 1), (1, 4), (1, 16), (1000, 1), (1000, 4)),
         unit="rows",
         results=HERE / "batching-results.md",
-        judged=True,
         save=_save_sklearn,
         model_input=_sklearn_input,
         mlserver_body=_sklearn_mlserver_body,
@@ -253,10 +253,9 @@ CASES = {
         model="text_classifier",
         batched_model="text_classifier_batched",
         max_batch_size=64,  # 16 clients x 1 text, 4 clients x 8 texts
-        cells=((1, 1), (1, 4), (1, 16), (8, 1), (8, 4)),
+        cells=TEXT_CELLS,
         unit="texts",
         results=HERE / "batching-results-text.md",
-        judged=True,
         save=_save_text,
         model_input=texts,
         mlserver_body=text_mlserver_body,
@@ -273,10 +272,9 @@ CASES = {
         model="minilm",
         batched_model="minilm_batched",
         max_batch_size=0,
-        cells=((1, 1), (1, 4), (1, 16), (8, 1), (8, 4)),
+        cells=TEXT_CELLS,
         unit="texts",
         results=HERE / "batching-results-embeddings.md",
-        judged=True,
         save=_save_minilm,
         model_input=texts,
         mlserver_body=text_mlserver_body,
