@@ -333,7 +333,7 @@ def measure(
         "rounds": rounds,
         "targets": TARGETS,
         "mlserver_version": _mlserver_version(mlserver_env),
-        "export_max_batch_size": json.loads((export_dir / "handoff.json").read_text())["max_batch_size"],
+        "export_max_batch_size": json.loads((batched / "handoff.json").read_text())["max_batch_size"],
     }
 
 
