@@ -286,11 +286,10 @@ def _compare_body(want, got):
     return {"equal": False, "how": f"{MLFLOW_BODY}: {where}"}
 
 
-def _body_difference(want, got, path, rtol, atol, key=None, again=None, varying=None):
+def _body_difference(want, got, path, rtol, atol, key=None, again=_ONE_ANSWER, varying=None):
     """Where two parsed JSON values first differ (a JSON path and both values), or None. ``again``: a second answer
     of MLflow's to the same body (default :data:`_ONE_ANSWER`: none); where it differs from ``want``, ``got`` is
     judged by its JSON type only and the path is added to ``varying``."""
-    again = _ONE_ANSWER if again is None else again
     if again is not _ONE_ANSWER and not _same_frame(want, again):
         return _varies(want, got, path, varying)
     rule = BODY_VOLATILE_KEYS.get(key)
