@@ -297,7 +297,6 @@ def _protocol_parts(framework, model, signature, input_example, options, why=Non
     return signature, layout, tensors, validation, {"protocol_reason": why}
 
 
-@outside_serving_environment()
 def _typed_parts(
     framework, model, example_input, example_params, signature, options, batching, validate_saved_model, probe=False
 ):
@@ -306,6 +305,15 @@ def _typed_parts(
     caller's process may carry it: ``scoring_server.init`` sets it for good). ``probe``: refuse a model whose output
     columns depend on the request (``request_dependent_outputs``), which ``protocol="auto"`` then serves with MLflow's
     protocol."""
+    with outside_serving_environment():
+        return _typed_parts_here(
+            framework, model, example_input, example_params, signature, options, batching, validate_saved_model, probe
+        )
+
+
+def _typed_parts_here(
+    framework, model, example_input, example_params, signature, options, batching, validate_saved_model, probe
+):
     adapter, signature, mapped, layout, output_mapping = predict_and_map(
         framework, model, example_input, example_params, signature, options
     )
