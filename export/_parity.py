@@ -32,7 +32,7 @@ import numpy as np
 
 from mlflow_triton.shared_contract import BYTES_TYPE, TRITON_TO_NUMPY
 
-from . import _deps
+from . import _config, _deps
 from ._errors import ExportError, ParityError
 
 # (rtol, atol) per datatype the graph computes an output in; every other datatype is compared exactly.
@@ -46,14 +46,17 @@ MAX_VARIABLE_AXIS = 16
 _TEXT_ALPHABET = string.ascii_letters + string.digits + " "
 
 
+def session(onnx_bytes):
+    """An onnxruntime session over ``onnx_bytes`` set up as the served ``model.py`` sets its own."""
+    ort = _deps.onnxruntime()
+    return ort.InferenceSession(onnx_bytes, _config.session_options(ort), providers=["CPUExecutionProvider"])
+
+
 class OnnxPredictor:
     """An onnxruntime session over the exported graph, taking and returning logged-form tensors."""
 
     def __init__(self, onnx_model, inputs, outputs):
-        ort = _deps.onnxruntime()
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        self.session = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        self.session = session(onnx_model.SerializeToString())
         self.inputs, self.outputs = inputs, outputs
 
     def predict(self, tensors):

@@ -8,6 +8,11 @@ A request that cannot join the batch (inputs with different row counts, text
 that is not UTF-8) gets its own error; if the batch run fails, each request is
 run on its own so that only a failing one is answered with an error.
 
+onnxruntime runs on the number of threads the config's ``intra_op_thread_count``
+parameter names (the name Triton's ONNX Runtime backend reads; the export writes
+1: parallel work comes from Triton's batches and instances), its thread pool's
+spinning off; the export's parity check ran the graph with the same settings.
+
 Behind a zero-row guard's front (``mlflow-triton export-onnx --backend python``, the default: the config names it
 in ``mlflow_triton_front``) an error's code is written in front of its message (``[INVALID_ARG] ...``), because
 Triton 2.51 hands the front every error of this model as INTERNAL; the front takes it off again.
@@ -22,6 +27,8 @@ import triton_python_backend_utils as pb_utils
 
 # The front's parameter and mark, as mlflow-triton's runtime/forwarding.py writes them (a test checks they agree).
 FRONT_PARAMETER = "mlflow_triton_front"
+# The config parameter with onnxruntime's thread count, as mlflow-triton's export/_config.py names it (a test checks).
+THREADS_PARAMETER = "intra_op_thread_count"
 
 
 class RequestError(ValueError):
@@ -32,7 +39,10 @@ class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
         path = pathlib.Path(args["model_repository"]) / str(args["model_version"]) / "model.onnx"
-        self.session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        parameters = config.get("parameters", {})
+        self.session = onnxruntime.InferenceSession(
+            str(path), _session_options(parameters), providers=["CPUExecutionProvider"]
+        )
         self.inputs = [entry["name"] for entry in config["input"]]
         self.outputs = [entry["name"] for entry in config["output"]]
         graph_inputs = {value.name: value.type for value in self.session.get_inputs()}
@@ -43,7 +53,7 @@ class TritonPythonModel:
                 f"graph {sorted(graph_inputs)} -> {sorted(graph_outputs)}"
             )
         self.text_inputs = {name for name, kind in graph_inputs.items() if kind == "tensor(string)"}
-        self.marks_codes = FRONT_PARAMETER in config.get("parameters", {})
+        self.marks_codes = FRONT_PARAMETER in parameters
 
     def execute(self, requests):
         responses = [None] * len(requests)
@@ -97,6 +107,18 @@ class TritonPythonModel:
 
     def finalize(self):
         self.session = None
+
+
+def _session_options(parameters):
+    """One thread unless the config names another count; no spinning between runs (it takes the server's CPU)."""
+    threads = parameters.get(THREADS_PARAMETER, {}).get("string_value", "1")
+    if not threads.isdigit():
+        raise RuntimeError(f"config parameter {THREADS_PARAMETER} must be a whole number of threads, got {threads!r}")
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = int(threads)
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
 
 
 def _error(message, code, mark=False):

@@ -33,7 +33,7 @@ from mlflow_triton.repository.layout import CONFIG_FILE, MODEL_FILE, REQUIREMENT
 from mlflow_triton.runtime.forwarding import FORWARD_PARAMETER
 from mlflow_triton.shared_contract import CONTRACT_PARAMETER
 
-from . import _config, _deps, _text, _text_pipeline, _writer
+from . import _config, _deps, _parity, _text, _text_pipeline, _writer
 from ._errors import ExportError, ParityError
 from ._handoff import onnx_record
 from ._parity import generation_settings
@@ -76,7 +76,7 @@ def export_text(source, out_dir, name, *, max_batch_size, backend):
 
     with _staged_front(fill_front) as front_files:
         pipeline = _text_pipeline.TextPipeline(front_files / VERSION_DIRECTORY)
-        session = _session(onnx_bytes)
+        session = _parity.session(onnx_bytes)
         parity = check_text_parity(source, pipeline, session, max_batch_size)
 
     def fill_network(directory):
@@ -131,13 +131,6 @@ def requirements(backend, tokenizers_version):
     return "\n".join([*lines, "numpy<2", ""])
 
 
-def _session(onnx_bytes):
-    ort = _deps.onnxruntime()
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return ort.InferenceSession(onnx_bytes, options, providers=["CPUExecutionProvider"])
-
-
 def _front_config(source, name, behind):
     config = model_config_pb2.ModelConfig(name=name, backend="python", max_batch_size=0)
     for declarations, message, target in (
@@ -162,11 +155,7 @@ def _front_config(source, name, behind):
 
 
 def _network_config(name, text_model, backend, max_batch_size):
-    config = model_config_pb2.ModelConfig(name=name, max_batch_size=max_batch_size)
-    if backend == "onnxruntime":
-        config.platform = _config.ONNX_PLATFORM
-    else:
-        config.backend = "python"
+    config = _config.batched_config(name, backend=backend, max_batch_size=max_batch_size)
     for input_name in text_model.spec["network_inputs"]:
         config.input.append(
             model_config_pb2.ModelInput(name=input_name, data_type=model_config_pb2.TYPE_INT64, dims=[-1])
@@ -182,10 +171,6 @@ def _network_config(name, text_model, backend, max_batch_size):
         config.output[0].dims[-1] = graph_output.type.tensor_type.shape.dim[2].dim_value
     else:  # [batch, classes]
         config.output[0].dims[0] = graph_output.type.tensor_type.shape.dim[1].dim_value
-    config.dynamic_batching.SetInParent()
-    config.instance_group.append(
-        model_config_pb2.ModelInstanceGroup(count=1, kind=model_config_pb2.ModelInstanceGroup.KIND_CPU)
-    )
     return config
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from mlflow_triton.export import _config, _export
+from mlflow_triton.export import _config, _export, _parity
 from mlflow_triton.export._tensors import ExportedTensor
 from tests.support import fake_pb_utils
 from tests.support.export_models import drive_exported
@@ -144,3 +144,48 @@ def _config_dict(directory):
     from tests.support.export_models import read_config
 
     return json_format.MessageToDict(read_config(directory), preserving_proto_field_name=True)
+
+
+def _initialized(directory, config, name):
+    module = fake_pb_utils.load_model_py(directory / "1" / "model.py", name=name)
+    model = module.TritonPythonModel()
+    model.initialize({"model_config": json.dumps(config), "model_repository": str(directory), "model_version": "1"})
+    return module, model
+
+
+def test_model_py_runs_onnxruntime_on_one_thread_without_spinning_as_the_export_writes_and_parity_runs(directory):
+    config = _config_dict(directory)
+    assert config["parameters"] == {_config.THREADS_PARAMETER: {"string_value": "1"}}
+
+    module, model = _initialized(directory, config, name="one_thread")
+
+    served = model.session.get_session_options()
+    proven = _parity.session((directory / "1" / "model.onnx").read_bytes()).get_session_options()
+    assert module.THREADS_PARAMETER == _config.THREADS_PARAMETER
+    for options in (served, proven):
+        assert (options.intra_op_num_threads, options.inter_op_num_threads) == (_config.SERVED_THREADS, 1)
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+@pytest.mark.parametrize("threads", ["3", "0"])
+def test_model_py_runs_onnxruntime_on_the_thread_count_the_config_names(directory, threads):
+    config = _config_dict(directory)
+    config["parameters"][_config.THREADS_PARAMETER] = {"string_value": threads}
+
+    _, model = _initialized(directory, config, name=f"threads_{threads}")
+
+    assert model.session.get_session_options().intra_op_num_threads == int(threads)
+    np.testing.assert_array_equal(
+        fake_pb_utils.outputs_of(model.execute([fake_pb_utils.request_from_arrays(_request(2))])[0])["y"],
+        _request(2)["x"] * 2,
+    )
+
+
+def test_model_py_fails_initialization_naming_the_parameter_when_the_thread_count_is_not_a_number(directory):
+    config = _config_dict(directory)
+    config["parameters"][_config.THREADS_PARAMETER] = {"string_value": "two"}
+
+    with pytest.raises(
+        RuntimeError, match="config parameter intra_op_thread_count must be a whole number of threads, got 'two'"
+    ):
+        _initialized(directory, config, name="bad_threads")
