@@ -48,8 +48,9 @@ def export_onnx(
     ``backend="onnxruntime"`` writes a directory for Triton's ONNX Runtime backend
     (``platform: "onnxruntime_onnx"``); ``backend="python"`` writes the same
     ``model.onnx`` with a small generated ``model.py`` that runs onnxruntime over
-    Triton's dynamic batches in any Triton with the Python backend. Both configs
-    enable ``dynamic_batching`` with ``max_batch_size``. A ``python`` export is
+    Triton's dynamic batches in any Triton with the Python backend, on the
+    threads its config's ``intra_op_thread_count`` names (0: onnxruntime's
+    default, as the parity check runs it) without spinning. Both configs enable ``dynamic_batching`` with ``max_batch_size``. A ``python`` export is
     written behind a zero-row guard (``mlflow_triton.repository.guard``):
     ``<name>_onnx/`` is then an unbatched front that answers a request without
     rows with a 400 and forwards the others to ``<name>_onnx_batched/`` (Triton

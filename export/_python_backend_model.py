@@ -8,10 +8,11 @@ A request that cannot join the batch (inputs with different row counts, text
 that is not UTF-8) gets its own error; if the batch run fails, each request is
 run on its own so that only a failing one is answered with an error.
 
-onnxruntime runs on the number of threads the config's ``intra_op_thread_count``
-parameter names (the name Triton's ONNX Runtime backend reads; the export writes
-1: parallel work comes from Triton's batches and instances), its thread pool's
-spinning off; the export's parity check ran the graph with the same settings.
+onnxruntime runs with its thread pool's spinning off (a pool that spins between
+runs takes the CPU Triton and the other models' instances need) and on the
+number of threads the config's ``intra_op_thread_count`` parameter names (the
+name Triton's ONNX Runtime backend reads; 0, as the export writes it, is
+onnxruntime's default); the export's parity check ran the graph alike.
 
 Behind a zero-row guard's front (``mlflow-triton export-onnx --backend python``, the default: the config names it
 in ``mlflow_triton_front``) an error's code is written in front of its message (``[INVALID_ARG] ...``), because
@@ -110,8 +111,8 @@ class TritonPythonModel:
 
 
 def _session_options(parameters):
-    """One thread unless the config names another count; no spinning between runs (it takes the server's CPU)."""
-    threads = parameters.get(THREADS_PARAMETER, {}).get("string_value", "1")
+    """The threads the config names (0 or none: onnxruntime's default); no spinning between runs."""
+    threads = parameters.get(THREADS_PARAMETER, {}).get("string_value", "0")
     if not threads.isdigit():
         raise RuntimeError(f"config parameter {THREADS_PARAMETER} must be a whole number of threads, got {threads!r}")
     options = onnxruntime.SessionOptions()

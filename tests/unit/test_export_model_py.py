@@ -153,11 +153,11 @@ def _initialized(directory, config, name):
     return module, model
 
 
-def test_model_py_runs_onnxruntime_on_one_thread_without_spinning_as_the_export_writes_and_parity_runs(directory):
+def test_model_py_runs_onnxruntime_without_spinning_on_the_threads_the_export_writes_as_parity_runs_it(directory):
     config = _config_dict(directory)
-    assert config["parameters"] == {_config.THREADS_PARAMETER: {"string_value": "1"}}
+    assert config["parameters"] == {_config.THREADS_PARAMETER: {"string_value": "0"}}
 
-    module, model = _initialized(directory, config, name="one_thread")
+    module, model = _initialized(directory, config, name="written_threads")
 
     served = model.session.get_session_options()
     proven = _parity.session((directory / "1" / "model.onnx").read_bytes()).get_session_options()
@@ -167,7 +167,18 @@ def test_model_py_runs_onnxruntime_on_one_thread_without_spinning_as_the_export_
         assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
-@pytest.mark.parametrize("threads", ["3", "0"])
+def test_model_py_runs_onnxruntime_on_its_default_pool_without_spinning_when_the_config_names_no_threads(directory):
+    config = _config_dict(directory)
+    del config["parameters"]  # an export made before the parameter
+
+    _, model = _initialized(directory, config, name="no_threads")
+
+    options = model.session.get_session_options()
+    assert options.intra_op_num_threads == 0
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+@pytest.mark.parametrize("threads", ["3", "1"])
 def test_model_py_runs_onnxruntime_on_the_thread_count_the_config_names(directory, threads):
     config = _config_dict(directory)
     config["parameters"][_config.THREADS_PARAMETER] = {"string_value": threads}
