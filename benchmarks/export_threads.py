@@ -58,7 +58,7 @@ def variant(export_root: Path, network: str, threads: str, spinning: bool, targe
 
 
 def measure(case_name: str, work_dir: Path, *, duration: float, rounds: int, progress=print) -> list[dict]:
-    """``[{"clients": n, "1": summary, "0": summary}, ...]`` for the export of ``case_name``'s package."""
+    """``[{"clients": n, <variant>: summary, ...}, ...]`` (``VARIANTS``) for the export of ``case_name``'s package."""
     from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env
 
     case = CASES[case_name]

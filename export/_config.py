@@ -13,8 +13,9 @@ the name Triton's ONNX Runtime backend reads; the export writes ``SERVED_THREADS
 alike (``session_options``), so the graph is proven as it serves. Measured on 2
 shared CPUs (docs/export-onnx.md "Threads"): a pool that spins between runs took
 the CPU the server and the text front's 16 instances needed (the tiny BERT's
-export served about twice the requests without it), while a network whose layers
-are the work (all-MiniLM-L6-v2) served 1.5x more on the default pool than on one thread.
+export served 1.8-2x the requests without it at 4 and 16 clients), while a
+network whose layers are the work (all-MiniLM-L6-v2) served 1.2-1.4x more on the
+default pool than on one thread.
 """
 
 from tritonclient.grpc import model_config_pb2

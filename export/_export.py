@@ -50,7 +50,8 @@ def export_onnx(
     ``model.onnx`` with a small generated ``model.py`` that runs onnxruntime over
     Triton's dynamic batches in any Triton with the Python backend, on the
     threads its config's ``intra_op_thread_count`` names (0: onnxruntime's
-    default, as the parity check runs it) without spinning. Both configs enable ``dynamic_batching`` with ``max_batch_size``. A ``python`` export is
+    default, as the parity check runs it) without spinning. Both configs
+    enable ``dynamic_batching`` with ``max_batch_size``. A ``python`` export is
     written behind a zero-row guard (``mlflow_triton.repository.guard``):
     ``<name>_onnx/`` is then an unbatched front that answers a request without
     rows with a 400 and forwards the others to ``<name>_onnx_batched/`` (Triton
