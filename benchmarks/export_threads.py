@@ -30,6 +30,7 @@ from benchmarks.run import _loadavg, _table, machine
 from benchmarks.served import _post, summarize
 from mlflow_triton.export import export_onnx
 from mlflow_triton.export._config import THREADS_PARAMETER
+from mlflow_triton.repository.config import read_model_config, write_config
 from mlflow_triton.repository.guard import files_directory, served_directories
 
 CLIENTS = (1, 4, 16)
@@ -42,12 +43,12 @@ def variant(export_root: Path, network: str, threads: str, spinning: bool, targe
     """A copy of ``export_root`` whose ``network`` runs on ``threads`` threads, its pool spinning or not."""
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(export_root, target)
-    config = target / network / "config.pbtxt"
-    written = f'key: "{THREADS_PARAMETER}"\n  value {{\n    string_value: "0"\n  }}'
-    text = config.read_text()
-    if written not in text:
-        raise AssertionError(f"{config} does not name {THREADS_PARAMETER} 0 (an export made before it?)")
-    config.write_text(text.replace(written, written.replace('"0"', f'"{threads}"')))
+    path = target / network / "config.pbtxt"
+    config = read_model_config(path)
+    if config.parameters[THREADS_PARAMETER].string_value != "0":
+        raise AssertionError(f"{path} does not name {THREADS_PARAMETER} 0 (an export made before it?)")
+    config.parameters[THREADS_PARAMETER].string_value = threads
+    write_config(config, path)
     if spinning:
         model = target / network / "1" / "model.py"
         code = model.read_text()

@@ -120,12 +120,9 @@ def test_model_py_reruns_requests_one_by_one_when_the_batch_run_fails(directory,
 def test_model_py_fails_initialization_when_config_and_graph_disagree(directory):
     config = _config_dict(directory)
     config["input"][0]["name"] = "renamed"
-    module = fake_pb_utils.load_model_py(directory / "1" / "model.py", name="disagreeing")
 
     with pytest.raises(RuntimeError, match=r"config.pbtxt and model.onnx disagree: config \['renamed', 'text'\]"):
-        module.TritonPythonModel().initialize(
-            {"model_config": json.dumps(config), "model_repository": str(directory), "model_version": "1"}
-        )
+        _initialized(directory, config, name="disagreeing")
 
 
 def test_model_py_imports_only_numpy_onnxruntime_and_the_backend_utils_when_parsed():
