@@ -6,7 +6,17 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks.batching import CASES, answer_differences, bodies, report, targets, text_mlserver_body, texts
+from benchmarks import batching
+from benchmarks.batching import (
+    CASES,
+    answer_differences,
+    bodies,
+    network_ceiling,
+    report,
+    targets,
+    text_mlserver_body,
+    texts,
+)
 from mlflow_triton.repository.guard import served_directories
 
 
@@ -88,6 +98,29 @@ def test_targets_judge_the_text_cells_by_the_issues_thresholds_for_the_pyfunc_pa
         ("e/a >= 5 (#43: the text export vs the unbatched repository; 1 x 16 client(s))", True, "6.67"),
         ("e/d' >= 3 (#43: the text export vs MLServer adaptive; 1 x 16 client(s))", False, "2.50"),
     ]
+
+
+def test_an_export_target_missed_above_its_networks_ceiling_says_what_it_needs_and_one_within_it_says_nothing():
+    needs = "e/d' >= 3 (#43: the text export vs MLServer adaptive; 1 x 16 client(s))"
+
+    above = dict((what, (met, value)) for what, met, value in targets("text", CELLS, ceiling=1100.0))
+    within = dict((what, (met, value)) for what, met, value in targets("text", CELLS, ceiling=1300.0))
+
+    assert above[needs] == (False, "2.50 (needs 1200 texts/s, above the 1100 its network alone runs here)")
+    assert within[needs] == (False, "2.50")
+    met = "e/a >= 5 (#43: the text export vs the unbatched repository; 1 x 16 client(s))"
+    assert above[met] == within[met] == (True, "6.67")
+
+
+def test_report_of_a_text_export_states_its_networks_ceiling_and_judges_the_export_against_it():
+    ceiling = {"texts_per_s": 1100.4, "batch": 32, "tokens": 18}
+
+    text = report({**_measured("text"), "ceiling": ceiling, "ceilings": [1100.4, 1050.2]}, INFO, "2.00")
+
+    assert "runs at most **1100 texts/s** (batches of 32; measured before the servers started and after they " in text
+    assert "stopped: 1100, 1050)" in text and "(18 tokens)" in text
+    assert "1 x 16 client(s)): 2.50 (needs 1200 texts/s, above the 1100 its network alone runs here)" in text
+    assert "Ceiling of e" not in report(_measured("text"), INFO, "2.00")
 
 
 def test_report_lists_every_target_and_marks_the_missed_ones_when_written():
@@ -226,6 +259,26 @@ def test_each_batched_case_is_proved_for_batching_when_saved_with_its_max_batch_
     assert validation["batching"]["row_independence"]["proved"] is True
     assert validation["batching"]["zero_row_guard"] is False
     assert [d.name for d in served_directories(guarded_front)] == [case.guarded_model, f"{case.guarded_model}_batched"]
+
+
+@pytest.mark.parametrize("saved_case", sorted(name for name in CASES if CASES[name].text_export), indirect=True)
+def test_network_ceiling_times_the_exports_graph_on_the_tokenized_text_in_batches_up_to_its_max_batch_size(
+    saved_case, monkeypatch
+):
+    from mlflow_triton.export._text_pipeline import TextPipeline
+
+    case, *_, export_dir = saved_case
+    text = case.model_input(1)
+    pipeline = TextPipeline(served_directories(export_dir)[0] / "1")
+    lower = pipeline.spec["lower_case"]
+
+    found, batches = network_ceiling(export_dir, text, seconds=0.01), batching.CEILING_BATCHES
+    monkeypatch.setattr(batching, "CEILING_BATCHES", (1, case.export_max_batch_size + 1))
+    capped = network_ceiling(export_dir, text, seconds=0.01)
+
+    assert found["tokens"] == len(pipeline.tokenizer.encode(text[0].lower() if lower else text[0]).ids)
+    assert found["batch"] in batches and found["texts_per_s"] > 0
+    assert capped["batch"] == 1
 
 
 def test_mlserver_settings_name_the_package_by_its_absolute_path_when_given_a_relative_one(tmp_path, monkeypatch):
