@@ -500,6 +500,28 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
     }
 
 
+def prepared_export(case: Case, work_dir: Path, tag: str, progress=print) -> tuple[Path, bytes, object, Path]:
+    """``case``'s unbatched package saved in ``work_dir`` (emptied first) and exported there with
+    ``export_onnx(backend="python")`` to ``work_dir/export``, for a benchmark that serves the export alone: (the
+    export's directory, its 1-row / 1-text request body, the bundled Triton, the export's serving environment)."""
+    from mlflow_triton.export import export_onnx
+    from mlflow_triton.local import TritonInstallation, ensure_serving_env
+
+    shutil.rmtree(work_dir, ignore_errors=True)
+    package = work_dir / case.model
+    case.save(package, case.model, 0)
+    progress(f"[{tag}] {case.name}: exporting with export_onnx(backend='python') ...")
+    export_dir = export_onnx(
+        str(package), work_dir / "export", max_batch_size=case.export_max_batch_size, backend="python"
+    )
+    body = bodies(case, package / "model_repository" / case.model, None, export_dir, case.model_input(1))["e"]
+    installation = TritonInstallation.bundled(progress=progress)
+    env = ensure_serving_env(
+        files_directory(export_dir) / "requirements.txt", installation.serving_constraints, progress=progress
+    )
+    return export_dir, body, installation, env
+
+
 def network_ceiling(export_dir: Path, text: list[str], seconds: float = CEILING_SECONDS) -> dict:
     """The most texts/s the text export's ONNX network runs on this machine for ``text`` (one request's texts):
     the graph alone in this process -- no tokenizer, server or client -- with the session options the served

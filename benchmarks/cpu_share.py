@@ -19,15 +19,13 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import shutil
 import sys
 from pathlib import Path
 
-from benchmarks.batching import CASES, bodies
+from benchmarks.batching import CASES, prepared_export
 from benchmarks.load import run_load
-from benchmarks.run import _loadavg, _table, machine
-from mlflow_triton.export import export_onnx
-from mlflow_triton.repository.guard import files_directory, served_directories
+from benchmarks.run import _loadavg, _table, machine, machine_line
+from mlflow_triton.repository.guard import served_directories
 
 #: What the load clients' processes are called in the table.
 CLIENTS_LABEL = "load clients"
@@ -94,23 +92,11 @@ def _children_cpu() -> float:
 
 def measure(case_name: str, work_dir: Path, *, clients: int, duration: float, progress=print) -> dict:
     """One measured load of the case's export: ``{"rps", "requests", "seconds", "parts": shares(...)}``."""
-    from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env
+    from mlflow_triton.local import TritonServer
 
-    case = CASES[case_name]
-    shutil.rmtree(work_dir, ignore_errors=True)
-    package = work_dir / case.model
-    case.save(package, case.model, 0)
-    progress(f"[cpu] {case_name}: exporting with export_onnx(backend='python') ...")
-    export_dir = export_onnx(
-        str(package), work_dir / "export", max_batch_size=case.export_max_batch_size, backend="python"
-    )
+    export_dir, body, installation, env = prepared_export(CASES[case_name], work_dir, "cpu", progress)
     models = [directory.name for directory in served_directories(export_dir)]
-    body = bodies(case, package / "model_repository" / case.model, None, export_dir, case.model_input(1))["e"]
     path = f"/v2/models/{export_dir.name}/infer"
-    installation = TritonInstallation.bundled(progress=progress)
-    env = ensure_serving_env(
-        files_directory(export_dir) / "requirements.txt", installation.serving_constraints, progress=progress
-    )
     log = work_dir / "tritonserver.log"
     with TritonServer(work_dir / "export", models, installation=installation, serving_env=env, log_path=log) as server:
         run_load(server.http_port, path, body, concurrency=clients, duration=2.0, work_dir=work_dir / "load")
@@ -146,8 +132,7 @@ def report(measured: dict, case_name: str, clients: int, info: dict, load_end: s
             "",
             _table(["part", "CPU s", "ms per request", "share"], rows),
             "",
-            f"Machine: {info['nproc']} CPU(s), {info['cpu']}; Python {info['python']}; load average at start "
-            f"{info['load_average_start']}, at end {load_end}.",
+            machine_line(info, load_end),
             "",
         ]
     )

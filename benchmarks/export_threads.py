@@ -24,11 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.batching import CASES, answer_differences, bodies
+from benchmarks.batching import CASES, answer_differences, prepared_export
 from benchmarks.load import LoadResult, run_load
-from benchmarks.run import _loadavg, _table, machine
+from benchmarks.run import _loadavg, _table, machine, machine_line
 from benchmarks.served import _post, summarize
-from mlflow_triton.export import export_onnx
 from mlflow_triton.export._config import THREADS_PARAMETER
 from mlflow_triton.repository.config import read_model_config, write_config
 from mlflow_triton.repository.guard import files_directory, served_directories
@@ -60,28 +59,17 @@ def variant(export_root: Path, network: str, threads: str, spinning: bool, targe
 
 def measure(case_name: str, work_dir: Path, *, duration: float, rounds: int, progress=print) -> list[dict]:
     """``[{"clients": n, <variant>: summary, ...}, ...]`` (``VARIANTS``) for the export of ``case_name``'s package."""
-    from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env
+    from mlflow_triton.local import TritonServer
 
     case = CASES[case_name]
-    shutil.rmtree(work_dir, ignore_errors=True)
-    package = work_dir / case.model
-    case.save(package, case.model, 0)
-    progress(f"[threads] {case_name}: exporting with export_onnx(backend='python') ...")
-    export_dir = export_onnx(
-        str(package), work_dir / "export", max_batch_size=case.export_max_batch_size, backend="python"
-    )
+    export_dir, body, installation, env = prepared_export(case, work_dir, "threads", progress)
     network = files_directory(export_dir).name
     roots = {
         key: variant(work_dir / "export", network, threads, spinning, work_dir / key.replace(" ", "-"))
         for key, (threads, spinning) in VARIANTS.items()
     }
     names = [directory.name for directory in served_directories(export_dir)]
-    body = bodies(case, package / "model_repository" / case.model, None, export_dir, case.model_input(1))["e"]
     path = f"/v2/models/{export_dir.name}/infer"
-    installation = TritonInstallation.bundled(progress=progress)
-    env = ensure_serving_env(
-        files_directory(export_dir) / "requirements.txt", installation.serving_constraints, progress=progress
-    )
     runs = {(clients, key): [] for clients in CLIENTS for key in VARIANTS}
     answers = {}
     for number in range(rounds):
@@ -149,8 +137,7 @@ def report(cells: list[dict], case_name: str, info: dict, load_end: str, command
             "",
             _table(header, rows),
             "",
-            f"Machine: {info['nproc']} CPU(s), {info['cpu']}; Python {info['python']}; load average at start "
-            f"{info['load_average_start']}, at end {load_end}.",
+            machine_line(info, load_end),
             "",
         ]
     )

@@ -129,6 +129,14 @@ def _loadavg() -> str:
 # ----------------------------------------------------------------------------- formatting
 
 
+def machine_line(info: dict, load_end: str) -> str:
+    """A report's short machine line: CPUs, Python and the load average around the run."""
+    return (
+        f"Machine: {info['nproc']} CPU(s), {info['cpu']}; Python {info['python']}; load average at start "
+        f"{info['load_average_start']}, at end {load_end}."
+    )
+
+
 def _table(header, rows):
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
