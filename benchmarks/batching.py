@@ -539,9 +539,7 @@ def network_ceiling(export_dir: Path, text: list[str], seconds: float = CEILING_
     front, network = served_directories(export_dir)
     pipeline = TextPipeline(front / VERSION_DIRECTORY)
     graph = session((network / VERSION_DIRECTORY / ONNX_FILENAME).read_bytes())
-    encodings = pipeline.tokenizer.encode_batch(
-        [item.lower() if pipeline.spec["lower_case"] else item for item in text]
-    )
+    encodings = pipeline.encode(text)
     best = {"texts_per_s": 0.0, "batch": 0, "tokens": max(len(encoding.ids) for encoding in encodings)}
     for batch in (size for size in CEILING_BATCHES if size * len(encodings) <= pipeline.spec["max_batch_size"]):
         feeds = pipeline.feeds(encodings * batch)

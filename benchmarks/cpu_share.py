@@ -47,12 +47,15 @@ def process_tree(root: int, proc: Path = Path("/proc")) -> dict[int, tuple[str, 
             continue
         fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state, ppid, ...
         found[int(entry.name)] = (int(fields[1]), command, (int(fields[11]) + int(fields[12])) / ticks)
+    children: dict[int, list[int]] = {}
+    for pid, (parent, *_) in found.items():
+        children.setdefault(parent, []).append(pid)
     tree, frontier = {}, [root]
     while frontier:
         pid = frontier.pop()
         if pid in found:
             tree[pid] = found[pid][1:]
-            frontier.extend(child for child, (parent, *_) in found.items() if parent == pid)
+            frontier.extend(children.get(pid, ()))
     return tree
 
 

@@ -57,13 +57,10 @@ class TextPipeline:
         if not texts:
             raise TextRequestError(f"Input tensor `{self.spec['input']}` holds no texts; send at least one")
         task = self.spec["task"]
-        if self.spec["lower_case"]:
-            texts = [text.lower() for text in texts]
+        encodings = self.encode(texts)
         if task == "feature-extraction":
-            encodings = self._encode(texts)
             hidden = self._network(encodings[:1], run)[0][: len(encodings[0].ids)]
             return {self.spec["outputs"][0]: hidden.astype(np.float64)}
-        encodings = self._encode(texts)
         results = self._network(encodings, run)
         if task == "text-classification":
             return self._classes(results)
@@ -71,7 +68,11 @@ class TextPipeline:
             return self._entities(encodings, results)
         return self._embeddings(encodings, results)
 
-    def _encode(self, texts):
+    def encode(self, texts):
+        """The tokenizer's encodings of ``texts`` as the logged pipeline makes them (lower-cased where it does);
+        a text without tokens, or with more than the model's positions, is refused as its pyfunc refuses it."""
+        if self.spec["lower_case"]:
+            texts = [text.lower() for text in texts]
         encodings = self.tokenizer.encode_batch(texts)
         limit = self.spec["max_positions"]
         for row, encoding in enumerate(encodings):
