@@ -24,7 +24,7 @@ from mlflow_triton.repository.staging import staged_directory
 from . import _repository_files, _validation
 
 if TYPE_CHECKING:
-    from ._packaging import Plan
+    from ._plan import Plan
 
 
 def build(plan: Plan, path: pathlib.Path) -> None:

@@ -9,6 +9,7 @@ experiment and run, and a new version of the same registered model when the
 source came from the Registry. Nothing is written when a step fails.
 """
 
+import dataclasses
 import pathlib
 import shutil
 import tempfile
@@ -25,7 +26,7 @@ from mlflow.store.artifact.utils.models import get_model_name_and_version
 from mlflow_triton.command_line import Progress, os_error_text, run_command, unreachable
 from mlflow_triton.repository.names import default_model_name
 
-from . import _framework, _mlflow_private, _model_requirements, _packaging, _protocol, _repository_files
+from . import _framework, _mlflow_private, _model_requirements, _options, _packaging, _protocol, _repository_files
 from .errors import (
     ExamplePredictionError,
     InvalidArgumentError,
@@ -99,33 +100,32 @@ def add_repository(
     Returns MLflow's ``ModelInfo``.
     """
     read_input = None if input_example is None else (lambda _schema: input_example)
-    return _add_repository(
-        model_uri,
-        read_input,
-        registered_model_name=registered_model_name,
-        name=name,
+    triton = _options.TritonOptions(
         triton_model_name=triton_model_name,
         max_batch_size=max_batch_size,
         max_queue_delay_microseconds=max_queue_delay_microseconds,
         zero_row_guard=zero_row_guard,
-        await_registration_for=await_registration_for,
         protocol=protocol,
+    )
+    return _add_repository(
+        model_uri,
+        read_input,
+        triton,
+        registered_model_name=registered_model_name,
+        name=name,
+        await_registration_for=await_registration_for,
     )
 
 
 def _add_repository(
     model_uri: str,
     read_input: "Callable[[Any], Any] | None",
+    triton: _options.TritonOptions,
     *,
     on_logged: "Callable[[ModelInfo], object]" = lambda info: None,
     registered_model_name: "str | None" = None,
     name: "str | None" = None,
-    triton_model_name: "str | None" = None,
-    max_batch_size: int = 0,
-    max_queue_delay_microseconds: "int | None" = None,
-    zero_row_guard: bool = True,
     await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
-    protocol: str = _protocol.AUTO_PROTOCOL,
 ) -> "ModelInfo":
     """``add_repository`` with the input read by ``read_input(the source's input schema)`` (the command line's
     ``--input FILE``, parsed by the local part, which the logging side never imports), or the saved example.
@@ -134,7 +134,7 @@ def _add_repository(
     are removed: a stop after it leaves the model in the store, and the command says so."""
     if not isinstance(model_uri, str) or not model_uri:
         raise InvalidArgumentError(f"model_uri must be a non-empty string, got {model_uri!r}")
-    _protocol.check_protocol(protocol, max_batch_size)  # before the source is looked up
+    _protocol.check_protocol(triton.protocol, triton.max_batch_size)  # before the source is looked up
     lineage = _lineage(model_uri)
     if registered_model_name is None:
         registered_model_name = lineage.get("registered_model_name")
@@ -150,33 +150,28 @@ def _add_repository(
         _check_requirements(model_uri, loaded, source)
         framework = _LoggedModel(_native_flavor(mlmodel), source, read_input is None)
         source_name = lineage.get("name") or "model"
-        if triton_model_name is None:  # Triton sees the source's name; MLflow a name of the new model's own
-            triton_model_name = default_model_name(source_name)
+        if triton.triton_model_name is None:  # Triton sees the source's name; MLflow a name of the new model's own
+            triton = dataclasses.replace(triton, triton_model_name=default_model_name(source_name))
         model_name = name or f"{source_name}{NAME_SUFFIX}"
         try:
             info = _packaging.log_model(
                 framework,
                 loaded,
                 input_example=example,
-                name=model_name,
-                registered_model_name=registered_model_name,
-                await_registration_for=await_registration_for,
-                run_id=lineage.get("run_id"),
-                metadata=mlmodel.metadata,
-                tags={SOURCE_TAG: model_uri},
-                params=None,
                 # None would have the mapping inferred and recorded; the source's MLmodel is kept as it is
                 signature=mlmodel.signature if mlmodel.signature is not None else False,
-                device="cpu",
-                triton_model_name=triton_model_name,
-                validate_saved_model=False,
+                destination=_options.Destination(
+                    name=model_name,
+                    registered_model_name=registered_model_name,
+                    await_registration_for=await_registration_for,
+                    run_id=lineage.get("run_id"),
+                    metadata=mlmodel.metadata,
+                    tags={SOURCE_TAG: model_uri},
+                    experiment_id=lineage.get("experiment_id"),
+                ),
+                triton=triton,
                 extra_options={},
-                max_batch_size=max_batch_size,
-                max_queue_delay_microseconds=max_queue_delay_microseconds,
-                zero_row_guard=zero_row_guard,
                 lineage={"model_uri": model_uri, **{k: v for k, v in lineage.items() if k != "name"}},
-                experiment_id=lineage.get("experiment_id"),
-                protocol=protocol,
             )
             on_logged(info)
             return info
@@ -356,6 +351,7 @@ def _load(model_uri, source):
 
 def add_repository_command(
     model_uri: str,
+    triton: _options.TritonOptions,
     *,
     read_input: "Callable[[Any], Any] | None" = None,
     tracking_uri: "str | None" = None,
@@ -383,7 +379,7 @@ def add_repository_command(
     def add(say: Progress) -> int:
         if tracking_uri is not None:
             mlflow.set_tracking_uri(tracking_uri)
-        info = _add_repository(model_uri, read_input, on_logged=remember, **options)
+        info = _add_repository(model_uri, read_input, triton, on_logged=remember, **options)
         out(f"logged {info.model_uri} from {model_uri}")
         uri = registered_uri(info)
         if uri is not None:

@@ -19,57 +19,50 @@ from mlflow.models import Model
 from . import _build, _mlflow_private, _undo
 
 if TYPE_CHECKING:
-    from ._packaging import Plan
+    from ._options import Destination
+    from ._plan import Plan
 
 
-def log_prepared(
-    plan: Plan,
-    *,
-    name: str,
-    registered_model_name: Any,
-    await_registration_for: Any,
-    run_id: Any,
-    metadata: Any,
-    tags: Any,
-    params: Any,
-    experiment_id: Any,
-) -> Any:
-    """Build the package ``plan`` describes, then log it with ``Model.log``; returns ``ModelInfo``.
+def log_prepared(plan: Plan, destination: Destination) -> Any:
+    """Build the package ``plan`` describes, then log it with ``Model.log`` at ``destination``; returns ``ModelInfo``.
 
-    ``experiment_id`` places the LoggedModel in that experiment instead of the active one.
+    ``destination.experiment_id`` places the LoggedModel in that experiment instead of the active one.
     """
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-") as workspace:
         package = pathlib.Path(workspace) / "model"
         _build.build(plan, package)
         adopter = _AdoptPreparedPackage(plan.framework.flavor, package)
         created: list[str] = []
+        registered_model_name = destination.registered_model_name
         with _undo.undone_on_failure(registered_model_name, lambda: adopter.model_id or next(iter(created), None)):
-            if experiment_id is not None:
-                created.append(_logged_model_in(experiment_id, name, run_id, tags, params, adopter.__name__))
+            if destination.experiment_id is not None:
+                created.append(_logged_model_in(destination, adopter.__name__))
             return Model.log(
                 artifact_path=None,
-                name=name,
+                name=destination.name,
                 flavor=adopter,
                 registered_model_name=registered_model_name,
-                await_registration_for=await_registration_for,
-                run_id=run_id,
-                metadata=metadata,
-                tags=tags,
-                params=params,
+                await_registration_for=destination.await_registration_for,
+                run_id=destination.run_id,
+                metadata=destination.metadata,
+                tags=destination.tags,
+                params=destination.params,
                 model_id=next(iter(created), None),
                 validate_serving_input=False,
             )
 
 
-def _logged_model_in(experiment_id, name, run_id, tags, params, flavor):
-    """Create the LoggedModel in ``experiment_id`` (``Model.log`` alone would use the active experiment)."""
+def _logged_model_in(destination, flavor):
+    """Create the LoggedModel in ``destination.experiment_id`` (``Model.log`` alone would use the active
+    experiment)."""
+    run_id = destination.run_id
     run_params = mlflow.MlflowClient().get_run(run_id).data.params if run_id else {}
     return _mlflow_private.create_logged_model(
-        name=name,
+        name=destination.name,
         source_run_id=run_id,
-        experiment_id=experiment_id,
-        params={key: str(value) for key, value in {**(params or {}), **run_params}.items()},
-        tags={key: str(value) for key, value in (tags or {}).items()},
+        experiment_id=destination.experiment_id,
+        params={key: str(value) for key, value in {**(destination.params or {}), **run_params}.items()},
+        tags={key: str(value) for key, value in (destination.tags or {}).items()},
         flavor=flavor,
     ).model_id
 

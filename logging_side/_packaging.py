@@ -13,10 +13,8 @@ so nothing reaches the tracking store or the Registry. A failure inside
 ``Model.log`` itself deletes the LoggedModel it created (``_undo``).
 """
 
-import dataclasses
 import json
 import pathlib
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,7 +25,7 @@ from mlflow_triton.runtime.protocol import outside_serving_environment
 
 from . import _batching, _build, _caller, _model_log, _model_requirements, _protocol
 from ._examples import check_example, for_request
-from ._framework import Framework
+from ._plan import Plan
 from ._prediction import predict, predict_and_map, request_dependent_outputs
 from ._validation import codecs_for, example_tensors, validate_in_memory
 from .errors import (
@@ -42,86 +40,21 @@ from .errors import (
 DEVICES = ("cpu", "gpu")
 
 
-def log_model(
-    framework,
-    model,
-    *,
-    input_example,
-    name,
-    registered_model_name,
-    await_registration_for,
-    run_id,
-    metadata,
-    tags,
-    params,
-    signature,
-    device,
-    triton_model_name,
-    validate_saved_model,
-    extra_options,
-    max_batch_size=0,
-    max_queue_delay_microseconds=None,
-    zero_row_guard=True,
-    lineage=None,
-    experiment_id=None,
-    protocol=_protocol.AUTO_PROTOCOL,
-):
-    """Prepare the complete package, then hand it to ``Model.log``; returns ``ModelInfo``.
+def log_model(framework, model, input_example, signature, destination, triton, extra_options, *, lineage=None):
+    """Prepare the complete package, then hand it to ``Model.log`` at ``destination``; returns ``ModelInfo``.
 
-    ``lineage`` (a JSON-ready dict) is recorded as ``source`` in validation.json; ``experiment_id`` places the
-    LoggedModel in that experiment instead of the active one (``add_repository``: beside its source).
-    ``protocol`` is the repository kind (``_protocol``): the typed tensor mapping or MLflow's serving protocol.
+    ``destination`` and ``triton`` are the wrapper's arguments as values (``_options``); ``extra_options`` go to
+    ``mlflow.<flavor>.save_model``. ``lineage`` (a JSON-ready dict) is recorded as ``source`` in validation.json.
     """
-    if not isinstance(name, str) or not name:
-        raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
-    for label, value in (("tags", tags), ("params", params), ("metadata", metadata)):
-        if value is not None and not isinstance(value, dict):
-            raise InvalidArgumentError(f"{label} must be a dict or None, got {type(value).__name__}")
+    _check_destination(destination)
     options = dict(extra_options or {})
-    if metadata is not None:
-        options["metadata"] = metadata  # also in 1/artifact/MLmodel, not only the logged MLmodel
-    plan = _plan(
-        framework,
-        model,
-        input_example=input_example,
-        signature=signature,
-        device=device,
-        triton_model_name=default_model_name(name) if triton_model_name is None else triton_model_name,
-        validate_saved_model=validate_saved_model,
-        options=options,
-        batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds, zero_row_guard),
-        lineage=lineage,
-        protocol=protocol,
-    )
-    return _model_log.log_prepared(
-        plan,
-        name=name,
-        registered_model_name=registered_model_name,
-        await_registration_for=await_registration_for,
-        run_id=run_id,
-        metadata=metadata,
-        tags=tags,
-        params=params,
-        experiment_id=experiment_id,
-    )
+    if destination.metadata is not None:
+        options["metadata"] = destination.metadata  # also in 1/artifact/MLmodel, not only the logged MLmodel
+    plan = _prepared(framework, model, input_example, signature, triton, options, destination.name, lineage)
+    return _model_log.log_prepared(plan, destination)
 
 
-def save_model(
-    framework,
-    model,
-    path,
-    *,
-    input_example,
-    signature=None,
-    device="cpu",
-    triton_model_name=None,
-    validate_saved_model=False,
-    extra_options=None,
-    max_batch_size=0,
-    max_queue_delay_microseconds=None,
-    zero_row_guard=True,
-    protocol=_protocol.AUTO_PROTOCOL,
-):
+def save_model(framework, model, path, input_example, signature, triton, extra_options):
     """Write the complete MLflow package (native flavor + triton flavor) to ``path``.
 
     The package is built in a hidden sibling of ``path`` and renamed into place
@@ -130,47 +63,40 @@ def save_model(
     path = pathlib.Path(path).resolve()
     if path.exists():
         raise InvalidArgumentError(f"path {str(path)!r} already exists; choose a new directory")
-    plan = _plan(
+    plan = _prepared(framework, model, input_example, signature, triton, dict(extra_options or {}), path.name, None)
+    _build.build(plan, path)
+
+
+def _check_destination(destination):
+    if not isinstance(destination.name, str) or not destination.name:
+        raise InvalidArgumentError(f"name must be a non-empty string, got {destination.name!r}")
+    for label in ("tags", "params", "metadata"):
+        value = getattr(destination, label)
+        if value is not None and not isinstance(value, dict):
+            raise InvalidArgumentError(f"{label} must be a dict or None, got {type(value).__name__}")
+
+
+def _prepared(framework, model, input_example, signature, triton, options, default_name, lineage):
+    """The ``Plan`` of one logging call: the Triton model's name defaults to the MLflow model's (or the path's)."""
+    triton_model_name = triton.triton_model_name
+    return _decide(
         framework,
         model,
         input_example=input_example,
         signature=signature,
-        device=device,
-        triton_model_name=default_model_name(path.name) if triton_model_name is None else triton_model_name,
-        validate_saved_model=validate_saved_model,
-        options=dict(extra_options or {}),
-        batching=_batching.check_arguments(max_batch_size, max_queue_delay_microseconds, zero_row_guard),
-        protocol=protocol,
+        device=triton.device,
+        triton_model_name=default_model_name(default_name) if triton_model_name is None else triton_model_name,
+        validate_saved_model=triton.validate_saved_model,
+        options=options,
+        batching=_batching.check_arguments(
+            triton.max_batch_size, triton.max_queue_delay_microseconds, triton.zero_row_guard
+        ),
+        lineage=lineage,
+        protocol=triton.protocol,
     )
-    _build.build(plan, path)
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Plan:
-    """Everything decided and checked before the first byte is written; each field keeps its name through the
-    stages that read it."""
-
-    framework: Framework
-    model: Any
-    input_example: Any  # as the caller gave it, params included: what the native flavor saves
-    options: dict[str, Any]  # for mlflow.<flavor>.save_model
-    declared_init_kwargs: Any
-    signature: "ModelSignature | None | bool"  # as MLflow records it (False: none)
-    layout: Any  # the mapping (_schema.layout_from_signature)
-    tensors: dict[str, Any]  # the example as the Triton tensors a client sends
-    validation: "dict[str, Any] | None"  # None: validate the saved artifact once it exists
-    device: str
-    triton_model_name: str
-    recorded_warnings: tuple[str, ...]  # custom-code and missing-requirement warnings, recorded in validation.json
-    batching: _batching.Batching = _batching.Batching()
-    batching_proof: "dict[str, Any] | None" = None  # the row-independence record of a batched model
-    example_params: "dict[str, Any] | None" = None  # the params of an ``(input, params)`` example, in the request
-    lineage: "dict[str, Any] | None" = None  # where the model came from (add_repository), recorded in validation.json
-    output_mapping: "dict[str, Any] | None" = None  # outputs mapped from the example's prediction: why
-    protocol_reason: "str | None" = None  # why protocol="auto" chose MLflow's serving protocol
-
-
-def _plan(
+def _decide(
     framework,
     model,
     *,

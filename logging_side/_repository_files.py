@@ -32,7 +32,7 @@ from mlflow_triton.runtime import RUNTIME_VERSION
 from . import _batching, _model_py, _serving_requirements
 
 if TYPE_CHECKING:
-    from ._packaging import Plan
+    from ._plan import Plan
 
 FLAVOR_NAME = "triton"
 

@@ -19,6 +19,7 @@ import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from mlflow_triton import __version__
 from mlflow_triton.command_line import add_tracking_uri
@@ -161,24 +162,8 @@ def _check_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    options = dict(
-        device=args.device,
-        tritonserver=args.tritonserver,
-        backend_directory=args.backend_directory,
-        serving_constraints=args.serving_constraint,
-        python=args.python,
-        report=args.report,
-        work_dir=args.work_dir,
-        input_file=args.input,
-        tracking_uri=args.tracking_uri,
-    )
-    if args.from_store:
-        from mlflow_triton.deploy import check_from_store_command
-
-        return check_from_store_command(args.model_uris, artifacts_destination=args.artifacts_destination, **options)
-    from mlflow_triton.local import check_command
-
-    return check_command(args.model_uris, **options)
+    options = dict(device=args.device, report=args.report, input_file=args.input)
+    return _run_on_server(args, "check", options)
 
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -198,11 +183,14 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
-    options = dict(
-        host=args.host,
-        http_port=args.http_port,
-        grpc_port=args.grpc_port,
-        metrics_port=args.metrics_port,
+    ports = dict(http_port=args.http_port, grpc_port=args.grpc_port, metrics_port=args.metrics_port)
+    return _run_on_server(args, "serve", dict(host=args.host, **ports))
+
+
+def _run_on_server(args: argparse.Namespace, command: str, options: dict[str, Any]) -> int:
+    """``check`` or ``serve`` with the options both take: ``mlflow_triton.local``'s ``<command>_command``, or with
+    ``--from-store`` ``mlflow_triton.deploy``'s ``<command>_from_store_command``."""
+    options.update(
         tritonserver=args.tritonserver,
         backend_directory=args.backend_directory,
         serving_constraints=args.serving_constraint,
@@ -211,12 +199,13 @@ def _run_serve(args: argparse.Namespace) -> int:
         tracking_uri=args.tracking_uri,
     )
     if args.from_store:
-        from mlflow_triton.deploy import serve_from_store_command
+        from mlflow_triton import deploy
 
-        return serve_from_store_command(args.model_uris, artifacts_destination=args.artifacts_destination, **options)
-    from mlflow_triton.local import serve_command
+        from_store = getattr(deploy, f"{command}_from_store_command")
+        return from_store(args.model_uris, artifacts_destination=args.artifacts_destination, **options)
+    from mlflow_triton import local
 
-    return serve_command(args.model_uris, **options)
+    return getattr(local, f"{command}_command")(args.model_uris, **options)
 
 
 def _port(text: str) -> int:
@@ -501,6 +490,7 @@ def _run_add_repository(args: argparse.Namespace) -> int:
     import functools
 
     from mlflow_triton._existing import add_repository_command
+    from mlflow_triton._options import TritonOptions
 
     read_input = None
     if args.input is not None:  # the command line is the one place that calls into the local part
@@ -509,11 +499,10 @@ def _run_add_repository(args: argparse.Namespace) -> int:
         read_input = functools.partial(load_user_input, args.input)
     return add_repository_command(
         args.model_uri,
+        TritonOptions(triton_model_name=args.triton_model_name, protocol=args.protocol),
         read_input=read_input,
         registered_model_name=args.registered_model_name,
         name=args.name,
-        triton_model_name=args.triton_model_name,
-        protocol=args.protocol,
         tracking_uri=args.tracking_uri,
     )
 

@@ -31,7 +31,7 @@ from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 from mlflow.pyfunc.model import PythonModel, PythonModelContext
 
-from . import _custom_code, _framework, _mlflow_private, _packaging
+from . import _custom_code, _framework, _mlflow_private, _options, _packaging
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError, ValidationError
 
@@ -216,6 +216,7 @@ def _pyfunc_options(
     return {**{key: value for key, value in named.items() if value is not None}, **kwargs}
 
 
+@_options.documented
 def log_model(
     python_model: Any = None,
     *,
@@ -244,47 +245,35 @@ def log_model(
 ) -> ModelInfo:
     """Log a custom pyfunc model with its Triton repository.
 
-    ``python_model``: a ``PythonModel`` instance, a function, or the path of a models-from-code file;
-    or leave it out and pass ``loader_module`` (importable here; its file in ``code_paths``) and
-    ``data_path``. ``artifacts`` (names to local paths or URIs) reach ``load_context`` as
-    ``context.artifacts``. ``input_example`` is mandatory, also with ``signature=``: it is predicted in
-    memory, shipped as the ready-to-send request and used to validate the tensor mapping. Remaining
-    keyword arguments (``pip_requirements``, ``extra_pip_requirements``, ``streamable``, ...) go to
-    ``mlflow.pyfunc.save_model``; requirements default to ``mlflow.pyfunc.get_default_pip_requirements()``
-    plus the distributions the model's class comes from (MLflow's inference is skipped): add what
-    ``load_context`` and ``predict`` import with ``extra_pip_requirements``. Returns MLflow's ``ModelInfo``.
+    Requirements default to ``mlflow.pyfunc.get_default_pip_requirements()`` plus the distributions the model's
+    class comes from (MLflow's inference is skipped): add what ``load_context`` and ``predict`` import with
+    ``extra_pip_requirements``. Batching works as in the framework wrappers.
 
-    ``max_batch_size=N`` turns on Triton's dynamic batching as in the framework wrappers, once logging proved
-    that rows are predicted on their own (docs/batching.md), behind a front that answers a 0-row request with a
-    400; ``zero_row_guard=False`` keeps one model directory, which a 0-row request stops (``BatchingWarning``).
+    Args:
+        python_model: A ``PythonModel`` instance, a function, or the path of a models-from-code file; or leave it
+            out and pass ``loader_module`` and ``data_path``.
+        input_example: {input_example}
+        artifacts: Names to local paths or URIs; they reach ``load_context`` as ``context.artifacts``.
+        loader_module: A module importable here (its file in ``code_paths``) with ``_load_pyfunc(data_path)``.
+        data_path: What ``loader_module`` loads.
+        code_paths: Local files and folders the model imports, shipped with it.
+        model_config: The model's configuration (a dict or a YAML file), in ``context.model_config``.
+        {destination}
+        signature: {signature}
+        {triton}
+        **kwargs: Passed to ``mlflow.pyfunc.save_model`` (``pip_requirements``, ``extra_pip_requirements``,
+            ``streamable``, ...).
 
-    ``protocol`` (default ``"auto"``): the typed tensor mapping where it carries the model exactly, else MLflow's
-    serving protocol (the body ``mlflow models serve`` accepts, in one BYTES tensor; docs/repository.md), as
-    validation.json's ``protocol_chosen_because`` says; ``"tensors"`` or ``"mlflow"`` chooses one.
+    Returns:
+        MLflow's ``ModelInfo`` of the logged model.
     """
-    return _packaging.log_model(
-        _FRAMEWORK,
-        python_model,
-        input_example=input_example,
-        name=name,
-        registered_model_name=registered_model_name,
-        await_registration_for=await_registration_for,
-        run_id=run_id,
-        metadata=metadata,
-        tags=tags,
-        params=params,
-        signature=signature,
-        device=device,
-        triton_model_name=triton_model_name,
-        validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size,
-        max_queue_delay_microseconds=max_queue_delay_microseconds,
-        zero_row_guard=zero_row_guard,
-        extra_options=_pyfunc_options(kwargs, artifacts, loader_module, data_path, code_paths, model_config),
-        protocol=protocol,
-    )
+    arguments = locals()
+    options = _pyfunc_options(kwargs, artifacts, loader_module, data_path, code_paths, model_config)
+    destination, triton = _options.Destination.of(arguments), _options.TritonOptions.of(arguments)
+    return _packaging.log_model(_FRAMEWORK, python_model, input_example, signature, destination, triton, options)
 
 
+@_options.documented
 def save_model(
     python_model: Any,
     path: str | os.PathLike[str],
@@ -305,20 +294,22 @@ def save_model(
     protocol: Literal["auto", "tensors", "mlflow"] = "auto",
     **kwargs: Any,
 ) -> None:
-    """Write the same package as ``log_model`` to a new local directory ``path`` (``python_model=None`` with
-    ``loader_module=``)."""
-    _packaging.save_model(
-        _FRAMEWORK,
-        python_model,
-        path,
-        input_example=input_example,
-        signature=signature,
-        device=device,
-        triton_model_name=triton_model_name,
-        validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size,
-        max_queue_delay_microseconds=max_queue_delay_microseconds,
-        zero_row_guard=zero_row_guard,
-        extra_options=_pyfunc_options(kwargs, artifacts, loader_module, data_path, code_paths, model_config),
-        protocol=protocol,
-    )
+    """Write the same package as ``log_model`` to a new local directory ``path`` (it must not exist;
+    ``python_model=None`` with ``loader_module=``).
+
+    Args:
+        python_model: As in ``log_model``.
+        path: The new directory.
+        input_example: {input_example}
+        artifacts: As in ``log_model``.
+        loader_module: As in ``log_model``.
+        data_path: As in ``log_model``.
+        code_paths: As in ``log_model``.
+        model_config: As in ``log_model``.
+        signature: {signature}
+        {triton}
+        **kwargs: Passed to ``mlflow.pyfunc.save_model``.
+    """
+    triton = _options.TritonOptions.of(locals())
+    options = _pyfunc_options(kwargs, artifacts, loader_module, data_path, code_paths, model_config)
+    _packaging.save_model(_FRAMEWORK, python_model, path, input_example, signature, triton, options)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _architecture, _custom_code, _framework, _mlflow_private, _packaging
+from . import _architecture, _custom_code, _framework, _mlflow_private, _options, _packaging
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError
 
@@ -187,6 +187,7 @@ def _pickles_by_value(pickle_module: Any) -> bool:
 _FRAMEWORK = _PyTorch()
 
 
+@_options.documented
 def log_model(
     pytorch_model: Module,
     *,
@@ -211,58 +212,34 @@ def log_model(
 ) -> ModelInfo:
     """Log an eval-mode ``torch.nn.Module`` (weights loaded) with its Triton repository.
 
-    A model with any submodule in training mode is rejected before anything is
-    written. ``input_example`` (a numpy array) is mandatory, also with
-    ``signature=``: it is predicted in memory through MLflow's PyTorch pyfunc
-    wrapper on the model's current device (the model is neither moved nor
-    reloaded), shipped as the ready-to-send request and used to validate the
-    tensor mapping. Dimensions other than the first stay fixed unless an
-    explicit ``signature`` declares them ``-1``.
+    A model with any submodule in training mode is rejected before anything is written. The example is predicted
+    through MLflow's PyTorch pyfunc wrapper on the model's current device (the model is neither moved nor
+    reloaded). Dimensions other than the first stay fixed unless an explicit ``signature`` declares them ``-1``.
+    Requirements default to ``mlflow.pytorch.get_default_pip_requirements()`` (MLflow's inference is skipped):
+    add custom dependencies yourself.
 
-    ``device="gpu"`` emits ``KIND_GPU``; model.py then loads on the GPU Triton
-    assigns. ``architecture_init_kwargs`` (JSON-serializable constructor
-    arguments) is recorded in architecture.json as declared, unverified.
-    Remaining keyword arguments (``code_paths``, ``pip_requirements``,
-    ``extra_pip_requirements``, ``serialization_format`` (default ``"pickle"``),
-    ``pickle_module``, ``extra_files``, ...) go to ``mlflow.pytorch.save_model``.
-    Requirements default to ``mlflow.pytorch.get_default_pip_requirements()``
-    (MLflow's inference is skipped); add custom dependencies yourself.
-    Returns MLflow's ``ModelInfo``.
+    Args:
+        pytorch_model: The module, in eval mode, its weights loaded.
+        input_example: {input_example} For PyTorch: a numpy array.
+        {destination}
+        signature: {signature}
+        {triton}
+        architecture_init_kwargs: JSON-serializable constructor arguments, recorded in architecture.json as
+            declared, unverified.
+        **kwargs: Passed to ``mlflow.pytorch.save_model`` (``code_paths``, ``pip_requirements``,
+            ``extra_pip_requirements``, ``serialization_format`` (default ``"pickle"``), ``pickle_module``,
+            ``extra_files``, ...).
 
-    ``max_batch_size=N`` (default 0: no batching) turns on Triton's dynamic batching: requests are joined
-    into one ``predict`` of up to N rows, after logging proved that the model predicts each row on its own
-    (docs/batching.md); ``max_queue_delay_microseconds`` is how long Triton waits to gather a batch. A batched
-    repository is served behind a front model that answers a 0-row request with a 400 (such a request would stop
-    Triton 2.51); ``zero_row_guard=False`` keeps one model directory, which a 0-row request stops
-    (``BatchingWarning``, docs/batching.md).
-
-    ``protocol`` (default ``"auto"``): the typed tensor mapping where it carries the model exactly, else MLflow's
-    serving protocol (the body ``mlflow models serve`` accepts, in one BYTES tensor; docs/repository.md), as
-    validation.json's ``protocol_chosen_because`` says; ``"tensors"`` or ``"mlflow"`` chooses one.
+    Returns:
+        MLflow's ``ModelInfo`` of the logged model.
     """
-    return _packaging.log_model(
-        _FRAMEWORK,
-        pytorch_model,
-        input_example=input_example,
-        name=name,
-        registered_model_name=registered_model_name,
-        await_registration_for=await_registration_for,
-        run_id=run_id,
-        metadata=metadata,
-        tags=tags,
-        params=params,
-        signature=signature,
-        device=device,
-        triton_model_name=triton_model_name,
-        validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size,
-        max_queue_delay_microseconds=max_queue_delay_microseconds,
-        zero_row_guard=zero_row_guard,
-        protocol=protocol,
-        extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
-    )
+    arguments = locals()
+    options = _architecture.with_init_kwargs(kwargs, architecture_init_kwargs)
+    destination, triton = _options.Destination.of(arguments), _options.TritonOptions.of(arguments)
+    return _packaging.log_model(_FRAMEWORK, pytorch_model, input_example, signature, destination, triton, options)
 
 
+@_options.documented
 def save_model(
     pytorch_model: Module,
     path: str | os.PathLike[str],
@@ -279,19 +256,17 @@ def save_model(
     architecture_init_kwargs: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> None:
-    """Write the same package as ``log_model`` to a new local directory ``path``."""
-    _packaging.save_model(
-        _FRAMEWORK,
-        pytorch_model,
-        path,
-        input_example=input_example,
-        signature=signature,
-        device=device,
-        triton_model_name=triton_model_name,
-        validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size,
-        max_queue_delay_microseconds=max_queue_delay_microseconds,
-        zero_row_guard=zero_row_guard,
-        protocol=protocol,
-        extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
-    )
+    """Write the same package as ``log_model`` to a new local directory ``path`` (it must not exist).
+
+    Args:
+        pytorch_model: The module, in eval mode.
+        path: The new directory.
+        input_example: {input_example}
+        signature: {signature}
+        {triton}
+        architecture_init_kwargs: Recorded in architecture.json as declared.
+        **kwargs: Passed to ``mlflow.pytorch.save_model``.
+    """
+    triton = _options.TritonOptions.of(locals())
+    options = _architecture.with_init_kwargs(kwargs, architecture_init_kwargs)
+    _packaging.save_model(_FRAMEWORK, pytorch_model, path, input_example, signature, triton, options)

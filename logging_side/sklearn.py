@@ -17,7 +17,7 @@ import mlflow.sklearn
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _custom_code, _framework, _mlflow_private, _packaging
+from . import _custom_code, _framework, _mlflow_private, _options, _packaging
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError
 
@@ -119,6 +119,7 @@ def _default_serialization_format() -> str:
 _FRAMEWORK = _Sklearn()
 
 
+@_options.documented
 def log_model(
     sk_model: Any,
     *,
@@ -142,46 +143,24 @@ def log_model(
 ) -> ModelInfo:
     """Log a fitted scikit-learn model (e.g. a Pipeline) with its Triton repository.
 
-    ``input_example`` is mandatory, also with ``signature=``: it is predicted in
-    memory, shipped as the ready-to-send request and used to validate the tensor
-    mapping. Remaining keyword arguments (``pyfunc_predict_fn``, ``code_paths``,
-    ``pip_requirements``, ``serialization_format``, ...) go to
-    ``mlflow.sklearn.save_model``. Returns MLflow's ``ModelInfo``.
+    Args:
+        sk_model: The fitted estimator: a Pipeline, a ColumnTransformer or any other scikit-learn model.
+        input_example: {input_example}
+        {destination}
+        signature: {signature}
+        {triton}
+        **kwargs: Passed to ``mlflow.sklearn.save_model`` (``pyfunc_predict_fn``, ``code_paths``,
+            ``pip_requirements``, ``serialization_format``, ...).
 
-    ``max_batch_size=N`` (default 0: no batching) turns on Triton's dynamic batching: requests are joined
-    into one ``predict`` of up to N rows, after logging proved that the model predicts each row on its own
-    (docs/batching.md); ``max_queue_delay_microseconds`` is how long Triton waits to gather a batch. A batched
-    repository is served behind a front model that answers a 0-row request with a 400 (such a request would stop
-    Triton 2.51); ``zero_row_guard=False`` keeps one model directory, which a 0-row request stops
-    (``BatchingWarning``, docs/batching.md).
-
-    ``protocol`` (default ``"auto"``): the typed tensor mapping where it carries the model exactly, else MLflow's
-    serving protocol (the body ``mlflow models serve`` accepts, in one BYTES tensor; docs/repository.md), as
-    validation.json's ``protocol_chosen_because`` says; ``"tensors"`` or ``"mlflow"`` chooses one.
+    Returns:
+        MLflow's ``ModelInfo`` of the logged model.
     """
-    return _packaging.log_model(
-        _FRAMEWORK,
-        sk_model,
-        input_example=input_example,
-        name=name,
-        registered_model_name=registered_model_name,
-        await_registration_for=await_registration_for,
-        run_id=run_id,
-        metadata=metadata,
-        tags=tags,
-        params=params,
-        signature=signature,
-        device=device,
-        triton_model_name=triton_model_name,
-        validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size,
-        max_queue_delay_microseconds=max_queue_delay_microseconds,
-        zero_row_guard=zero_row_guard,
-        protocol=protocol,
-        extra_options=kwargs,
-    )
+    arguments = locals()
+    destination, triton = _options.Destination.of(arguments), _options.TritonOptions.of(arguments)
+    return _packaging.log_model(_FRAMEWORK, sk_model, input_example, signature, destination, triton, kwargs)
 
 
+@_options.documented
 def save_model(
     sk_model: Any,
     path: str | os.PathLike[str],
@@ -197,19 +176,15 @@ def save_model(
     protocol: Literal["auto", "tensors", "mlflow"] = "auto",
     **kwargs: Any,
 ) -> None:
-    """Write the same package as ``log_model`` to a new local directory ``path``."""
-    _packaging.save_model(
-        _FRAMEWORK,
-        sk_model,
-        path,
-        input_example=input_example,
-        signature=signature,
-        device=device,
-        triton_model_name=triton_model_name,
-        validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size,
-        max_queue_delay_microseconds=max_queue_delay_microseconds,
-        zero_row_guard=zero_row_guard,
-        protocol=protocol,
-        extra_options=kwargs,
-    )
+    """Write the same package as ``log_model`` to a new local directory ``path`` (it must not exist).
+
+    Args:
+        sk_model: The fitted estimator.
+        path: The new directory.
+        input_example: {input_example}
+        signature: {signature}
+        {triton}
+        **kwargs: Passed to ``mlflow.sklearn.save_model``.
+    """
+    triton = _options.TritonOptions.of(locals())
+    _packaging.save_model(_FRAMEWORK, sk_model, path, input_example, signature, triton, kwargs)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _architecture, _framework, _mlflow_private, _packaging
+from . import _architecture, _framework, _mlflow_private, _options, _packaging
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import BatchingRefusedError, InvalidArgumentError
 from .pytorch import _check_eval_mode, _module_device
@@ -241,6 +241,7 @@ def _default_requirements(model: Any, *, reads_images: bool = False) -> list[str
 _FRAMEWORK = _Transformers()
 
 
+@_options.documented
 def log_model(
     transformers_model: Pipeline,
     *,
@@ -265,58 +266,33 @@ def log_model(
 ) -> ModelInfo:
     """Log a Transformers pipeline (model plus tokenizer/processor) with its Triton repository.
 
-    ``input_example`` is mandatory, also with ``signature=``: a task input such
-    as ``["Example input"]``. It is predicted in memory through MLflow's
-    transformers pyfunc wrapper around the pipeline, on the pipeline's current
-    device (nothing is reloaded), shipped as the ready-to-send request and
-    used to validate the tensor mapping.
+    The example is predicted through MLflow's transformers pyfunc wrapper around the pipeline, on the pipeline's
+    current device (nothing is reloaded). Requirements default to MLflow's transformers defaults for the model
+    (MLflow's inference is skipped). Measured on a text pipeline, ``max_queue_delay_microseconds`` pays only where
+    16 or more clients call at once (1 ms there), and not otherwise.
 
-    ``task``, ``processor``, ``model_config`` (generation settings such as
-    ``{"max_new_tokens": 32, "do_sample": False}``), ``prompt_template``,
-    ``code_paths``, ``pip_requirements``, ``extra_pip_requirements``, ... go to
-    ``mlflow.transformers.save_model``. ``params`` are tracking metadata only,
-    never generation settings. Requirements default to MLflow's transformers
-    defaults for the model (MLflow's inference is skipped).
+    Args:
+        transformers_model: The pipeline.
+        input_example: {input_example} For a pipeline: a task input such as ``["Example input"]``.
+        {destination}
+        signature: {signature}
+        {triton}
+        architecture_init_kwargs: Recorded in architecture.json as declared, unverified.
+        **kwargs: Passed to ``mlflow.transformers.save_model``: ``task``, ``processor``, ``model_config``
+            (generation settings such as ``{"max_new_tokens": 32, "do_sample": False}``), ``prompt_template``,
+            ``code_paths``, ``pip_requirements``, ``extra_pip_requirements``, ... (``params`` are tracking
+            metadata, never generation settings).
 
-    ``device="gpu"`` emits ``KIND_GPU``; model.py then loads on the GPU Triton
-    assigns. ``architecture_init_kwargs`` is recorded in architecture.json as
-    declared, unverified. Returns MLflow's ``ModelInfo``.
-
-    ``max_batch_size=N`` (default 0: no batching) turns on Triton's dynamic batching: requests are joined
-    into one ``predict`` of up to N rows, after logging proved that the model predicts each row on its own
-    (docs/batching.md); ``max_queue_delay_microseconds`` is how long Triton waits to gather a batch (measured on a
-    text pipeline: a delay pays only where 16 or more clients call at once, 1 ms there; none otherwise). A batched
-    repository is served behind a front model that answers a 0-row request with a 400 (such a request would stop
-    Triton 2.51); ``zero_row_guard=False`` keeps one model directory, which a 0-row request stops
-    (``BatchingWarning``, docs/batching.md).
-
-    ``protocol`` (default ``"auto"``): the typed tensor mapping where it carries the model exactly, else MLflow's
-    serving protocol (the body ``mlflow models serve`` accepts, in one BYTES tensor; docs/repository.md), as
-    validation.json's ``protocol_chosen_because`` says; ``"tensors"`` or ``"mlflow"`` chooses one.
+    Returns:
+        MLflow's ``ModelInfo`` of the logged model.
     """
-    return _packaging.log_model(
-        _FRAMEWORK,
-        transformers_model,
-        input_example=input_example,
-        name=name,
-        registered_model_name=registered_model_name,
-        await_registration_for=await_registration_for,
-        run_id=run_id,
-        metadata=metadata,
-        tags=tags,
-        params=params,
-        signature=signature,
-        device=device,
-        triton_model_name=triton_model_name,
-        validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size,
-        max_queue_delay_microseconds=max_queue_delay_microseconds,
-        zero_row_guard=zero_row_guard,
-        protocol=protocol,
-        extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
-    )
+    arguments = locals()
+    options = _architecture.with_init_kwargs(kwargs, architecture_init_kwargs)
+    destination, triton = _options.Destination.of(arguments), _options.TritonOptions.of(arguments)
+    return _packaging.log_model(_FRAMEWORK, transformers_model, input_example, signature, destination, triton, options)
 
 
+@_options.documented
 def save_model(
     transformers_model: Pipeline,
     path: str | os.PathLike[str],
@@ -333,19 +309,17 @@ def save_model(
     architecture_init_kwargs: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> None:
-    """Write the same package as ``log_model`` to a new local directory ``path``."""
-    _packaging.save_model(
-        _FRAMEWORK,
-        transformers_model,
-        path,
-        input_example=input_example,
-        signature=signature,
-        device=device,
-        triton_model_name=triton_model_name,
-        validate_saved_model=validate_saved_model,
-        max_batch_size=max_batch_size,
-        max_queue_delay_microseconds=max_queue_delay_microseconds,
-        zero_row_guard=zero_row_guard,
-        protocol=protocol,
-        extra_options=_architecture.with_init_kwargs(kwargs, architecture_init_kwargs),
-    )
+    """Write the same package as ``log_model`` to a new local directory ``path`` (it must not exist).
+
+    Args:
+        transformers_model: The pipeline.
+        path: The new directory.
+        input_example: {input_example}
+        signature: {signature}
+        {triton}
+        architecture_init_kwargs: Recorded in architecture.json as declared.
+        **kwargs: Passed to ``mlflow.transformers.save_model``.
+    """
+    triton = _options.TritonOptions.of(locals())
+    options = _architecture.with_init_kwargs(kwargs, architecture_init_kwargs)
+    _packaging.save_model(_FRAMEWORK, transformers_model, path, input_example, signature, triton, options)
