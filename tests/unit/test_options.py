@@ -25,7 +25,7 @@ def _expected_fields(function):
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
-def test_every_option_stands_in_the_signature_with_its_default(function):
+def test_signature_carries_every_option_with_the_fields_default_when_a_wrapper_is_defined(function):
     parameters = inspect.signature(function).parameters
     for field in _expected_fields(function):
         assert field.name in parameters, field.name
@@ -34,7 +34,7 @@ def test_every_option_stands_in_the_signature_with_its_default(function):
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
-def test_every_parameter_is_documented_from_the_template(function):
+def test_docstring_documents_every_parameter_from_the_template_when_a_wrapper_is_defined(function):
     doc = inspect.getdoc(function)
     assert "{" + "destination}" not in doc and "{" + "triton}" not in doc and "{input_example}" not in doc
     documented = {line.split(":")[0].strip().lstrip("*") for line in doc.split("Args:")[1].splitlines() if ": " in line}
@@ -43,7 +43,7 @@ def test_every_parameter_is_documented_from_the_template(function):
         assert f"{field.name}: {field.metadata['doc'][:40]}" in " ".join(doc.split())
 
 
-def test_the_values_take_the_wrappers_arguments_by_name():
+def test_values_take_the_wrappers_arguments_by_name_when_built_from_locals():
     arguments = {field: object() for field in _options.wrapper_fields()}
     destination, triton = _options.Destination.of(arguments), _options.TritonOptions.of(arguments)
     assert destination.experiment_id is None  # add_repository's own, never a wrapper argument
@@ -55,7 +55,7 @@ def test_the_values_take_the_wrappers_arguments_by_name():
         triton.device = "gpu"  # type: ignore[misc]
 
 
-def test_a_wrapper_hands_the_values_to_packaging(monkeypatch):
+def test_wrapper_hands_the_two_values_to_packaging_when_it_logs(monkeypatch):
     seen = {}
 
     def log_model(framework, model, input_example, signature, destination, triton, extra_options, **more):
