@@ -77,7 +77,8 @@ test-mlflow-floor: venv-mlflow-floor
 		"tests/e2e/test_runner.py::test_runner_passes_when_example_is_logged_and_served_by_real_triton[sklearn]"
 
 # The documentation site (mkdocs.yml, docs/) into site/: a broken link or anchor, or a page missing from the
-# navigation, fails the build (not with --quiet: mkdocs then stops counting warnings). The `docs` extra is in .venv.
+# navigation, or a stale reference in the API reference generated from the docstrings (docs/api/, mkdocstrings), fails
+# the build (not with --quiet: mkdocs then stops counting warnings). The `docs` extra is in .venv.
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/python -m mkdocs build --strict
 
