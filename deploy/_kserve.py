@@ -97,7 +97,7 @@ def kserve_command(
 ) -> int:
     """``mlflow-triton kserve``: write the manifest to ``out_file`` (or print it); 0, or 1 after an error.
 
-    ``out_file`` follows the rules of every ``--out`` (:func:`~mlflow_triton.repository.paths.checked_out`), checked
+    ``out_file`` follows the rules of every ``--out`` (``mlflow_triton.repository.paths.checked_out``), checked
     before the model is located: never a symbolic link or a directory, an existing file only with ``overwrite``;
     missing folders are created. The file is written whole or not at all.
     """

@@ -77,8 +77,8 @@ def pack_models(
 ) -> list[PackedModel]:
     """Write the packed repository ``out`` (created; must not exist or be empty); returns one entry per model.
 
-    Raises a :class:`~mlflow_triton.deploy.errors.PackError` before anything is built when a model cannot
-    work on ``target``, and :class:`~mlflow_triton.deploy.errors.PackOutputError` before anything else when
+    Raises a [PackError][] before anything is built when a model cannot
+    work on ``target``, and [PackOutputError][] before anything else when
     ``out`` is a symbolic link or lies inside a local model directory it packs; nothing is left in ``out`` after any
     error or interruption.
     """

@@ -73,8 +73,8 @@ def locate_repository(
 ) -> StoreLocation:
     """Locate ``model_uri``'s Triton repository in the artifact store and check Triton can read it there.
 
-    Raises :class:`NotATritonModelError`, :class:`StorePathError`, :class:`StoreAccessError` or
-    :class:`StoreLocationError`, each saying what to do.
+    Raises [NotATritonModelError][], [StorePathError][], [StoreAccessError][] or
+    [StoreLocationError][], each saying what to do.
     """
     artifact_uri = _model_artifact_uri(str(model_uri))
     flavor = _triton_flavor(str(model_uri), artifact_uri)

@@ -141,9 +141,9 @@ def host_glibc() -> str:
 
 
 def resolve_target(name: str = DEFAULT_TARGET, python: str | os.PathLike[str] | None = None) -> PackPlan:
-    """The :class:`PackPlan` for ``--target name`` and ``--python X.Y|PATH``.
+    """The ``PackPlan`` for ``--target name`` and ``--python X.Y|PATH``.
 
-    Raises :class:`PackTargetError` for an unknown name, a ``--python`` of another X.Y than the target's stub,
+    Raises [PackTargetError][] for an unknown name, a ``--python`` of another X.Y than the target's stub,
     or when no interpreter of the target's Python can be found here to build the environment with.
     """
     target = TARGETS.get(name)

@@ -1,20 +1,19 @@
 """``mlflow_triton.local``: generated repositories on a real local Triton server.
 
-The command line (``mlflow-triton check|serve``) calls :func:`check_command` and
-:func:`serve_command`. The package offers those two and the pieces a program composes them from
+The command line (``mlflow-triton check|serve``) calls [check_command][.check_command] and
+[serve_command][.serve_command]. The package offers those two and the pieces a program composes them from
 (``__all__``). Its modules without a leading ``_`` are usable on their own (other parts and the
-example runner use them), and its errors are in :mod:`~mlflow_triton.local.errors`:
+example runner use them), and its errors are in [errors][mlflow_triton.local.errors]:
 
-* :mod:`~mlflow_triton.local.installation` -- where the server comes from: the Triton 2.51 of
+* ``installation`` -- where the server comes from: the Triton 2.51 of
   the ``nvidia-pytriton`` wheel (``pip install 'mlflow-triton[local]'``), or an existing
   installation such as an NGC container's, and the constraints it puts on a serving environment.
-* :mod:`~mlflow_triton.local.serving_env` -- cached virtualenvs built from ``requirements.txt``.
-* :mod:`~mlflow_triton.local.interpreters` -- the Python they are built with (``--python X.Y``),
+* ``serving_env`` -- cached virtualenvs built from ``requirements.txt``.
+* ``interpreters`` -- the Python they are built with (``--python X.Y``),
   which must be the Python of the target Triton's stub.
-* :mod:`~mlflow_triton.local.send` -- the shipped ``request.json`` / ``request.bin`` sent exactly
+* ``send`` -- the shipped ``request.json`` / ``request.bin`` sent exactly
   as ``curl`` would, and the answer decoded.
-* :mod:`~mlflow_triton.local.sources`, :mod:`~mlflow_triton.local.user_input`,
-  :mod:`~mlflow_triton.local.check` -- model URIs to repositories, a user's own input file, and
+* ``sources``, ``user_input``, ``check`` -- model URIs to repositories, a user's own input file, and
   the check of a repository against the ``pyfunc`` oracle.
 
 Within the part: ``_server`` (a ``tritonserver`` process as a context manager that always stops
@@ -25,7 +24,7 @@ download folder, emptied before each fetch) and ``_stale`` (build folders a kill
 Boundary: this part uses ``mlflow_triton.triton`` (``load_model``), the repository format
 (``mlflow_triton.repository``: the config reader, the request files), the command frame, the
 runtime's codecs and conversions, and the contract; the runtime, the contract and the logging
-wrappers never import it. Typical use::
+wrappers never import it. Typical use:
 
     inst = TritonInstallation.bundled()
     env = ensure_serving_env(model_dir / "requirements.txt", inst.serving_constraints)

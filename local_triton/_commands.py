@@ -53,7 +53,7 @@ def check_command(
 ) -> int:
     """``mlflow-triton check``: one PASS/FAIL line per model, a JSON report; 0 only if all passed.
 
-    ``repository_addresses`` and ``server_environment``: see :func:`~mlflow_triton.local.check.check_models`.
+    ``repository_addresses`` and ``server_environment``: see [check_models][mlflow_triton.local.check_models].
     """
     from .check import check_models, write_report
     from .sources import expand_repositories
@@ -112,7 +112,7 @@ def serve_command(
     """``mlflow-triton serve``: Triton in the foreground with every model loaded, until Ctrl-C or SIGTERM.
 
     ``fetch``, ``repository_addresses`` and ``server_environment``: see
-    :func:`~mlflow_triton.local._serve.serve_models`.
+    [serve_models][mlflow_triton.local.serve_models].
     """
     from ._serve import serve_models
 

@@ -84,15 +84,16 @@ def serve_models(
 ) -> int:
     """Serve the models until a stop is requested; returns 0 then, 1 if the server exits by itself.
 
-    ``fetch(uri, download_dir)`` returns a model's :class:`ModelSource` (default :func:`resolve_model`: the
+    ``fetch(uri, download_dir)`` returns a model's [ModelSource][] (default [resolve_model][]: the
     whole model). ``repository_addresses`` (``{model URI: address}``): Triton reads those models from that
     model repository address (``s3://…``) instead of a local copy; then the fetched directory needs only
     ``requirements.txt`` and the shipped request. ``server_environment`` adds variables to the server's
     environment.
 
     ``wait(server)`` blocks while serving (default: until Ctrl-C / SIGTERM or the server's exit).
-    Errors before the server is up raise (``ModelSourceError``, ``RepositoryAssemblyError``,
-    ``PortInUseError``, ``ServingEnvError``, ``TritonStartError``) with nothing left running.
+    Errors before the server is up raise ([ModelSourceError][mlflow_triton.local.errors.ModelSourceError],
+    [RepositoryAssemblyError][], [PortInUseError][], [ServingEnvError][],
+    [TritonStartError][mlflow_triton.local.errors.TritonStartError]) with nothing left running.
     """
     say = as_progress(progress)
     work_dir = Path(work_dir)

@@ -189,25 +189,29 @@ def check_port_free(host: str, port: int, option: str) -> None:
 class TritonServer:
     """Start ``tritonserver`` with the given models of ``model_repository``; stop it on exit.
 
-    :param model_repository: the repository root (holds ``<model_name>/config.pbtxt``): a local directory or an
-        object-storage address (``s3://…``, ``gs://…``, ``as://…``), or a list of them (one
-        ``--model-repository`` each).
-    :param model_name: the model to load and wait for, or a sequence of them.
-    :param installation: which server to run (:class:`TritonInstallation`).
-    :param serving_env: virtualenv whose ``bin/`` goes first on ``PATH`` (the Python backend's
-        interpreter takes its packages from there); ``None`` keeps the current ``PATH``.
-    :param log_path: where the server's stdout/stderr go (emptied at each :meth:`start`, so its
-        tail is this run's; a retry on a taken port appends); if omitted, a file in a fresh
-        temporary directory that is kept after the server stops (for post-mortems).
-    :param startup_timeout: seconds to wait for server and model readiness.
-    :param extra_args: more ``tritonserver`` arguments.
-    :param host: the address HTTP, gRPC and metrics listen on (default loopback only).
-    :param bare: start the server from a bare environment, as ``env -i`` would: ``PATH`` is only
-        :data:`BARE_PATH`, ``LD_LIBRARY_PATH`` only the installation's own libraries, nothing else of
-        this process's environment (no serving venv, no ``VIRTUAL_ENV``); for repositories whose models
-        carry their environment (``EXECUTION_ENV_PATH``). Not with ``serving_env``.
-    :param http_port, grpc_port, metrics_port: fixed ports; ``None`` picks free ones.
-    :param environment: variables added to the server's environment (credentials stay in the caller's own).
+    Args:
+        model_repository: the repository root (holds ``<model_name>/config.pbtxt``): a local directory or an
+            object-storage address (``s3://…``, ``gs://…``, ``as://…``), or a list of them (one
+            ``--model-repository`` each).
+        model_name: the model to load and wait for, or a sequence of them.
+        installation: which server to run ([TritonInstallation][]).
+        serving_env: virtualenv whose ``bin/`` goes first on ``PATH`` (the Python backend's
+            interpreter takes its packages from there); ``None`` keeps the current ``PATH``.
+        log_path: where the server's stdout/stderr go (emptied at each [start][.start], so its
+            tail is this run's; a retry on a taken port appends); if omitted, a file in a fresh
+            temporary directory that is kept after the server stops (for post-mortems).
+        startup_timeout: seconds to wait for server and model readiness.
+        stop_timeout: seconds [stop][.stop] waits after SIGTERM before it kills the server's process group.
+        extra_args: more ``tritonserver`` arguments.
+        host: the address HTTP, gRPC and metrics listen on (default loopback only).
+        http_port: a fixed HTTP port; ``None`` picks a free one.
+        grpc_port: a fixed gRPC port; ``None`` picks a free one.
+        metrics_port: a fixed metrics port; ``None`` picks a free one.
+        environment: variables added to the server's environment (credentials stay in the caller's own).
+        bare: start the server from a bare environment, as ``env -i`` would: ``PATH`` is only
+            ``BARE_PATH``, ``LD_LIBRARY_PATH`` only the installation's own libraries, nothing else of
+            this process's environment (no serving venv, no ``VIRTUAL_ENV``); for repositories whose models
+            carry their environment (``EXECUTION_ENV_PATH``). Not with ``serving_env``.
     """
 
     def __init__(

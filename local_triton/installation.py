@@ -132,9 +132,10 @@ class TritonInstallation:
     ``library_dirs`` go first on ``LD_LIBRARY_PATH`` of the server process (the bundled
     server's shared libraries, which the copied stub also needs because its ``$ORIGIN`` RPATH
     no longer points at them). ``version`` is the expected Triton version, or ``None`` when
-    unknown (ask the running server: :meth:`TritonServer.version`). ``python_version`` is the
-    X.Y of the Python-backend stub (``None`` when unknown) and ``serving_python`` the interpreter
-    serving environments are built with (``None``: the running one; see :attr:`python_executable`).
+    unknown (ask the running server: [TritonServer.version][mlflow_triton.local.TritonServer.version]).
+    ``python_version`` is the X.Y of the Python-backend stub (``None`` when unknown) and ``serving_python``
+    the interpreter serving environments are built with (``None``: the running one; see
+    [python_executable][.python_executable]).
     """
 
     server_binary: Path
@@ -161,12 +162,12 @@ class TritonInstallation:
     ) -> TritonInstallation:
         """The Triton 2.51 of the installed ``nvidia-pytriton==0.7.0`` (``mlflow-triton[local]``).
 
-        ``python`` (``"3.12"``, an interpreter path or an :class:`Interpreter`) picks the interpreter
+        ``python`` (``"3.12"``, an interpreter path or an ``Interpreter``) picks the interpreter
         serving environments are built with *and* the Python-backend stub of its X.Y. Without it,
         ``python_version`` ("3.11") selects the stub, which must be the X.Y of the serving
-        environment (see :func:`mlflow_triton.local.serving_env.env_python_version`); both default to
+        environment (see ``mlflow_triton.local.serving_env.env_python_version``); both default to
         the running interpreter's. The backend directory with that stub is assembled once under
-        ``cache_dir`` (default :func:`default_cache_dir`), a private copy: the installed wheel is never
+        ``cache_dir`` (default ``default_cache_dir()``), a private copy: the installed wheel is never
         changed. ``progress`` receives one-line status messages (``None`` to be quiet).
         """
         say = as_progress(progress)
@@ -221,7 +222,7 @@ class TritonInstallation:
 
         ``python`` is the interpreter serving environments are built with (default: the running one).
         When the installation's stub names the ``libpythonX.Y`` it links, an interpreter of another X.Y
-        raises :class:`TritonInstallError` here, before any environment is built.
+        raises [TritonInstallError][] here, before any environment is built.
         """
         binary = Path(server_binary)
         backends = Path(backend_directory)

@@ -131,7 +131,7 @@ def send_shipped_request(
 
     ``model_name`` defaults to the directory name (Triton's rule). ``request.json`` is preferred
     when both forms are shipped. ``transport``: ``"auto"`` (curl if on PATH, else
-    http.client), ``"curl"`` or ``"http.client"``. Raises :class:`InferenceError` on an HTTP
+    http.client), ``"curl"`` or ``"http.client"``. Raises [InferenceError][] on an HTTP
     error status, carrying Triton's error text.
     """
     model_dir = Path(model_dir)

@@ -225,10 +225,10 @@ def ensure_serving_env(
     """Path of a virtualenv with ``requirements_file`` installed under ``constraints``.
 
     Built with ``python -m venv`` and ``pip install -r requirements.txt -c constraints.txt``
-    on first use, reused afterwards. ``cache_dir`` defaults to :func:`default_cache_dir`.
-    ``progress`` receives status lines (a :class:`~mlflow_triton.command_line.Progress`, a
+    on first use, reused afterwards. ``cache_dir`` defaults to ``default_cache_dir()``.
+    ``progress`` receives status lines (a ``mlflow_triton.command_line.Progress``, a
     callable or ``None``). ``python`` is the base interpreter; its X.Y must have a Triton
-    Python-backend stub (3.8-3.13 for the bundled server). Raises :class:`ServingEnvError` if
+    Python-backend stub (3.8-3.13 for the bundled server). Raises [ServingEnvError][] if
     pip fails; nothing is left in the cache then.
     """
     req = Path(requirements_file)

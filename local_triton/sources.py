@@ -77,9 +77,9 @@ class ModelSource:
 
 
 def resolve_model(uri: str, download_dir: str | Path) -> ModelSource:
-    """Resolve ``uri`` to a :class:`ModelSource`, downloading into ``download_dir`` as needed.
+    """Resolve ``uri`` to a [ModelSource][], downloading into ``download_dir`` as needed.
 
-    Raises :class:`ModelSourceError` saying what is wrong: no such model, no ``triton`` flavor
+    Raises [ModelSourceError][] saying what is wrong: no such model, no ``triton`` flavor
     (with how to re-log it), a directory that is neither kind.
     """
     path = Path(uri).expanduser()

@@ -1,6 +1,6 @@
 """mlflow-triton: MLflow models plus a portable Triton Python-backend repository.
 
-Use the framework modules instead of ``mlflow.<framework>.log_model``::
+Use the framework modules instead of ``mlflow.<framework>.log_model``:
 
     from mlflow_triton import sklearn, triton
 
