@@ -13,8 +13,6 @@ import pytest
 from tests.support.parts import PARTS, ROOT, absolute_imports, imported_modules, module_name, owning_part, part_files
 
 ALL_FILES = [path for folder in PARTS for path in part_files(folder)]
-# What the repository part may use of the others: the runtime's readers and codecs, the contract, the errors.
-REPOSITORY_MAY_IMPORT = ("mlflow_triton.runtime", "mlflow_triton.shared_contract", "mlflow_triton.errors")
 
 
 def _private(module):
@@ -31,19 +29,6 @@ def test_module_imports_nothing_private_of_another_part_when_parsed(path):
     ]
 
     assert foreign_private == []
-
-
-@pytest.mark.parametrize("path", part_files("repository"), ids=lambda p: p.name)
-def test_repository_part_imports_only_the_runtime_the_contract_and_the_errors_when_parsed(path):
-    outside = [
-        name
-        for name in imported_modules(path)
-        if name.startswith("mlflow_triton")
-        and owning_part(name) != "repository"
-        and not name.startswith(REPOSITORY_MAY_IMPORT)
-    ]
-
-    assert outside == []
 
 
 @pytest.mark.parametrize(
