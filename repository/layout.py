@@ -56,6 +56,18 @@ class TensorLayout:
     outputs: "tuple[TensorDeclaration, ...]"
 
 
+def unbatchable_tensor(layout):
+    """The first ``(side, declaration)`` of ``layout`` (``"input"`` or ``"output"``) whose first axis is not -1, or
+    None: Triton's dynamic batching joins requests along the first axis of every input and output tensor, so each
+    must be variable. A batched repository (``max_batch_size``) and a batching export both refuse what this finds.
+    """
+    for side, declarations in (("input", layout.inputs), ("output", layout.outputs)):
+        for declaration in declarations:
+            if declaration.dims[0] != -1:
+                return side, declaration
+    return None
+
+
 def codecs_for(layout):
     """(input codec, output codec) over the layout's declarations: the runtime's own codecs."""
 
