@@ -186,12 +186,29 @@ def test_circles_are_found_when_a_graph_holds_them():
     assert _circles(graph) == [["a", "b", "a"], ["a", "b", "c", "a"]]
 
 
-def test_imports_are_found_wherever_the_statement_stands_when_parsed():
-    where = dict(module_imports(ROOT / "logging_side" / "_model_log.py", MODULES))
+def test_imports_are_found_wherever_the_statement_stands_when_parsed(tmp_path):
+    probe = tmp_path / "logging_side" / "_probe.py"
+    probe.parent.mkdir()
+    probe.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from . import _stage\n"
+        "if TYPE_CHECKING:\n"
+        "    from ._plan import Plan\n"
+        "def later():\n"
+        "    from mlflow_triton import triton\n"
+        "    import mlflow_triton.runtime.codecs\n",
+        encoding="utf-8",
+    )
 
-    assert where["mlflow_triton._build"] == "module"
-    assert where["mlflow_triton._packaging"] == "type checking"
-    assert dict(module_imports(ROOT / "local_triton" / "sources.py", MODULES))["mlflow_triton.triton"] == "function"
+    modules = {"mlflow_triton", "mlflow_triton._stage", "mlflow_triton._plan", "mlflow_triton.triton"}
+    modules |= {"mlflow_triton.runtime", "mlflow_triton.runtime.codecs"}
+
+    assert module_imports(probe, modules) == [
+        ("mlflow_triton._stage", "module"),
+        ("mlflow_triton._plan", "type checking"),
+        ("mlflow_triton.triton", "function"),
+        ("mlflow_triton.runtime.codecs", "function"),
+    ]
 
 
 @pytest.mark.xfail(strict=True, reason="#44: the lead removes the packaging circle")
