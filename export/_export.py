@@ -17,7 +17,13 @@ from typing import Literal
 
 from mlflow_triton.repository import request_files
 from mlflow_triton.repository.guard import batched_name, checked_zero_row_guard, mark_batched, write_front
-from mlflow_triton.repository.layout import CONFIG_FILE, MODEL_FILE, REQUIREMENTS_FILE, VERSION_DIRECTORY
+from mlflow_triton.repository.layout import (
+    CONFIG_FILE,
+    MODEL_FILE,
+    REQUIREMENTS_FILE,
+    VERSION_DIRECTORY,
+    unbatchable_tensor,
+)
 from mlflow_triton.repository.names import check_model_name
 from mlflow_triton.repository.paths import checked_out, lies_inside
 
@@ -211,11 +217,11 @@ def _check_plain_columns(layout):
 
 def _check_batchable(layout):
     """Dynamic batching concatenates requests along the first axis: it must be variable everywhere."""
-    for side, declarations in (("input", layout.inputs), ("output", layout.outputs)):
-        for declaration in declarations:
-            if declaration.dims[0] != -1:
-                raise UnsupportedModelError(
-                    f"Logged {side} tensor `{declaration.name}` has dims {list(declaration.dims)}: its first axis "
-                    f"is {declaration.dims[0]}, not -1, so Triton cannot batch requests along it. Re-log the model "
-                    "with a signature whose first axis is -1 (a variable batch) to export it"
-                )
+    unbatchable = unbatchable_tensor(layout)
+    if unbatchable:
+        side, declaration = unbatchable
+        raise UnsupportedModelError(
+            f"Logged {side} tensor `{declaration.name}` has dims {list(declaration.dims)}: its first axis "
+            f"is {declaration.dims[0]}, not -1, so Triton cannot batch requests along it. Re-log the model "
+            "with a signature whose first axis is -1 (a variable batch) to export it"
+        )

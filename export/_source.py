@@ -14,7 +14,7 @@ from mlflow.models import Model
 from mlflow_triton import triton
 from mlflow_triton.repository.config import declarations, read_config
 from mlflow_triton.repository.guard import files_directory
-from mlflow_triton.repository.layout import ARTIFACT_DIRECTORY, CONFIG_FILE, VERSION_DIRECTORY, TensorLayout, codecs_for
+from mlflow_triton.repository.layout import CONFIG_FILE, MLMODEL_FILE, TensorLayout, artifact_directory, codecs_for
 from mlflow_triton.runtime.loading import load_predictor
 from mlflow_triton.shared_contract import MLFLOW_PROTOCOL
 
@@ -70,8 +70,8 @@ def read_logged_model(model_uri, workspace):
             "which no ONNX graph speaks: export-onnx converts repositories with typed tensors; add the source again "
             "with --protocol tensors (the default) and export that one"
         )
-    artifact = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY
-    mlmodel = Model.load(str(artifact / "MLmodel"))
+    artifact = artifact_directory(repository)
+    mlmodel = Model.load(str(artifact / MLMODEL_FILE))
     example = mlmodel.load_input_example(str(artifact))
     if example is None:
         raise ExportError(f"Model {model_uri!r} has no saved input example; re-log it with mlflow-triton")

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from mlflow_triton.repository.config import declarations, read_config, wire_arrays
-from mlflow_triton.repository.layout import CONFIG_FILE
+from mlflow_triton.repository.layout import CONFIG_FILE, MLMODEL_FILE, artifact_directory
 from mlflow_triton.repository.request_files import JSON_REQUEST
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.runtime.protocol import (
@@ -96,8 +96,8 @@ def load_input_example(model_dir):
     """The input example saved with the MLflow package served under ``model_dir/1/artifact``."""
     from mlflow.models import Model
 
-    artifact = Path(model_dir) / "1" / "artifact"
-    return Model.load(str(artifact / "MLmodel")).load_input_example(str(artifact))
+    artifact = artifact_directory(model_dir)
+    return Model.load(str(artifact / MLMODEL_FILE)).load_input_example(str(artifact))
 
 
 def load_input_example_params(model_dir):
@@ -105,8 +105,8 @@ def load_input_example_params(model_dir):
     carries them as its parameters), or None."""
     from mlflow.models import Model
 
-    artifact = Path(model_dir) / "1" / "artifact"
-    return Model.load(str(artifact / "MLmodel")).load_input_example_params(str(artifact))
+    artifact = artifact_directory(model_dir)
+    return Model.load(str(artifact / MLMODEL_FILE)).load_input_example_params(str(artifact))
 
 
 def speaks_mlflow_protocol(model_dir):
@@ -139,12 +139,13 @@ def volatile_outputs(model_dir):
     An MLflow-protocol repository's ``response`` is :data:`MLFLOW_BODY`."""
     from mlflow.models import Model
 
-    if not (Path(model_dir) / "1" / "artifact" / "MLmodel").is_file():  # an export-onnx directory: no MLflow model
+    mlmodel = artifact_directory(model_dir) / MLMODEL_FILE
+    if not mlmodel.is_file():  # an export-onnx directory: no MLflow model
         return {}
     if speaks_mlflow_protocol(model_dir):
         return {RESPONSE_TENSOR: MLFLOW_BODY}
 
-    task = (Model.load(str(Path(model_dir) / "1" / "artifact" / "MLmodel")).metadata or {}).get("task")
+    task = (Model.load(str(mlmodel)).metadata or {}).get("task")
     fields = VOLATILE_FIELDS.get(task, {})
     _, contract = read_config(Path(model_dir) / CONFIG_FILE)
     return {f.tensor: fields[f.name] for f in contract.outputs.fields if f.name in fields}

@@ -19,6 +19,7 @@ import dataclasses
 import numpy as np
 
 from mlflow_triton.repository.guard import checked_zero_row_guard
+from mlflow_triton.repository.layout import unbatchable_tensor
 from mlflow_triton.shared_contract import Contract, MlflowTritonError, writer_version
 
 from .errors import BatchingRefusedError, InvalidArgumentError, ValidationError
@@ -113,15 +114,15 @@ def batched_layout(layout, batching: Batching):
             f"max_batch_size={batching.max_batch_size}: input column `{optional[0]}` may be left out of a request, "
             "and joined requests must all send the same columns; log the model with max_batch_size=0"
         )
-    for side, declarations in (("input", layout.inputs), ("output", layout.outputs)):
-        for declaration in declarations:
-            if declaration.dims[0] != -1:
-                raise BatchingRefusedError(
-                    f"max_batch_size={batching.max_batch_size}: {side} tensor `{declaration.name}` has shape "
-                    f"{list(declaration.dims)}; batching needs a variable first (row) axis, -1, on every input and "
-                    "output (DataFrame columns, or tensors declared with shape (-1, ...)); log the model with "
-                    "max_batch_size=0 or declare the row axis in the signature"
-                )
+    unbatchable = unbatchable_tensor(layout)
+    if unbatchable:
+        side, declaration = unbatchable
+        raise BatchingRefusedError(
+            f"max_batch_size={batching.max_batch_size}: {side} tensor `{declaration.name}` has shape "
+            f"{list(declaration.dims)}; batching needs a variable first (row) axis, -1, on every input and "
+            "output (DataFrame columns, or tensors declared with shape (-1, ...)); log the model with "
+            "max_batch_size=0 or declare the row axis in the signature"
+        )
     contract = layout.contract
     batched = Contract(
         flavor=contract.flavor,

@@ -8,6 +8,7 @@ runtime's own codecs, so a client's request and the model's answer are encoded b
 """
 
 import dataclasses
+import pathlib
 
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.shared_contract import Contract
@@ -16,13 +17,24 @@ from mlflow_triton.shared_contract import Contract
 REPOSITORY_DIRECTORY = "model_repository"
 #: The one model version a repository ships; Triton serves ``<name>/1/``.
 VERSION_DIRECTORY = "1"
-#: Inside the version folder: the full copy of the MLflow package the generated model.py loads.
+#: Inside the version folder: the full copy of the MLflow package the generated model.py loads. The runtime's
+#: ``triton_model.py`` holds the same name for itself (vendored, it imports no package module, and it imports
+#: ``triton_python_backend_utils``, so the package cannot import it): tests/unit/test_repository_boundary.py holds
+#: the two equal. Every other part names the folder from here (:func:`artifact_directory`).
 ARTIFACT_DIRECTORY = "artifact"
 CONFIG_FILE = "config.pbtxt"
 MODEL_FILE = "model.py"
 REQUIREMENTS_FILE = "requirements.txt"
 VALIDATION_FILE = "validation.json"
 ARCHITECTURE_FILE = "architecture.json"
+#: MLflow's descriptor of a package (``mlflow.models.model.MLMODEL_FILE_NAME``): ``<version>/artifact/MLmodel`` marks a
+#: complete copy of the logged model.
+MLMODEL_FILE = "MLmodel"
+
+
+def artifact_directory(model_directory):
+    """``<model directory>/1/artifact``: the copy of the MLflow package that the generated model.py loads."""
+    return pathlib.Path(model_directory) / VERSION_DIRECTORY / ARTIFACT_DIRECTORY
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +54,18 @@ class TensorLayout:
     contract: Contract
     inputs: "tuple[TensorDeclaration, ...]"
     outputs: "tuple[TensorDeclaration, ...]"
+
+
+def unbatchable_tensor(layout):
+    """The first ``(side, declaration)`` of ``layout`` (``"input"`` or ``"output"``) whose first axis is not -1, or
+    None: Triton's dynamic batching joins requests along the first axis of every input and output tensor, so each
+    must be variable. A batched repository (``max_batch_size``) and a batching export both refuse what this finds.
+    """
+    for side, declarations in (("input", layout.inputs), ("output", layout.outputs)):
+        for declaration in declarations:
+            if declaration.dims[0] != -1:
+                return side, declaration
+    return None
 
 
 def codecs_for(layout):

@@ -56,3 +56,42 @@ def absolute_imports(path):
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             yield node.module
             yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+def package_modules():
+    """Every module of the package by its import name: ``{"mlflow_triton.local.sources": path, ...}``."""
+    return {module_name(path): path for folder in PARTS for path in part_files(folder)}
+
+
+def module_imports(path, modules):
+    """``(module, where)`` for every import in ``path`` of a module of ``modules``, wherever the statement stands.
+
+    ``from M import a`` gives ``M.a`` where that is a module, else ``M``; ``import a.b`` gives the longest name of
+    ``modules`` that begins it. ``where`` is ``"module"`` for a statement run on import, ``"type checking"`` under
+    ``if TYPE_CHECKING:`` and ``"function"`` inside a function (a lazy import is an import all the same).
+    """
+    package = PARTS[path.parent.name]  # a module and its package's __init__ resolve relative imports alike
+
+    def known(name):
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    def visit(node, where):
+        if isinstance(node, ast.Import):
+            yield from ((known(alias.name), where) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(part for part in (base, node.module) if part)
+            for alias in node.names:
+                yield (f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else known(module)), where
+        for child in ast.iter_child_nodes(node):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                inner = "function"
+            elif isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING") and where == "module":
+                inner = "type checking" if child in node.body else where
+            else:
+                inner = where
+            yield from visit(child, inner)
+
+    return [(name, where) for name, where in visit(ast.parse(path.read_text(encoding="utf-8")), "module") if name]

@@ -6,15 +6,15 @@ nothing of the parts that use it. Across parts, only public modules are imported
 ``_`` component belongs to its own part.
 """
 
+import ast
 import functools
 
 import pytest
 
+from mlflow_triton.repository import layout
 from tests.support.parts import PARTS, ROOT, absolute_imports, imported_modules, module_name, owning_part, part_files
 
 ALL_FILES = [path for folder in PARTS for path in part_files(folder)]
-# What the repository part may use of the others: the runtime's readers and codecs, the contract, the errors.
-REPOSITORY_MAY_IMPORT = ("mlflow_triton.runtime", "mlflow_triton.shared_contract", "mlflow_triton.errors")
 
 
 def _private(module):
@@ -31,19 +31,6 @@ def test_module_imports_nothing_private_of_another_part_when_parsed(path):
     ]
 
     assert foreign_private == []
-
-
-@pytest.mark.parametrize("path", part_files("repository"), ids=lambda p: p.name)
-def test_repository_part_imports_only_the_runtime_the_contract_and_the_errors_when_parsed(path):
-    outside = [
-        name
-        for name in imported_modules(path)
-        if name.startswith("mlflow_triton")
-        and owning_part(name) != "repository"
-        and not name.startswith(REPOSITORY_MAY_IMPORT)
-    ]
-
-    assert outside == []
 
 
 @pytest.mark.parametrize(
@@ -94,3 +81,87 @@ def test_examples_import_no_private_module_when_parsed(path):
     private = [name for name in absolute_imports(path) if name.startswith("mlflow_triton") and _private(name)]
 
     assert private == []
+
+
+# The folders and files of a generated repository, each named once in repository/layout.py.
+LAYOUT_NAMES = {
+    name: value for name, value in vars(layout).items() if name.isupper() and isinstance(value, str) and value
+}
+# MLflow's own names too (a logged package holds an MLmodel and a requirements.txt): a literal of them is the
+# repository's only in a path that reaches into a model directory through another name of the layout.
+MLFLOW_NAMES = {layout.MLMODEL_FILE, layout.REQUIREMENTS_FILE}
+LAYOUT_HELPERS = {"artifact_directory"}
+PATH_CALLS = {"join", "joinpath", "Path", "PurePath", "PurePosixPath"}
+
+
+def _path_chains(tree):
+    """The operands of every path built in ``tree``: ``a / b / c``, ``os.path.join(a, b)``, ``Path(a, b)``."""
+
+    def operands(node):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            return [*operands(node.left), *operands(node.right)]
+        return [node]
+
+    divisions = [node for node in ast.walk(tree) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)]
+    inner = {id(side) for node in divisions for side in (node.left, node.right)}
+    yield from (operands(node) for node in divisions if id(node) not in inner)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if called in PATH_CALLS:
+                yield list(node.args)
+
+
+def _layout_literals(chain):
+    """The string literals of ``chain`` that spell a name of the layout."""
+
+    def names(operand):
+        parts = operand.value.split("/") if isinstance(operand, ast.Constant) and isinstance(operand.value, str) else []
+        return [part for part in parts if part in LAYOUT_NAMES.values()]
+
+    into_a_model = any(
+        (isinstance(operand, ast.Name) and operand.id in LAYOUT_NAMES)
+        or (isinstance(operand, ast.Attribute) and operand.attr in LAYOUT_NAMES)
+        or (isinstance(operand, ast.Call) and getattr(operand.func, "id", None) in LAYOUT_HELPERS)
+        or any(name not in MLFLOW_NAMES for name in names(operand))
+        for operand in chain
+    )
+    return [name for operand in chain for name in names(operand) if into_a_model or name not in MLFLOW_NAMES]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in ALL_FILES if path.parent.name not in VENDORED and path != ROOT / "repository" / "layout.py"],
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_repository_paths_spell_no_folder_or_file_name_of_the_layout_when_parsed(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    spelled = [
+        f"line {line}: {name!r}"
+        for line, name in sorted(
+            {(chain[0].lineno, name) for chain in _path_chains(tree) for name in _layout_literals(chain)}
+        )
+    ]
+
+    assert spelled == [], f"{spelled}: name them through mlflow_triton.repository.layout ({sorted(LAYOUT_NAMES)})"
+
+
+def test_layout_names_the_artifact_folder_the_runtime_loads_when_both_are_read():
+    # The runtime's own copy: runtime/triton_model.py imports no package module (it is vendored into model.py), and
+    # the package cannot import it outside Triton (it imports triton_python_backend_utils).
+    tree = ast.parse((ROOT / "runtime" / "triton_model.py").read_text(encoding="utf-8"))
+    runtime_names = {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+    assert runtime_names["ARTIFACT_DIRECTORY"] == layout.ARTIFACT_DIRECTORY
+
+
+def test_layout_names_the_descriptor_mlflow_writes_when_compared_with_mlflow():
+    from mlflow.models.model import MLMODEL_FILE_NAME
+
+    assert layout.MLMODEL_FILE == MLMODEL_FILE_NAME
