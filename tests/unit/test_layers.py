@@ -211,7 +211,6 @@ def test_imports_are_found_wherever_the_statement_stands_when_parsed(tmp_path):
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="#44: the lead removes the packaging circle")
 def test_no_module_imports_one_that_imports_it_when_every_import_is_parsed():
     circles = [" -> ".join(circle) for circle in _circles(import_graph())]
 
