@@ -45,7 +45,7 @@ they never quote a value.
 import json
 
 # <mlflow-triton package imports: removed when composing model.py>
-from ..shared_contract.contract import MlflowTritonError
+from .errors import ParameterError
 
 # </mlflow-triton package imports>
 
@@ -58,10 +58,6 @@ CUT_AT_NUL = (
     "write it as the escape \\u0000 in the JSON text (json.dumps does), or send all parameters as JSON text in "
     f"the `{PARAMS_CHANNEL}` parameter"
 )
-
-
-class ParameterError(MlflowTritonError, ValueError):
-    """The request's parameters do not fit the model's params schema: the client's error."""
 
 
 def params_schema_of(predictor):
