@@ -23,7 +23,6 @@ against docs/errors.md)::
       BatchingRefusedError [ValueError]
       MissingExtraError [ImportError]
       TensorMappingError [ValueError]
-      ParameterError [ValueError]
       RowCountError [ValueError]
       RequestError [ValueError]
       PredictionError [RuntimeError]
@@ -74,7 +73,6 @@ from types import ModuleType
 from mlflow_triton.runtime.errors import (
     ModelLoadError,
     OutputError,
-    ParameterError,
     PredictionError,
     RequestError,
     RowCountError,
@@ -111,7 +109,6 @@ __all__ = [
     "PackOutputError",
     "PackRequirementsError",
     "PackTargetError",
-    "ParameterError",
     "ParityError",
     "PortInUseError",
     "PredictionError",

@@ -3,9 +3,8 @@
 Vendored into every ``1/model.py`` right after the contract (which defines ``MlflowTritonError``), so it imports
 nothing else; ``mlflow_triton.errors`` re-exports every class, and draws the whole tree. ``triton_model.py`` turns
 each into a Triton error once, per request: ``RequestError`` (the client's) into ``INVALID_ARG``,
-``PredictionError`` and ``OutputError`` (the model's) into ``INTERNAL``; the three the codecs, the parameters and
-the batching raise (``TensorMappingError``, ``ParameterError``, ``RowCountError``) are turned into one of those
-where it is known whose fault they are.
+``PredictionError`` and ``OutputError`` (the model's) into ``INTERNAL``; the two the codecs and the batching raise
+(``TensorMappingError``, ``RowCountError``) are turned into one of those where it is known whose fault they are.
 """
 
 # <mlflow-triton package imports: removed when composing model.py>
@@ -18,17 +17,13 @@ class TensorMappingError(MlflowTritonError, ValueError):
     """A tensor or value does not fit the configured mapping; the message names it."""
 
 
-class ParameterError(MlflowTritonError, ValueError):
-    """The request's parameters do not fit the model's params schema: the client's error."""
-
-
 class RowCountError(MlflowTritonError, ValueError):
     """Row counts that do not line up; the message names the tensors and their counts."""
 
 
 class RequestError(MlflowTritonError, ValueError):
-    """The request does not fit the model's inputs, or holds no body MLflow's serving protocol can read: the
-    client's error (``INVALID_ARG``)."""
+    """The request does not fit the model's inputs or its params schema, or holds no body MLflow's serving protocol
+    can read: the client's error (``INVALID_ARG``)."""
 
 
 class PredictionError(MlflowTritonError, RuntimeError):

@@ -83,7 +83,6 @@ from .codecs import StructureCodec, tensor_types_from_model_config
 from .errors import (
     ModelLoadError,
     OutputError,
-    ParameterError,
     PredictionError,
     RequestError,
     RowCountError,
@@ -270,10 +269,7 @@ class TritonPythonModel:
     def _params(self, request):
         """The request's parameters, checked against the params schema: ``predict``'s ``params`` or None."""
         read = getattr(request, "parameters", None)  # backends before request parameters have no such method
-        try:
-            return request_params(read() if read is not None else None, self.params_schema)
-        except ParameterError as error:
-            raise RequestError(str(error)) from None
+        return request_params(read() if read is not None else None, self.params_schema)
 
     def _predict(self, model_input, empty_tensor, params=None):
         try:
