@@ -30,9 +30,10 @@ from typing import Any
 
 from mlflow_triton.command_line import as_progress
 from mlflow_triton.command_line.children import die_with_parent, kill_group, stop_signals_deferred, wait_or_kill_group
+from mlflow_triton.errors import require_extra
 
 from ._targets import PackPlan, libpython_of
-from .errors import PackError, PackToolMissingError
+from .errors import PackError
 
 __all__ = ["ARCHIVE_NAME", "ArchiveFacts", "audit_archive", "pack_environment", "require_packer"]
 
@@ -49,17 +50,11 @@ EXCLUDED = (
     "lib/python*/site-packages/pip-*.dist-info/*",
     "lib/python*/site-packages/*/tests/*",
 )
-PACKER_HINT = "pip install 'mlflow-triton[deploy]'"
 
 
 def require_packer() -> None:
-    """Raise :class:`PackToolMissingError` naming the extra when ``venv-pack2`` is not installed."""
-    try:
-        import venv_pack  # noqa: F401
-    except ImportError:
-        raise PackToolMissingError(
-            f"mlflow-triton pack needs venv-pack2 (the packer of virtualenvs): {PACKER_HINT}"
-        ) from None
+    """Raise :class:`~mlflow_triton.errors.MissingExtraError` naming the extra when ``venv-pack2`` is not installed."""
+    require_extra("venv_pack", "deploy", "mlflow-triton pack needs venv-pack2 (the packer of virtualenvs)")
 
 
 @dataclasses.dataclass(frozen=True)

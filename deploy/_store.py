@@ -29,6 +29,7 @@ import urllib.parse
 from pathlib import Path
 
 from mlflow_triton.command_line import unreachable, without_user_info
+from mlflow_triton.errors import require_extra
 
 from .errors import DeployError, NotATritonModelError, StoreAccessError, StoreLocationError, StorePathError
 
@@ -276,18 +277,15 @@ def _check_rules(model_uri: str, bucket: str, key: str, what: str) -> None:
 
 def _check_s3_readable(location: StoreLocation) -> None:
     """HEAD ``<model>/config.pbtxt`` with the credentials and endpoint Triton will get."""
-    try:
-        import boto3
-        from botocore.config import Config
-    except ImportError:
-        raise StoreAccessError("reading an S3 artifact store needs boto3: pip install 'mlflow-triton[s3]'") from None
+    boto3 = require_extra("boto3", "s3", "reading an S3 artifact store needs boto3")
+    config = require_extra("botocore.config", "s3", "reading an S3 artifact store needs boto3")
 
     bucket, _, key = location.storage_uri[len("s3://") :].partition("/")
     session = boto3.session.Session()  # a new one: the credentials of the environment now, never cached ones
     client = session.client(
         "s3",
         endpoint_url=s3_endpoint_url(),
-        config=Config(retries={"max_attempts": 1}, connect_timeout=10, read_timeout=30),
+        config=config.Config(retries={"max_attempts": 1}, connect_timeout=10, read_timeout=30),
     )
     try:
         client.head_object(Bucket=bucket, Key=f"{key}/{location.model_name}/config.pbtxt")

@@ -1,15 +1,35 @@
 """Errors of the deployment tools (``pack``, ``locate``, ``check|serve --from-store``, ``kserve``); all derive
-from ``MlflowTritonError`` through :class:`DeployError`.
+from ``MlflowTritonError`` through :class:`DeployError`, except a missing packer or S3 client:
+:class:`~mlflow_triton.errors.MissingExtraError`, the family's one missing-extra error (``PackToolMissingError`` is
+its old name here).
 
-Each message says what went wrong and what to do, so the command line prints it as it is; ``pack``'s are raised
-before anything is written to ``--out``.
+Defined in :mod:`mlflow_triton.errors` with the rest of the family (its docstring draws the tree) and named here,
+where this part's callers have always imported them. Each message says what went wrong and what to do, so the
+command line prints it as it is; ``pack``'s are raised before anything is written to ``--out``.
 """
 
-from mlflow_triton.errors import MlflowTritonError
+from mlflow_triton.errors import (
+    DeployError,
+    KServeManifestError,
+    MissingExtraError,
+    NotATritonModelError,
+    OutputPathError,
+    PackError,
+    PackOutputError,
+    PackRequirementsError,
+    PackTargetError,
+    StoreAccessError,
+    StoreLocationError,
+    StorePathError,
+)
+
+#: The old name of the missing packer's error (``venv-pack2``, the ``deploy`` extra).
+PackToolMissingError = MissingExtraError
 
 __all__ = [
     "DeployError",
     "KServeManifestError",
+    "MissingExtraError",
     "NotATritonModelError",
     "OutputPathError",
     "PackError",
@@ -21,53 +41,3 @@ __all__ = [
     "StoreLocationError",
     "StorePathError",
 ]
-
-
-class DeployError(MlflowTritonError, RuntimeError):
-    """Root of the errors raised while packing, locating or describing a repository for deployment."""
-
-
-class OutputPathError(DeployError, ValueError):
-    """``--out`` cannot be written: a symbolic link, below a file, an existing file or a non-empty directory."""
-
-
-class PackError(DeployError):
-    """Root of the errors of ``mlflow-triton pack``."""
-
-
-class PackOutputError(PackError, OutputPathError):
-    """``--out`` cannot receive the packed repository (it exists and is not empty, it is a file or a symbolic
-    link, it lies inside a model it packs)."""
-
-
-class PackTargetError(PackError, ValueError):
-    """The target cannot be packed for here: unknown name, a ``--python`` that contradicts it, no interpreter."""
-
-
-class PackRequirementsError(PackError):
-    """A model's requirements cannot install on the target: a pin without a release for its Python (pip's own
-    words are quoted), or a wheel that needs a newer glibc than the target has."""
-
-
-class PackToolMissingError(PackError, ImportError):
-    """The packer (``venv-pack2``, the ``deploy`` extra) is not installed."""
-
-
-class StoreLocationError(DeployError, ValueError):
-    """A model's repository cannot be located in the artifact store, or cannot be read there by Triton."""
-
-
-class StorePathError(StoreLocationError):
-    """The repository's address breaks Triton's object-storage path rules."""
-
-
-class StoreAccessError(StoreLocationError):
-    """The store cannot be read with the credentials and endpoint Triton would use."""
-
-
-class NotATritonModelError(StoreLocationError):
-    """The MLflow model has no ``triton`` flavor: it holds no repository Triton could read."""
-
-
-class KServeManifestError(DeployError, ValueError):
-    """An argument of ``mlflow-triton kserve`` cannot make a valid InferenceService."""

@@ -17,7 +17,6 @@ from typing import Literal
 from mlflow_triton.command_line import Progress, os_error_text, run_command, unreachable
 from mlflow_triton.repository.guard import files_directory, served_directories
 
-from ._deps import MissingExtraError
 from ._export import export_onnx
 
 NAME = "export-onnx"
@@ -50,8 +49,6 @@ def export_command(
         return 0
 
     def explain(error: Exception) -> str | None:
-        if isinstance(error, MissingExtraError):
-            return str(error)
         if isinstance(error, OSError):  # e.g. --out not writable
             return f"{os_error_text(error)}; {NOTHING_WRITTEN}"
         from mlflow.exceptions import MlflowException

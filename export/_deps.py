@@ -4,24 +4,15 @@
 never pays for them and a missing one is named with the extra that installs it.
 """
 
-import importlib
+from mlflow_triton.errors import require_extra
 
-EXTRA_HINT = "pip install 'mlflow-triton[onnx]'"
-
-
-class MissingExtraError(ImportError):
-    """An optional dependency of the export is not installed; the message names the extra."""
+#: What the extra installs, said after the command that installs it.
+EXTRA_CONTENTS = "installs skl2onnx, onnxruntime, onnx, onnxscript and hypothesis"
 
 
 def require(module_name, purpose):
-    """Import ``module_name`` or raise ImportError naming the extra to install."""
-    try:
-        return importlib.import_module(module_name)
-    except ImportError as error:
-        raise MissingExtraError(
-            f"mlflow_triton.export needs {module_name} for {purpose}: {EXTRA_HINT} "
-            f"(installs skl2onnx, onnxruntime, onnx, onnxscript and hypothesis)"
-        ) from error
+    """Import ``module_name`` or raise ``MissingExtraError`` naming the ``onnx`` extra."""
+    return require_extra(module_name, "onnx", f"mlflow_triton.export needs {module_name} for {purpose}", EXTRA_CONTENTS)
 
 
 def onnx():

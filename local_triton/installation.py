@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mlflow_triton.command_line import ProgressLike, as_progress
+from mlflow_triton.errors import install_command, missing_extra_message
 from mlflow_triton.repository.staging import staged_directory
 
 from ._stale import remove_stale_builds
@@ -63,7 +64,7 @@ BUNDLED_TRITON_VERSION = "2.51.0"
 #: What the bundled server requires of a serving environment (pip constraint syntax).
 BUNDLED_SERVING_CONSTRAINTS = ("numpy<2",)
 #: The command that installs the bundled server; error messages quote it verbatim.
-INSTALL_HINT = "pip install 'mlflow-triton[local]'"
+INSTALL_HINT = install_command("local")
 OTHER_INSTALLATION_HINT = (
     "or use another Triton installation: --tritonserver /opt/tritonserver/bin/tritonserver "
     "--backend-directory /opt/tritonserver/backends"
@@ -105,13 +106,16 @@ def locate_bundled_server() -> tuple[Path, Path]:
         distribution = importlib.metadata.distribution(PYTRITON_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         raise BundledTritonUnavailableError(
-            f"the bundled Triton server is not installed: {INSTALL_HINT} ({OTHER_INSTALLATION_HINT})"
+            missing_extra_message("the bundled Triton server is not installed", "local", OTHER_INSTALLATION_HINT)
         ) from None
     if distribution.version != PYTRITON_VERSION:
         raise BundledTritonUnavailableError(
-            f"{PYTRITON_DISTRIBUTION} {distribution.version} is installed; mlflow-triton runs the Triton "
-            f"{BUNDLED_TRITON_VERSION} of {PYTRITON_DISTRIBUTION} {PYTRITON_VERSION}: {INSTALL_HINT} "
-            f"({OTHER_INSTALLATION_HINT})"
+            missing_extra_message(
+                f"{PYTRITON_DISTRIBUTION} {distribution.version} is installed; mlflow-triton runs the Triton "
+                f"{BUNDLED_TRITON_VERSION} of {PYTRITON_DISTRIBUTION} {PYTRITON_VERSION}",
+                "local",
+                OTHER_INSTALLATION_HINT,
+            )
         )
     tritonserver = Path(str(distribution.locate_file("pytriton/tritonserver")))
     binary = tritonserver / "bin" / "tritonserver"

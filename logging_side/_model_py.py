@@ -21,6 +21,7 @@ _CONTRACT_DIR = pathlib.Path(contract_package.__file__).resolve().parent
 # Dependency order: each module may use names defined by those before it.
 SOURCES = (
     ("shared_contract/contract.py", _CONTRACT_DIR / "contract.py"),
+    ("runtime/errors.py", _RUNTIME_DIR / "errors.py"),
     ("runtime/conversions.py", _RUNTIME_DIR / "conversions.py"),
     ("runtime/nested.py", _RUNTIME_DIR / "nested.py"),
     ("runtime/codecs.py", _RUNTIME_DIR / "codecs.py"),

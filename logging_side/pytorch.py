@@ -23,7 +23,7 @@ from mlflow.pyfunc import PyFuncModel
 
 from . import _architecture, _custom_code, _framework, _mlflow_private, _options, _packaging
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, require_extra
 
 if TYPE_CHECKING:
     from mlflow.models import Model, ModelSignature
@@ -40,15 +40,10 @@ __all__ = ["FLAVOR_NAME", "TRITON_FLAVOR_NAME", "log_model", "save_model"]
 
 
 def _import_torch() -> ModuleType:
-    """``torch``, or an ImportError that names the extra to install (imported on first use)."""
-    try:
-        import torch
-    except ImportError as error:
-        raise ImportError(
-            "mlflow_triton.pytorch needs PyTorch: pip install 'mlflow-triton[torch]' "
-            "(or the torch version your model needs)"
-        ) from error
-    return torch
+    """``torch``, or a ``MissingExtraError`` that names the extra to install (imported on first use)."""
+    return require_extra(
+        "torch", "torch", "mlflow_triton.pytorch needs PyTorch", "or the torch version your model needs"
+    )
 
 
 def _mlflow_pytorch() -> ModuleType:

@@ -30,7 +30,7 @@ from mlflow.pyfunc import PyFuncModel
 
 from . import _architecture, _framework, _mlflow_private, _options, _packaging
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
-from .errors import BatchingRefusedError, InvalidArgumentError
+from .errors import BatchingRefusedError, InvalidArgumentError, require_extra
 from .pytorch import _check_eval_mode, _module_device
 
 if TYPE_CHECKING:
@@ -54,15 +54,13 @@ def _llm_task(options: dict[str, Any]) -> str | None:
 
 
 def _import_transformers() -> ModuleType:
-    """``transformers``, or an ImportError that names the extra to install (imported on first use)."""
-    try:
-        import transformers
-    except ImportError as error:
-        raise ImportError(
-            "mlflow_triton.transformers needs Hugging Face Transformers: "
-            "pip install 'mlflow-triton[transformers]' (or the versions your model needs)"
-        ) from error
-    return transformers
+    """``transformers``, or a ``MissingExtraError`` that names the extra to install (imported on first use)."""
+    return require_extra(
+        "transformers",
+        "transformers",
+        "mlflow_triton.transformers needs Hugging Face Transformers",
+        "or the versions your model needs",
+    )
 
 
 def _mlflow_transformers() -> ModuleType:

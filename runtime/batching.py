@@ -15,13 +15,9 @@ import numpy as np
 import pandas as pd
 
 # <mlflow-triton package imports: removed when composing model.py>
-from ..shared_contract.contract import MlflowTritonError
+from .errors import RowCountError
 
 # </mlflow-triton package imports>
-
-
-class RowCountError(MlflowTritonError, ValueError):
-    """Row counts that do not line up; the message names the tensors and their counts."""
 
 
 def group_positions(keys):

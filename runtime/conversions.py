@@ -56,17 +56,13 @@ import numpy as np
 import pandas as pd
 
 # <mlflow-triton package imports: removed when composing model.py>
-from ..shared_contract.contract import MlflowTritonError
+from .errors import TensorMappingError
 
 # </mlflow-triton package imports>
 
 _NUMBER_KINDS = "biuf"
 # Source kind -> the target kinds a value may keep its value in.
 _TARGET_KINDS = {"b": "biuf", "i": "iuf", "u": "iuf", "f": "f"}
-
-
-class TensorMappingError(MlflowTritonError, ValueError):
-    """A tensor or value does not fit the configured mapping; the message names it."""
 
 
 # -- numbers -------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ they never quote a value.
 import json
 
 # <mlflow-triton package imports: removed when composing model.py>
-from ..shared_contract.contract import MlflowTritonError
+from .errors import RequestError
 
 # </mlflow-triton package imports>
 
@@ -60,10 +60,6 @@ CUT_AT_NUL = (
 )
 
 
-class ParameterError(MlflowTritonError, ValueError):
-    """The request's parameters do not fit the model's params schema: the client's error."""
-
-
 def params_schema_of(predictor):
     """The loaded model's ``ParamSchema`` (``pyfunc`` metadata), or None when its signature has none."""
     metadata = getattr(predictor, "metadata", None)
@@ -74,7 +70,7 @@ def params_schema_of(predictor):
 def request_params(raw, schema):
     """The checked ``params`` for ``predict`` from ``request.parameters()`` text; None when it carries none.
 
-    ``schema`` is the model's ``ParamSchema`` or None. Raises ``ParameterError``
+    ``schema`` is the model's ``ParamSchema`` or None. Raises ``RequestError``
     naming the parameter for an unknown name, a value of another type or shape,
     or any parameter sent to a model without a params schema.
     """
@@ -86,7 +82,7 @@ def request_params(raw, schema):
         return None
     names = ", ".join(f"`{name}`" for name in sorted(given))
     if schema is None or not schema.params:
-        raise ParameterError(
+        raise RequestError(
             f"Request parameter(s) {names}: this model takes no parameters (its MLflow signature has no params "
             "schema), so they cannot be applied; send the request without parameters, or log the model with a "
             "signature that declares them (infer_signature(..., params={...}))"
@@ -94,7 +90,7 @@ def request_params(raw, schema):
     specs = {spec.name: spec for spec in schema.params}
     unknown = sorted(set(given) - set(specs))
     if unknown:
-        raise ParameterError(
+        raise RequestError(
             f"Request parameter(s) {', '.join(f'`{name}`' for name in unknown)} not accepted by this model; "
             f"accepted: {_accepted(schema)}"
         )
@@ -107,17 +103,17 @@ def _parsed(raw):
         return {}
     try:
         given = json.loads(raw, object_pairs_hook=_once_each)
-    except ParameterError:
+    except RequestError:
         raise
     except (TypeError, ValueError):
-        raise ParameterError("The request's parameters are not a JSON object") from None
+        raise RequestError("The request's parameters are not a JSON object") from None
     if not isinstance(given, dict):
-        raise ParameterError("The request's parameters are not a JSON object")
+        raise RequestError("The request's parameters are not a JSON object")
     return given
 
 
 def _once_each(pairs):
-    """A JSON object's members as a dict; ``ParameterError`` for a key given twice.
+    """A JSON object's members as a dict; ``RequestError`` for a key given twice.
 
     Triton's HTTP front end passes every member of a request's ``parameters``, a repeated key
     with its first value each time, where MLflow's scoring server (Python's ``json``) keeps the last.
@@ -125,7 +121,7 @@ def _once_each(pairs):
     names = [name for name, _ in pairs]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise ParameterError(
+        raise RequestError(
             f"Request parameter(s) {', '.join(f'`{name}`' for name in repeated)} given more than once; Triton "
             "passes the first value where MLflow's scoring server keeps the last: send each parameter once"
         )
@@ -136,25 +132,25 @@ def _from_channel(given):
     """The params object of the ``mlflow_params`` JSON text, read as MLflow's scoring server reads ``params``."""
     others = sorted(set(given) - {PARAMS_CHANNEL})
     if others:
-        raise ParameterError(
+        raise RequestError(
             f"Request parameter(s) {', '.join(f'`{name}`' for name in others)} sent beside `{PARAMS_CHANNEL}`: "
             f"send all parameters in `{PARAMS_CHANNEL}` (the JSON text of the params object), or none there"
         )
     text = given[PARAMS_CHANNEL]
     if not isinstance(text, str):
-        raise ParameterError(
+        raise RequestError(
             f"Request parameter `{PARAMS_CHANNEL}` must be a string (the JSON text of the params object), "
             f"got {_kind(text)}"
         )
     try:
         params = json.loads(text)  # Python's json, as MLflow's scoring server: a repeated key keeps its last value
     except ValueError as error:
-        raise ParameterError(
+        raise RequestError(
             f"Request parameter `{PARAMS_CHANNEL}` must be the JSON text of the params object; "
             f"{_unreadable(text, error)}"
         ) from None
     if not isinstance(params, dict):
-        raise ParameterError(
+        raise RequestError(
             f"Request parameter `{PARAMS_CHANNEL}` must be the JSON text of the params object, got {_kind(params)}"
         )
     return params
@@ -168,7 +164,7 @@ def _unreadable(text, error):
 
 
 def _checked(value, spec):
-    """``value`` as MLflow's ``ParamSpec.validate_param_spec`` returns it, or ``ParameterError``."""
+    """``value`` as MLflow's ``ParamSpec.validate_param_spec`` returns it, or ``RequestError``."""
     from mlflow.types.schema import Object, ParamSpec  # mlflow is loaded with the model by now
 
     structured = spec.shape == LIST_SHAPE or isinstance(spec.dtype, Object)
@@ -176,21 +172,21 @@ def _checked(value, spec):
         try:
             value = json.loads(value)
         except ValueError as error:
-            raise ParameterError(
+            raise RequestError(
                 f"Request parameter `{spec.name}` must be {_expected(spec)}, sent as JSON text (Triton's request "
                 f"parameters carry only scalars); {_unreadable(value, error)}"
             ) from None
     try:
         return ParamSpec.validate_param_spec(value, spec)
     except Exception:  # MLflow's message quotes the value; the client gets the expected type instead
-        raise ParameterError(
+        raise RequestError(
             f"Request parameter `{spec.name}` must be {_expected(spec)}, got {_kind(value, spec)}; "
             f"accepted: {_accepted_spec(spec)}"
         ) from None
 
 
 def _checked_as_mlflow(value, spec):
-    """``value`` as MLflow's scoring server takes it from ``params``, or ``ParameterError`` with MLflow's words.
+    """``value`` as MLflow's scoring server takes it from ``params``, or ``RequestError`` with MLflow's words.
 
     In ``mlflow_params`` every value is already what it is in MLflow's ``params`` (a list a JSON array), so JSON
     text is not read here: MLflow would refuse a string for a list. MLflow's message may quote the value.
@@ -201,7 +197,7 @@ def _checked_as_mlflow(value, spec):
         return ParamSpec.validate_param_spec(value, spec)
     except Exception as error:
         reason = " ".join(str(getattr(error, "message", error)).split())
-        raise ParameterError(f"Request parameter `{spec.name}` (in `{PARAMS_CHANNEL}`): {reason}") from None
+        raise RequestError(f"Request parameter `{spec.name}` (in `{PARAMS_CHANNEL}`): {reason}") from None
 
 
 def _expected(spec):

@@ -22,6 +22,7 @@ import numpy as np
 
 # <mlflow-triton package imports: removed when composing model.py>
 from ..shared_contract.contract import CONTENT_TYPE_TENSOR, REQUEST_TENSOR, RESPONSE_TENSOR
+from .errors import RequestError
 from .loading import temporary_environment
 
 # </mlflow-triton package imports>
@@ -30,10 +31,6 @@ JSON_CONTENT_TYPE = "application/json"
 # MLflow's scoring server sets it when it starts (scoring_server.init); type-hinted models read it while predicting.
 SERVING_ENVIRONMENT_VARIABLE = "_MLFLOW_IS_IN_SERVING_ENVIRONMENT"
 OK = 200
-
-
-class ProtocolRequestError(ValueError):
-    """The request's tensors do not hold one body (and one content type): the client's error."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +87,7 @@ def protocol_request(arrays):
     """``(body bytes, content type)`` from the request's ``{tensor name: array}``."""
     body = _single_element(arrays, REQUEST_TENSOR)
     if body is None:
-        raise ProtocolRequestError(
+        raise RequestError(
             f"Tensor {REQUEST_TENSOR} is missing: send the body `mlflow models serve` accepts at /invocations in it"
         )
     content_type = _single_element(arrays, CONTENT_TYPE_TENSOR)
@@ -99,7 +96,7 @@ def protocol_request(arrays):
     try:
         return body, content_type.decode("utf-8")
     except UnicodeDecodeError:
-        raise ProtocolRequestError(f"Tensor {CONTENT_TYPE_TENSOR} is not valid UTF-8 text") from None
+        raise RequestError(f"Tensor {CONTENT_TYPE_TENSOR} is not valid UTF-8 text") from None
 
 
 def response_array(body):
@@ -145,10 +142,10 @@ def _single_element(arrays, name):
     if array is None:
         return None
     if array.size != 1:
-        raise ProtocolRequestError(f"Tensor {name} holds {array.size} elements; send exactly one (shape [1])")
+        raise RequestError(f"Tensor {name} holds {array.size} elements; send exactly one (shape [1])")
     value = array.ravel()[0]
     if isinstance(value, str):
         return value.encode("utf-8")
     if not isinstance(value, bytes):
-        raise ProtocolRequestError(f"Tensor {name} must be BYTES, got {type(value).__name__} elements")
+        raise RequestError(f"Tensor {name} must be BYTES, got {type(value).__name__} elements")
     return value

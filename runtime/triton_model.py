@@ -69,11 +69,9 @@ from ..shared_contract.contract import (
     JSON_CONTENT,
     MLFLOW_PROTOCOL,
     REQUEST_TENSOR,
-    MlflowTritonError,
     contract_from_model_config,
 )
 from .batching import (
-    RowCountError,
     check_output_rows,
     count_rows,
     group_positions,
@@ -82,13 +80,19 @@ from .batching import (
     split_outputs,
 )
 from .codecs import StructureCodec, tensor_types_from_model_config
-from .conversions import TensorMappingError
+from .errors import (
+    ModelLoadError,
+    OutputError,
+    PredictionError,
+    RequestError,
+    RowCountError,
+    TensorMappingError,
+)
 from .forwarding import FRONT_PARAMETER, marked
 from .loading import device_for_instance, load_predictor
-from .parameters import ParameterError, params_schema_of, request_params
+from .parameters import params_schema_of, request_params
 from .protocol import (
     MlflowProtocol,
-    ProtocolRequestError,
     enter_serving_environment,
     leave_serving_environment,
     protocol_request,
@@ -159,8 +163,6 @@ class TritonPythonModel:
                 if tensor is not None:
                     arrays[name] = tensor.as_numpy()
             answer = self.protocol.answer(*protocol_request(arrays))
-        except ProtocolRequestError as error:
-            return self._failure(RequestError(str(error)))
         except Exception as error:
             return self._failure(error)
         if answer.reason is None:
@@ -267,10 +269,7 @@ class TritonPythonModel:
     def _params(self, request):
         """The request's parameters, checked against the params schema: ``predict``'s ``params`` or None."""
         read = getattr(request, "parameters", None)  # backends before request parameters have no such method
-        try:
-            return request_params(read() if read is not None else None, self.params_schema)
-        except ParameterError as error:
-            raise RequestError(str(error)) from None
+        return request_params(read() if read is not None else None, self.params_schema)
 
     def _predict(self, model_input, empty_tensor, params=None):
         try:
@@ -333,22 +332,6 @@ def _failure_response(error, mark=False):
         return _error_response(str(error), "INTERNAL", mark)
     # a defect of this runtime; its text is kept out of the response too
     return _error_response(_withheld("The mlflow-triton runtime failed", error), "INTERNAL", mark)
-
-
-class RequestError(MlflowTritonError, ValueError):
-    """The request does not fit the model's inputs: the client's error (``INVALID_ARG``)."""
-
-
-class PredictionError(MlflowTritonError, RuntimeError):
-    """The model's own ``predict`` raised (``INTERNAL``): its type for the client, its text in Triton's log."""
-
-
-class OutputError(MlflowTritonError, RuntimeError):
-    """The prediction does not fit the configured output tensors (``INTERNAL``); the message names it."""
-
-
-class ModelLoadError(MlflowTritonError, RuntimeError):
-    """``initialize`` could not load the MLflow model under ``<version>/artifact/``."""
 
 
 def _load(artifact, flavor, device):

@@ -45,7 +45,7 @@ ARROWS = {
     "logging_side": ("repository", "command_line", "errors"),
     "repository": ("runtime", "errors"),
     "runtime": ("shared_contract",),
-    "errors": ("shared_contract",),
+    "errors": ("runtime", "shared_contract"),  # runtime/errors.py: the vendored runtime keeps its own classes
     "command_line": ("shared_contract",),
     "shared_contract": (),
 }

@@ -16,7 +16,8 @@ from mlflow.types.schema import ParamSchema, ParamSpec
 
 import mlflow_triton.pytorch as mt_pytorch
 from mlflow_triton.errors import InvalidArgumentError
-from mlflow_triton.runtime.parameters import ParameterError, request_params
+from mlflow_triton.runtime.errors import RequestError as ParameterError
+from mlflow_triton.runtime.parameters import request_params
 from tests.support import fake_pb_utils, tiny_models
 from tests.support.shipped_request import arrays_from_binary_request, read_headers_file
 
