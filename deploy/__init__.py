@@ -1,6 +1,6 @@
 """``mlflow_triton.deploy``: taking a generated repository off this machine.
 
-* [errors][mlflow_triton.deploy.errors] -- the errors of this part (one family with the rest), to catch by class.
+* [errors][mlflow_triton.errors] -- the errors of this part (one family with the rest), to catch by class.
 * ``_store`` -- where a logged model's repository sits in MLflow's artifact store, as an address Triton reads
   (``s3://…``), checked against Triton's path rules and the credentials it will use; ``_store_commands`` --
   ``locate`` and ``check|serve --from-store``.

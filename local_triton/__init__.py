@@ -3,7 +3,7 @@
 The command line (``mlflow-triton check|serve``) calls [check_command][.check_command] and
 [serve_command][.serve_command]. The package offers those two and the pieces a program composes them from
 (``__all__``). Its modules without a leading ``_`` are usable on their own (other parts and the
-example runner use them), and its errors are in [errors][mlflow_triton.local.errors]:
+example runner use them), and its errors are in [errors][mlflow_triton.errors]:
 
 * ``installation`` -- where the server comes from: the Triton 2.51 of
   the ``nvidia-pytriton`` wheel (``pip install 'mlflow-triton[local]'``), or an existing

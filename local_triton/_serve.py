@@ -91,9 +91,9 @@ def serve_models(
     environment.
 
     ``wait(server)`` blocks while serving (default: until Ctrl-C / SIGTERM or the server's exit).
-    Errors before the server is up raise ([ModelSourceError][mlflow_triton.local.errors.ModelSourceError],
+    Errors before the server is up raise ([ModelSourceError][mlflow_triton.errors.ModelSourceError],
     [RepositoryAssemblyError][], [PortInUseError][], [ServingEnvError][],
-    [TritonStartError][mlflow_triton.local.errors.TritonStartError]) with nothing left running.
+    [TritonStartError][mlflow_triton.errors.TritonStartError]) with nothing left running.
     """
     say = as_progress(progress)
     work_dir = Path(work_dir)
