@@ -11,17 +11,13 @@ import dataclasses
 import pathlib
 
 from mlflow_triton.runtime.codecs import StructureCodec
+from mlflow_triton.runtime.loading import ARTIFACT_DIRECTORY  # the runtime's, defined once
 from mlflow_triton.shared_contract import Contract
 
 #: The folder of the MLflow model that holds the Triton repository (one model directory inside it).
 REPOSITORY_DIRECTORY = "model_repository"
 #: The one model version a repository ships; Triton serves ``<name>/1/``.
 VERSION_DIRECTORY = "1"
-#: Inside the version folder: the full copy of the MLflow package the generated model.py loads. The runtime's
-#: ``triton_model.py`` holds the same name for itself (vendored, it imports no package module, and it imports
-#: ``triton_python_backend_utils``, so the package cannot import it): tests/unit/test_repository_boundary.py holds
-#: the two equal. Every other part names the folder from here (:func:`artifact_directory`).
-ARTIFACT_DIRECTORY = "artifact"
 CONFIG_FILE = "config.pbtxt"
 MODEL_FILE = "model.py"
 REQUIREMENTS_FILE = "requirements.txt"

@@ -15,6 +15,10 @@ import threading
 
 _LOAD_LOCK = threading.Lock()
 
+#: Inside the version folder (``<model>/1/``): the full copy of the MLflow package that model.py loads. Defined
+#: here, where the package can import it outside Triton too (``repository.layout`` names every path from it).
+ARTIFACT_DIRECTORY = "artifact"
+
 # No model hub or network access while loading: everything must be in the artifact.
 OFFLINE_ENVIRONMENT = {
     "HF_HUB_OFFLINE": "1",

@@ -89,7 +89,7 @@ from .errors import (
     TensorMappingError,
 )
 from .forwarding import FRONT_PARAMETER, marked
-from .loading import device_for_instance, load_predictor
+from .loading import ARTIFACT_DIRECTORY, device_for_instance, load_predictor
 from .parameters import params_schema_of, request_params
 from .protocol import (
     MlflowProtocol,
@@ -101,7 +101,6 @@ from .protocol import (
 
 # </mlflow-triton package imports>
 
-ARTIFACT_DIRECTORY = "artifact"
 MAX_MESSAGE_LENGTH = 1000
 MAX_LOGGED_LENGTH = 4000
 MAX_SCHEMA_REASON_LENGTH = 300

@@ -146,19 +146,21 @@ def test_repository_paths_spell_no_folder_or_file_name_of_the_layout_when_parsed
     assert spelled == [], f"{spelled}: name them through mlflow_triton.repository.layout ({sorted(LAYOUT_NAMES)})"
 
 
-def test_layout_names_the_artifact_folder_the_runtime_loads_when_both_are_read():
-    # The runtime's own copy: runtime/triton_model.py imports no package module (it is vendored into model.py), and
-    # the package cannot import it outside Triton (it imports triton_python_backend_utils).
-    tree = ast.parse((ROOT / "runtime" / "triton_model.py").read_text(encoding="utf-8"))
-    runtime_names = {
-        target.id: node.value.value
-        for node in tree.body
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
+def test_artifact_folder_is_defined_once_in_the_runtime_when_every_part_is_parsed():
+    from mlflow_triton.runtime import loading
 
-    assert runtime_names["ARTIFACT_DIRECTORY"] == layout.ARTIFACT_DIRECTORY
+    defined = [
+        path.relative_to(ROOT).as_posix()
+        for path in sorted(ROOT.glob("*/*.py"))
+        if not path.parts[len(ROOT.parts)].startswith((".", "tests", "docs", "build"))
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id == "ARTIFACT_DIRECTORY"
+    ]
+
+    assert defined == ["runtime/loading.py"]
+    assert layout.ARTIFACT_DIRECTORY is loading.ARTIFACT_DIRECTORY
 
 
 def test_layout_names_the_descriptor_mlflow_writes_when_compared_with_mlflow():
