@@ -79,6 +79,12 @@ class _Tiny(_framework.Framework):
         return PyFuncModel(model_meta, _Predicting(model))
 
 
+def log_model(tiny_model, *, input_example, signature=None, name="model", **kwargs):
+    """The flavor module's ``log_model``."""
+    destination, triton = _options.Destination(name=name), _options.TritonOptions()
+    return _packaging.log_model(flavors.entry(TINY), tiny_model, input_example, signature, destination, triton, kwargs)
+
+
 def save_model(tiny_model, path, *, input_example, signature=None, **kwargs):
     """The flavor module's ``save_model``."""
     triton = _options.TritonOptions()
@@ -121,11 +127,16 @@ def test_flavor_registered_here_is_saved_with_its_triton_repository_when_its_mod
     np.testing.assert_array_equal(mlflow.pyfunc.load_model(str(saved)).predict(EXAMPLE), EXAMPLE * 2)
 
 
-def test_check_reads_a_saved_package_of_the_flavor_as_generated_when_it_has_the_triton_flavor(saved, tmp_path):
-    source = resolve_model(str(saved), tmp_path / "download")
+def test_check_reads_a_logged_model_of_the_flavor_from_the_store_when_it_has_the_triton_flavor(
+    tiny, tracking_store, tmp_path
+):
+    info = log_model(Doubler(), input_example=EXAMPLE, signature=SIGNATURE, name="tiny")
+
+    source = resolve_model(info.model_uri, tmp_path / "download")
 
     assert source.generated
-    assert source.pyfunc_uri is not None
+    assert read_config(source.files / CONFIG_FILE)[1].flavor == TINY
+    assert [model.name for model in tracking_store.logged_models()] == ["tiny"]
 
 
 def test_check_names_the_flavors_module_and_model_argument_when_mlflow_logged_it_natively(tiny, tmp_path):
