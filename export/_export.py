@@ -15,6 +15,7 @@ import tempfile
 import urllib.parse
 from typing import Literal
 
+from mlflow_triton import flavors
 from mlflow_triton.repository import request_files
 from mlflow_triton.repository.guard import batched_name, checked_zero_row_guard, mark_batched, write_front
 from mlflow_triton.repository.layout import (
@@ -27,13 +28,15 @@ from mlflow_triton.repository.layout import (
 from mlflow_triton.repository.names import check_model_name
 from mlflow_triton.repository.paths import checked_out, lies_inside
 
-from . import _config, _deps, _handoff, _parity, _pytorch, _sklearn, _tensors, _text, _text_export, _writer
+from . import _config, _deps, _handoff, _parity, _pytorch, _sklearn, _tensors, _text_export, _writer
 from ._errors import InvalidArgumentError, UnsupportedModelError
 from ._source import read_logged_model
 
 SUFFIX = "_onnx"
+# Keyed by exporter (a flavor's registry entry names its own: ``mlflow_triton.flavors.exporter``).
 CONVERTERS = {"sklearn": _sklearn.convert, "pytorch": _pytorch.convert}
 PROBES = {"sklearn": _sklearn.parity_probes}
+TEXT_EXPORTER = "text"  # _text_export: an ONNX network with its tokenizer and text pipeline
 MODEL_PY = pathlib.Path(__file__).with_name("_python_backend_model.py")
 REQUIREMENTS_HEADER = (
     "# Serving environment for this exported model's 1/model.py: onnxruntime and numpy only (no MLflow).\n"
@@ -77,7 +80,8 @@ def export_onnx(
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-export-") as workspace:
         source = read_logged_model(model_uri, pathlib.Path(workspace) / "model")
         name = check_model_name(f"{source.name}{SUFFIX}")
-        if source.flavor in _text.TEXT_FLAVORS:
+        exporter = flavors.exporter(source.flavor)
+        if exporter == TEXT_EXPORTER:
             check_model_name(_text_export.network_name(name))
             return _text_export.export_text(source, out_dir, name, max_batch_size=max_batch_size, backend=backend)
         _writer.check_target(out_dir / name)
@@ -85,18 +89,17 @@ def export_onnx(
             _writer.check_target(out_dir / batched_name(name))
         _check_batchable(source.layout)
         _check_plain_columns(source.layout)
-        convert = CONVERTERS.get(source.flavor)
-        if convert is None:
+        if exporter is None or exporter not in CONVERTERS:
             raise UnsupportedModelError(
-                f"Flavor {source.flavor!r} cannot be exported; supported: {', '.join(CONVERTERS)}"
+                f"Flavor {source.flavor!r} cannot be exported; supported: {', '.join(flavors.exported_by(CONVERTERS))}"
             )
-        onnx_model, converter = convert(source)
+        onnx_model, converter = CONVERTERS[exporter](source)
         inputs, outputs = _tensors.conform(onnx_model, source.layout)
         try:
             predictor = _parity.OnnxPredictor(onnx_model, inputs, outputs)
         except Exception as error:
             raise UnsupportedModelError(_load_failure(error)) from error
-        probes, probe_note = PROBES.get(source.flavor, lambda _: (None, None))(source)
+        probes, probe_note = PROBES.get(exporter, lambda _: (None, None))(source)
         parity = _parity.check_parity(source, predictor, max_batch_size, probes=probes)
         if probe_note and "not_probed" not in parity:
             parity["not_probed"] = probe_note

@@ -18,7 +18,6 @@ from ._pytorch import _export_failure, _quiet_exporter, converter_record
 
 TASKS = ("text-classification", "token-classification", "feature-extraction")
 SENTENCE_TASK = "sentence-embedding"
-TEXT_FLAVORS = ("transformers", "sentence_transformers")
 POOLING_MODES = ("mean", "cls", "max")
 NETWORK_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 REASONABLE_LENGTH = 1_000_000  # tokenizers without a real limit say model_max_length = 1e30

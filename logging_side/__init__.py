@@ -10,6 +10,8 @@ and ``mlflow_triton.add_repository(model_uri)`` for a model already in MLflow.
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import flavors
+
 if TYPE_CHECKING:
     from mlflow.models.model import ModelInfo
 
@@ -19,7 +21,7 @@ __all__ = ["__version__", "add_repository"]
 
 # Reachable as attributes after a bare ``import mlflow_triton`` (``mlflow_triton.sklearn.log_model(...)``, as
 # ``mlflow.sklearn`` is), each imported on first use: ``import mlflow_triton`` stays light.
-_SUBMODULES = ("errors", "pyfunc", "pytorch", "sklearn", "transformers", "triton")
+_SUBMODULES = ("errors", "triton", *flavors.wrapper_names())
 
 
 def __getattr__(name: str) -> Any:

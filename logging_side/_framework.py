@@ -1,7 +1,8 @@
 """What differs between the frameworks the wrappers package, and the helpers their hooks share.
 
 A wrapper (``sklearn``, ``pytorch``, ``transformers``, ``pyfunc``, ``add_repository``) subclasses ``Framework``;
-the packaging flow (``_packaging``) calls its hooks and nothing framework-specific besides.
+the packaging flow (``_packaging``) calls its hooks and nothing framework-specific besides. A flavor module
+registers its instance in ``flavors``, where the other parts read its facts.
 """
 
 import inspect
@@ -16,19 +17,34 @@ from mlflow.models import Model
 from . import _mlflow_private
 from .errors import InvalidArgumentError
 
-# save_model parameters this package sets itself; callers use the wrapper's own arguments.
-MANAGED_NATIVE_OPTIONS = frozenset(
-    {"path", "mlflow_model", "signature", "input_example", "sk_model", "pytorch_model", "transformers_model"}
-)
+# save_model parameters this package sets itself (besides each flavor's model_argument); callers use the wrapper's
+# own arguments.
+MANAGED_NATIVE_OPTIONS = frozenset({"path", "mlflow_model", "signature", "input_example"})
 
 
 class Framework:
-    """What differs between sklearn, PyTorch and Transformers; subclassed per wrapper."""
+    """What differs between flavors; subclassed per wrapper, its instance the flavor's entry in ``flavors``."""
 
     flavor: str | None = None  # MLflow flavor name, e.g. "sklearn"
     model_argument: str | None = None  # the wrapper's positional parameter, e.g. "sk_model"
     supports_gpu = False
     describes_architecture = False  # True where architecture() writes architecture.json
+    # MLflow records ``flavor`` only on models its own mlflow.<flavor> logged (python_function: on every model):
+    # ``local`` then says which wrapper logs such a model with a Triton repository.
+    marks_native_models = True
+    # MLflow's pyfunc ``predict`` of this flavor takes a dict input (sklearn's and PyTorch's refuse one, so the
+    # recorded input tensor is unnamed: ``_schema.signature_for_pyfunc``).
+    dict_input = True
+    # MLflow's loader takes MLFLOW_DEFAULT_PREDICTION_DEVICE as a device index (-1: CPU), not a torch device string:
+    # the runtime's ``loading.device_setting`` (vendored, so it cannot read this; a test holds the two equal).
+    device_index = False
+    # The key of export-onnx's exporter for this flavor's models ("sklearn", "pytorch", "text"); None: refused.
+    exporter: str | None = None
+
+    @property
+    def wrapper_module(self) -> str:
+        """The module holding this entry, whose ``log_model`` logs the flavor's models (``mlflow_triton.sklearn``)."""
+        return type(self).__module__
 
     def native_module(self):
         raise NotImplementedError

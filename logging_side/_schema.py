@@ -54,6 +54,7 @@ from mlflow_triton.shared_contract import (
     writer_version,
 )
 
+from . import flavors
 from .errors import UnsupportedSchemaError
 
 # MLflow column type -> (Triton datatype, BYTES content; ``None`` for a numeric or boolean tensor). Every member
@@ -75,8 +76,6 @@ OUTPUT_COLUMN_TYPE_NAMES = ", ".join(t.name for t in COLUMN_TYPES if t != DataTy
 UNMASKED_OPTIONAL_TYPES = (DataType.integer, DataType.long)
 MISSING_MASK_SUFFIX = "__missing"
 NESTED_COLUMN_TYPES = (Array, Object, Map)
-# Flavors whose pyfunc ``predict`` refuses a dict input (see ``signature_for_pyfunc``).
-FLAVORS_WITHOUT_DICT_INPUT = ("sklearn", "pytorch")
 
 
 def layout_from_signature(signature, flavor, examples=None, example_columns=None):
@@ -129,12 +128,12 @@ def signature_for_pyfunc(signature, flavor):
     When the input schema's only tensor is named, MLflow's schema enforcement hands
     ``predict`` a one-key dict instead of the ndarray, and the scikit-learn and
     PyTorch flavors refuse dicts ("does not support List or Dict input types").
-    For those flavors the recorded input tensor is unnamed, so the ndarray passes
-    through; the Triton tensor keeps the name (``layout_from_signature`` maps the
-    original signature).
+    For the flavors whose registry entry says so (``Framework.dict_input``) the
+    recorded input tensor is unnamed, so the ndarray passes through; the Triton
+    tensor keeps the name (``layout_from_signature`` maps the original signature).
     """
     inputs = signature.inputs if signature is not None else None
-    if flavor not in FLAVORS_WITHOUT_DICT_INPUT or not _is_single_named_tensor(inputs):
+    if not _is_single_named_tensor(inputs) or flavors.takes_dict_input(flavor):
         return signature
     [spec] = inputs.inputs
     unnamed = Schema([TensorSpec(spec.type, spec.shape)])

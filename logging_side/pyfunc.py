@@ -31,7 +31,7 @@ from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 from mlflow.pyfunc.model import PythonModel, PythonModelContext
 
-from . import _custom_code, _framework, _mlflow_private, _options, _packaging
+from . import _custom_code, _framework, _mlflow_private, _options, _packaging, flavors
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError, ValidationError
 
@@ -48,6 +48,7 @@ __all__ = ["FLAVOR_NAME", "TRITON_FLAVOR_NAME", "log_model", "save_model"]
 class _PythonFunction(_framework.Framework):
     flavor = FLAVOR_NAME
     model_argument = "python_model"
+    marks_native_models = False  # every MLflow model has the python_function flavor
 
     def native_module(self) -> ModuleType:
         return mlflow.pyfunc
@@ -200,7 +201,7 @@ def _keep(downloads: str) -> str | None:
     return kept
 
 
-_FRAMEWORK = _PythonFunction()
+_FRAMEWORK = flavors.register(_PythonFunction())
 
 
 def _pyfunc_options(

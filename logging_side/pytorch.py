@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _architecture, _custom_code, _framework, _mlflow_private, _options, _packaging
+from . import _architecture, _custom_code, _framework, _mlflow_private, _options, _packaging, flavors
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError, require_extra
 
@@ -92,6 +92,8 @@ class _PyTorch(_framework.Framework):
     model_argument = "pytorch_model"
     supports_gpu = True
     describes_architecture = True
+    dict_input = False
+    exporter = "pytorch"
 
     def native_module(self) -> ModuleType:
         return _mlflow_pytorch()
@@ -179,7 +181,7 @@ def _pickles_by_value(pickle_module: Any) -> bool:
     return isinstance(pickler, type) and issubclass(pickler, cloudpickle.Pickler)
 
 
-_FRAMEWORK = _PyTorch()
+_FRAMEWORK = flavors.register(_PyTorch())
 
 
 @_options.documented

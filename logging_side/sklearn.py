@@ -17,7 +17,7 @@ import mlflow.sklearn
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _custom_code, _framework, _mlflow_private, _options, _packaging
+from . import _custom_code, _framework, _mlflow_private, _options, _packaging, flavors
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError
 
@@ -34,6 +34,8 @@ __all__ = ["FLAVOR_NAME", "TRITON_FLAVOR_NAME", "log_model", "save_model"]
 class _Sklearn(_framework.Framework):
     flavor = FLAVOR_NAME
     model_argument = "sk_model"
+    dict_input = False
+    exporter = "sklearn"
 
     def native_module(self) -> ModuleType:
         return mlflow.sklearn
@@ -116,7 +118,7 @@ def _default_serialization_format() -> str:
     return default or "skops"
 
 
-_FRAMEWORK = _Sklearn()
+_FRAMEWORK = flavors.register(_Sklearn())
 
 
 @_options.documented

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _architecture, _framework, _mlflow_private, _options, _packaging
+from . import _architecture, _framework, _mlflow_private, _options, _packaging, flavors
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import BatchingRefusedError, InvalidArgumentError, require_extra
 from .pytorch import _check_eval_mode, _module_device
@@ -75,6 +75,8 @@ class _Transformers(_framework.Framework):
     model_argument = "transformers_model"
     supports_gpu = True
     describes_architecture = True
+    device_index = True
+    exporter = "text"
 
     def native_module(self) -> ModuleType:
         return _mlflow_transformers()
@@ -236,7 +238,7 @@ def _default_requirements(model: Any, *, reads_images: bool = False) -> list[str
     return [_mlflow_private.pinned_requirement(package) for package in packages]
 
 
-_FRAMEWORK = _Transformers()
+_FRAMEWORK = flavors.register(_Transformers())
 
 
 @_options.documented

@@ -41,7 +41,8 @@ def test_check_native_options_lists_the_sklearn_options_when_an_option_is_unknow
 
 
 def test_check_native_options_accepts_every_unmanaged_save_model_parameter_when_given():
-    parameters = set(inspect.signature(mlflow.sklearn.save_model).parameters) - _framework.MANAGED_NATIVE_OPTIONS
+    managed = _framework.MANAGED_NATIVE_OPTIONS | {sklearn._FRAMEWORK.model_argument}
+    parameters = set(inspect.signature(mlflow.sklearn.save_model).parameters) - managed
 
     sklearn._FRAMEWORK.check_native_options(dict.fromkeys(parameters))
 

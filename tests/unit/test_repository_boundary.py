@@ -11,6 +11,7 @@ import functools
 
 import pytest
 
+from mlflow_triton import flavors
 from mlflow_triton.repository import layout
 from tests.support.parts import PARTS, ROOT, absolute_imports, imported_modules, module_name, owning_part, part_files
 
@@ -44,10 +45,11 @@ def test_format_files_are_read_through_the_repository_part_when_parsed(folder):
     assert used == []
 
 
-# The documented API: what users import by name (docs/logging.md, the `mlflow-triton` entry point, the error
-# classes of docs/deploy-containers.md).
+# The documented API: what users import by name (docs/logging.md: the wrappers the flavor registry lists, the
+# `mlflow-triton` entry point, the error classes of docs/deploy-containers.md).
 USER_MODULES = {
-    *(f"mlflow_triton.{name}" for name in ("sklearn", "pytorch", "transformers", "pyfunc", "triton", "errors", "cli")),
+    *flavors.WRAPPERS.values(),
+    *(f"mlflow_triton.{name}" for name in ("triton", "errors", "cli")),
     "mlflow_triton.deploy.errors",
 }
 # Vendored into every model.py under their file names (the auditor's guide reads them so): the rule leaves them be.
