@@ -10,6 +10,7 @@ processes that do not outlive this one) is the module other parts import by name
 * ``_urls`` -- messages that never show the credentials a URL carries.
 * ``_download_bars`` -- MLflow's download bars on terminals only.
 * ``_arguments`` -- arguments several commands take (``--tracking-uri``).
+* ``_quiet`` -- another library's warnings kept off the terminal while one call runs (``quiet_logger``).
 
 Boundary: it imports the standard library and the contract's error base class only, so the parser, ``--help``
 and every part (``local``, ``export``, ``deploy``, the logging side's ``add-repository``) can use it; it never
@@ -18,6 +19,7 @@ imports them.
 
 from ._arguments import add_tracking_uri
 from ._progress import Progress, ProgressLike, as_progress
+from ._quiet import quiet_logger
 from ._runner import os_error_text, run_command
 from ._signals import StopRequested, sigterm_raises, stop_on_sigterm
 from ._urls import unreachable, without_user_info
@@ -29,6 +31,7 @@ __all__ = [
     "add_tracking_uri",
     "as_progress",
     "os_error_text",
+    "quiet_logger",
     "run_command",
     "sigterm_raises",
     "stop_on_sigterm",

@@ -9,14 +9,16 @@ message and what to do instead.
 """
 
 import contextlib
-import logging
 import re
 import warnings
 
 import numpy as np
 
+from mlflow_triton.command_line import quiet_logger
+
 from . import _deps
 from ._errors import UnsupportedModelError
+from ._tensors import at_op
 
 WHAT_TO_DO = (
     "What to do: rewrite that part of forward() with operations torch.onnx supports (or register a custom "
@@ -80,16 +82,10 @@ def converter_record(torch, onnxscript, **details):
 @contextlib.contextmanager
 def _quiet_exporter():
     """The exporter logs a warning per optional torchvision op and deprecation notices; its errors still raise."""
-    logger = logging.getLogger("torch.onnx")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", category=FutureWarning)
-            warnings.simplefilter("ignore", category=DeprecationWarning)
-            yield
-    finally:
-        logger.setLevel(level)
+    with quiet_logger("torch.onnx"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=FutureWarning)
+        warnings.simplefilter("ignore", category=DeprecationWarning)
+        yield
 
 
 def _repeat_dynamic_axes(example, dims):
@@ -109,12 +105,7 @@ def _export_failure(module, error, version):
         if line.strip() and line.strip() != "\u2b06\ufe0f" and not line.strip().startswith("(Refer")
     ]
     detail = (lines[0] if lines else f"{type(error).__name__}: {text}")[:800]
-    op = (
-        re.search(r"op='([\w.]+)'", text)
-        or re.search(r"torch\.ops\.([\w]+\.[\w]+)", text)
-        or re.search(r"(aten::[\w.]+)", text)
-    )
-    where = f" at op {op.group(1)}" if op else ""
+    where = at_op(text, r"op='([\w.]+)'", r"torch\.ops\.([\w]+\.[\w]+)", r"(aten::[\w.]+)")
     return (
         f"torch.onnx.export (torch {version}) could not export {type(module).__name__}{where}: {detail}. {WHAT_TO_DO}"
     )

@@ -204,15 +204,20 @@ def check_graph(onnx_model):
         raise UnsupportedModelError(unusable_graph("the ONNX checker refuses the converted graph", error)) from error
 
 
+def at_op(text, *patterns):
+    """``" at op <name>"`` from the first of ``patterns`` (each with one group: the op) found in a converter's or
+    checker's message, or ``""``: where a refusal names the op that caused it."""
+    for pattern in patterns:
+        found = re.search(pattern, text)
+        if found:
+            return f" at op {found.group(1)}"
+    return ""
+
+
 def unusable_graph(what, error):
     """The message for a converted graph that cannot be used: the op it names and what to do."""
     text = " ".join(str(error).split())
-    op = (
-        re.search(r"op_type:\s*(\w+)", text)
-        or re.search(r"for (\w+)\(\d+\) node", text)
-        or re.search(r"node \((\w+)\)", text)
-    )
-    located = f" at op {op.group(1)}" if op else ""
+    located = at_op(text, r"op_type:\s*(\w+)", r"for (\w+)\(\d+\) node", r"node \((\w+)\)")
     return (
         f"{what}{located} ({type(error).__name__}: {text[:500]}). The converter wrote an op or a datatype "
         "this onnx/onnxruntime cannot use. What to do: log the model with FP32 inputs (cast the training "

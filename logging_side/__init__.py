@@ -10,8 +10,6 @@ and ``mlflow_triton.add_repository(model_uri)`` for a model already in MLflow.
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import flavors
-
 if TYPE_CHECKING:
     from mlflow.models.model import ModelInfo
 
@@ -21,17 +19,20 @@ __all__ = ["__version__", "add_repository"]
 
 # Reachable as attributes after a bare ``import mlflow_triton`` (``mlflow_triton.sklearn.log_model(...)``, as
 # ``mlflow.sklearn`` is), each imported on first use: ``import mlflow_triton`` stays light.
-_SUBMODULES = ("errors", "triton", *flavors.wrapper_names())
+def _submodules() -> tuple[str, ...]:
+    # not at import time: importing any part (command_line, ...) loads this package first, and must stay light
+    flavors = importlib.import_module(f"{__name__}.flavors")
+    return ("errors", "triton", *flavors.wrapper_names())
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
+    if name in _submodules():
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_SUBMODULES})
+    return sorted({*globals(), *_submodules()})
 
 
 def add_repository(model_uri: str, **options: Any) -> "ModelInfo":

@@ -99,14 +99,8 @@ def add_repository(
     docs/repository.md).
     Returns MLflow's ``ModelInfo``.
     """
+    triton = _options.TritonOptions.of(locals())
     read_input = None if input_example is None else (lambda _schema: input_example)
-    triton = _options.TritonOptions(
-        triton_model_name=triton_model_name,
-        max_batch_size=max_batch_size,
-        max_queue_delay_microseconds=max_queue_delay_microseconds,
-        zero_row_guard=zero_row_guard,
-        protocol=protocol,
-    )
     return _add_repository(
         model_uri,
         read_input,

@@ -30,9 +30,7 @@ contract version 5 (a request could not send values the example never showed).
 Contracts of older versions keep every input required.
 """
 
-import contextlib
 import dataclasses
-import logging
 
 import numpy as np
 import pandas as pd
@@ -40,6 +38,7 @@ from mlflow.models import ModelSignature, infer_signature
 from mlflow.types import ColSpec, DataType, Schema, TensorSpec
 from mlflow.types.schema import AnyType, Array, Map, Object
 
+from mlflow_triton.command_line import quiet_logger
 from mlflow_triton.repository.layout import TensorDeclaration, TensorLayout
 from mlflow_triton.repository.names import TensorNamer
 from mlflow_triton.shared_contract import (
@@ -361,7 +360,7 @@ def _explain_uninferable(value, side):
         return None
     for position, label in enumerate(value.columns):
         column = value.iloc[:, [position]]
-        with _quiet_signature_inference():
+        with quiet_logger("mlflow.models.signature"):  # its warning per column that fails: the error names it
             inferred = infer_signature(column).inputs
         if is_any_schema(inferred):
             return (
@@ -370,18 +369,6 @@ def _explain_uninferable(value, side):
                 f"supported: {SUPPORTED_COLUMN_TYPE_NAMES}; convert the column before logging"
             )
     return None
-
-
-@contextlib.contextmanager
-def _quiet_signature_inference():
-    """Silence MLflow's warning for each column that fails inference (the error names it)."""
-    logger = logging.getLogger("mlflow.models.signature")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _is_triton_dim(dim):
