@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 
 __all__ = ["__version__", "add_repository"]
 
+
 # Reachable as attributes after a bare ``import mlflow_triton`` (``mlflow_triton.sklearn.log_model(...)``, as
 # ``mlflow.sklearn`` is), each imported on first use: ``import mlflow_triton`` stays light.
 def _submodules() -> tuple[str, ...]:
