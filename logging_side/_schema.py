@@ -57,7 +57,7 @@ from . import flavors
 from .errors import UnsupportedSchemaError
 
 # MLflow column type -> (Triton datatype, BYTES content; ``None`` for a numeric or boolean tensor). Every member
-# of MLflow's DataType has an entry (tests/unit/test_schema_mapping.py enumerates them).
+# of MLflow's DataType has an entry (tests/unit/logging_side/test_schema_mapping.py enumerates them).
 COLUMN_TYPES = {
     DataType.boolean: ("TYPE_BOOL", None),
     DataType.integer: ("TYPE_INT32", None),

@@ -3,7 +3,7 @@
 The server (``tests/support/mlflow_server.py``) keeps a sqlite store and serves
 the artifacts through its proxy, so every upload crosses HTTP. All nine calls
 register versions of the same registered model; the checks are those of the
-sqlite test (``tests/unit/test_concurrent_logging.py``): every call succeeds,
+sqlite test (``tests/unit/logging_side/test_concurrent_logging.py``): every call succeeds,
 versions 1..9 each with one LoggedModel and nothing else, every version fetches
 as a complete Triton repository, and TMPDIR (shared with the child processes)
 holds no staging directory afterwards. The wall time is printed, not asserted.

@@ -12,7 +12,7 @@ worktree the editable install points at, so mutants written there never reach ot
 e2e test running meanwhile imports the untouched worktree). Start the server from ``DIR``.
 
     python -m tests.mutation.forkserver serve SOCKET --source-root . &
-    python -m tests.mutation.forkserver run SOCKET -- -x -q tests/unit/test_local_compare.py
+    python -m tests.mutation.forkserver run SOCKET -- -x -q tests/unit/local_triton/test_local_compare.py
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Built in numpy from the prediction and the tensor types declared in ``config.pbtxt``, by the fidelity
 campaign's rules (:func:`tests.support.fidelity.expectations.expected_answer`), never by the runtime's
 codecs: an encoder defect would otherwise look the same on both sides of the comparison. Every e2e
-answer check builds its expectation here (``tests/unit/test_independent_oracle.py`` asserts it).
+answer check builds its expectation here (``tests/unit/local_triton/test_independent_oracle.py`` asserts it).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The tolerance table of ``docs/test-oracles.md``, generated from the comparator's own ``FLOAT_TOLERANCES``.
 
 ``python -m tests.support.tolerance_table`` rewrites the table between its markers in the page;
-``tests/unit/test_local_compare.py`` fails while the page states other tolerances than the comparator uses.
+``tests/unit/local_triton/test_local_compare.py`` fails while the page states other tolerances than the comparator uses.
 """
 
 from __future__ import annotations
