@@ -1,9 +1,10 @@
 """MLflow's private API, behind one door.
 
 The package promises ``mlflow>=3.14,<4``, and MLflow may change or remove any of these names in a minor release:
-every use is here, one function per name with why it is needed, and ``tests/unit/logging_side/test_mlflow_private.py`` pins each
-one (it exists, it takes the arguments passed here, the installed MLflow is within the supported range) in every
-test leg, the MLflow floor included. Each name is imported on use: the flavor modules import their frameworks.
+every use is here, one function per name with why it is needed, and
+``tests/unit/logging_side/test_mlflow_private.py`` pins each one (it exists, it takes the arguments passed here, the
+installed MLflow is within the supported range) in every test leg, the MLflow floor included. Each name is imported
+on use: the flavor modules import their frameworks.
 """
 
 from typing import Any

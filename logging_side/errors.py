@@ -10,8 +10,8 @@ the root and ``ContractError`` are defined in the stdlib-only contract and the r
 ``runtime/errors.py``, because both are vendored into every generated ``1/model.py``, where this package is not
 installed.
 
-The tree (``[...]``: a class's other bases; ``tests/unit/logging_side/test_error_tree.py`` checks it against the classes and
-against docs/errors.md)::
+The tree (``[...]``: a class's other bases; ``tests/unit/logging_side/test_error_tree.py`` checks it against the
+classes and against docs/errors.md)::
 
     MlflowTritonError [Exception]
       ContractError [ValueError]

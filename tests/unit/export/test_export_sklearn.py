@@ -446,7 +446,8 @@ def test_export_onnx_hands_on_the_locale_requirement_when_a_text_vectorizer_is_e
     subprocess.run(["localedef", "-i", "en_US", "-f", "UTF-8", str(locales / "en_US.UTF-8")], check=True)
     script = (
         "import json, pathlib, sys; sys.path.insert(0, sys.argv[2]);"
-        "from tests.unit.export.test_export_sklearn import _save_tfidf_pipeline; from mlflow_triton.export import export_onnx;"
+        "from tests.unit.export.test_export_sklearn import _save_tfidf_pipeline;"
+        "from mlflow_triton.export import export_onnx;"
         "root = pathlib.Path(sys.argv[1]); logged = _save_tfidf_pipeline(root / 'logged');"
         "print(json.dumps(json.loads((export_onnx(str(logged), root / 'out') / 'handoff.json').read_text())))"
     )

@@ -308,7 +308,9 @@ SERVED_CASE = f"{HERE}::test_sklearn_save_model_serves_like_pyfunc_when_the_exam
 REFUSED_CASE = f"{HERE}::test_save_model_refuses_an_example_mlflow_does_not_score_naming_the_form_and_the_remedy"
 ROWS_CASE = f"{HERE}::test_for_prediction_gives_what_mlflow_schema_enforcement_gives_when_the_example_is_not_rows_yet"
 FORMS_CHECKED_BY = {
-    "DataFrame": ["tests/unit/logging_side/test_sklearn_save_model.py::test_save_model_writes_the_logged_layout_when_path_is_new"],
+    "DataFrame": [
+        "tests/unit/logging_side/test_sklearn_save_model.py::test_save_model_writes_the_logged_layout_when_path_is_new"
+    ],
     'list of records, e.g. `df.to_dict("records")`': [
         f"{SERVED_CASE}[records]",
         f"{ROWS_CASE}[records-missing-key]",

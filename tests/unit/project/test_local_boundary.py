@@ -1,5 +1,6 @@
 """`mlflow_triton.local` is a part of its own: importing the logging wrappers loads none of it, and importing it
-loads no pytriton, torch or transformers. Which parts may import it is the layer list's (tests/unit/project/test_layers.py).
+loads no pytriton, torch or transformers. Which parts may import it is the layer list's
+(tests/unit/project/test_layers.py).
 """
 
 import subprocess

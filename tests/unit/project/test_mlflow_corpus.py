@@ -296,7 +296,8 @@ def test_markdown_has_a_row_per_case_with_escaped_pipes_when_generated():
     assert "| `pytorch-b` |" in page and "refused: Column `x` |" in page and "answers HTTP 200" in page
     assert "Run 2026-12-01 18:00 UTC" in page and "mlflow 3.17.2" in page and "Triton 2.51.0" in page
     assert page.index("## sklearn") < page.index("## pytorch")
-    assert "::" not in page  # MLflow's tests are not tests of this repository (tests/unit/project/test_docs_test_references.py)
+    # MLflow's tests are not tests of this repository (tests/unit/project/test_docs_test_references.py)
+    assert "::" not in page
 
 
 def test_outcome_round_trips_through_its_dict_when_reported():
