@@ -37,7 +37,19 @@ def __dir__() -> list[str]:
 
 
 def add_repository(model_uri: str, **options: Any) -> "ModelInfo":
-    """Log a new MLflow model: ``model_uri`` unchanged plus its Triton repository (``_existing.add_repository``)."""
+    """Log a new MLflow model: ``model_uri`` unchanged plus its Triton repository.
+
+    Imports the logging side on first call, so ``import mlflow_triton`` stays light.
+
+    Args:
+        model_uri: The model already in MLflow: a local directory, ``runs:/``, ``models:/`` or ``models:/m-<id>``.
+        **options: ``input_example``, ``registered_model_name``, ``name``, ``triton_model_name``, ``max_batch_size``,
+            ``max_queue_delay_microseconds``, ``zero_row_guard``, ``await_registration_for``, ``protocol``: each
+            described under [the options of add_repository][mlflow_triton._existing.add_repository].
+
+    Returns:
+        MLflow's ``ModelInfo`` of the new model.
+    """
     from ._existing import add_repository as add
 
     return add(model_uri, **options)

@@ -71,6 +71,7 @@ class _LoggedModel(_framework.Framework):
             _framework.save_example(path, input_example)
 
 
+@_options.documented
 def add_repository(
     model_uri: str,
     *,
@@ -86,18 +87,21 @@ def add_repository(
 ) -> "ModelInfo":
     """Log a new MLflow model: the source's files unchanged plus the ``triton`` flavor and ``model_repository/``.
 
-    ``model_uri``: a local model directory, ``runs:/``, ``models:/name/version``, ``models:/name@alias`` or
-    ``models:/m-<id>``; its flavors must include ``python_function``. Its saved input example is predicted
-    (``input_example``: the model's input, as ``log_model`` takes it, when it has none; saved as the new model's
-    example).
-    ``registered_model_name`` defaults to the source's registered model for a ``models:/name...`` URI. ``name``,
-    the new model's name in MLflow, defaults to the source's followed by ``-triton``: under the source's own name in
-    the source's run it would become what ``runs:/<run>/<name>`` loads. ``triton_model_name`` defaults to the
-    source's name, made Triton-safe. ``protocol``: ``"auto"`` (default: the typed mapping where it carries the
-    model exactly, else MLflow's), ``"tensors"`` (one typed tensor per field of the signature) or ``"mlflow"`` (the
-    body ``mlflow models serve`` accepts at ``/invocations`` in one BYTES tensor, its answer in another; see
-    docs/repository.md).
-    Returns MLflow's ``ModelInfo``.
+    Args:
+        model_uri: A local model directory, ``runs:/``, ``models:/name/version``, ``models:/name@alias`` or
+            ``models:/m-<id>``; its flavors must include ``python_function``. Its saved input example is predicted.
+        input_example: The model's input, as ``log_model`` takes it, for a source saved without an example; saved as
+            the new model's example.
+        registered_model_name: Register the new model under this name; default: the source's registered model for
+            a ``models:/name...`` URI.
+        name: The new model's name in MLflow; default: the source's followed by ``-triton`` (under the source's own
+            name in the source's run it would become what ``runs:/<run>/<name>`` loads).
+        triton_model_name: The model's name in Triton; default: the source's name, made Triton-safe.
+        {triton}
+        await_registration_for: Seconds to wait for the registered version to become ``READY``.
+
+    Returns:
+        MLflow's ``ModelInfo`` of the new model.
     """
     triton = _options.TritonOptions.of(locals())
     read_input = None if input_example is None else (lambda _schema: input_example)

@@ -132,14 +132,21 @@ _SHARED_DOCS = {
 
 def documented(function: _Function) -> _Function:
     """Fill the wrapper's docstring: ``{destination}`` and ``{triton}`` become the ``Args`` entries of those values'
-    fields, ``{input_example}`` and ``{signature}`` their shared paragraphs, each indented where it stands."""
+    fields, ``{input_example}`` and ``{signature}`` their shared paragraphs, each indented where it stands. A field
+    the function does not take, or one its docstring documents itself (``add_repository``'s defaults differ), is
+    left out."""
+    template = inspect.cleandoc(function.__doc__ or "")
+    taken = inspect.signature(function).parameters
+    written = {line.strip().partition(":")[0] for line in template.splitlines()}
     lines = []
-    for line in inspect.cleandoc(function.__doc__ or "").splitlines():
+    for line in template.splitlines():
         indent = line[: len(line) - len(line.lstrip())]
         stripped = line.strip()
         if stripped in ("{destination}", "{triton}"):
             cls = Destination if stripped == "{destination}" else TritonOptions
             for field in _documented_fields(cls):
+                if field.name not in taken or field.name in written:
+                    continue
                 entry = f"{indent}{field.name}: {field.metadata['doc']}"
                 lines.extend(textwrap.wrap(entry, _WIDTH, subsequent_indent=indent + "    "))
         else:

@@ -25,7 +25,7 @@ from mlflow_triton.repository.names import MAX_MODEL_NAME_LENGTH, check_model_na
 from mlflow_triton.repository.paths import lies_inside
 from mlflow_triton.repository.staging import staged_directory
 
-from . import _undo
+from . import _options, _undo
 from ._repository_files import FLAVOR_NAME
 from .errors import InvalidArgumentError
 
@@ -37,6 +37,7 @@ MODEL_DATA_DIRECTORY = "model"
 __all__ = ["FLAVOR_NAME", "check_model_directory", "load_model", "log_model", "save_model"]
 
 
+@_options.documented
 def log_model(
     triton_model_path: str | os.PathLike[str],
     name: str = "triton-model",
@@ -45,7 +46,7 @@ def log_model(
     run_id: str | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> ModelInfo:
-    """Log an existing Triton model directory; returns MLflow's ``ModelInfo``.
+    """Log an existing Triton model directory.
 
     The directory must hold at least one numbered version (``1/``, ``2/``, ...),
     only regular files and directories (no symbolic links, pipes, sockets or
@@ -55,6 +56,15 @@ def log_model(
     inferred and the configuration is not changed. Tags and params are not
     taken: set them afterwards (``mlflow.set_logged_model_tags``,
     ``mlflow.log_model_params``) or on the run.
+
+    Args:
+        triton_model_path: The Triton model directory; its name becomes Triton's model name.
+        name: The MLflow model's name; default ``"triton-model"``.
+        metadata: Custom metadata, recorded in the MLmodel file.
+        {destination}
+
+    Returns:
+        MLflow's ``ModelInfo`` of the logged model.
     """
     source = check_model_directory(triton_model_path)
     # Model.log stages the copy under the temporary directory: reject a TMPDIR inside the source
@@ -81,7 +91,14 @@ def log_model(
 def save_model(
     triton_model_path: str | os.PathLike[str], path: str | os.PathLike[str], mlflow_model: Model | None = None
 ) -> None:
-    """Copy a Triton model directory into a new MLflow model at ``path``."""
+    """Copy a Triton model directory into a new MLflow model at ``path``.
+
+    Args:
+        triton_model_path: The Triton model directory, checked as ``log_model`` checks it.
+        path: The new MLflow model's directory; it must not lie inside ``triton_model_path``.
+        mlflow_model: The ``Model`` to add the ``triton`` flavor to (``Model.log`` passes its own); default: a new
+            one.
+    """
     source = check_model_directory(triton_model_path)
     destination = pathlib.Path(path).expanduser().resolve()
     if lies_inside(destination, source):
@@ -185,6 +202,13 @@ def load_model(model_uri: str, dst_path: str | os.PathLike[str] | None = None) -
     When empty directories listed by the flavor (an ensemble's ``1/``) are
     missing and no ``dst_path`` is given, the Triton directory is copied into a
     fresh temporary directory and they are recreated in the copy.
+
+    Args:
+        model_uri: The MLflow model: a run, LoggedModel or Registry URI, or a local path.
+        dst_path: A local directory to download the MLflow model into; default: read it where it is stored.
+
+    Returns:
+        The Triton model directory.
     """
     source = model_uri if dst_path is not None else _without_registry_download(model_uri)
     root = pathlib.Path(download_artifacts(artifact_uri=source, dst_path=dst_path)).resolve()

@@ -70,3 +70,20 @@ def test_wrapper_hands_the_two_values_to_packaging_when_it_logs(monkeypatch):
     assert seen["destination"] == _options.Destination(name="m", tags={"a": "b"})
     assert seen["triton"] == _options.TritonOptions(max_batch_size=4)
     assert seen["extra_options"] == {"pyfunc_predict_fn": "predict_proba"}
+
+
+def test_docstring_takes_from_the_template_only_what_the_function_takes_and_does_not_document_itself_when_filled():
+    @_options.documented
+    def adopt(model_uri, *, name=None, max_batch_size=0, protocol="auto"):
+        """Adopt a model.
+
+        Args:
+            model_uri: The source.
+            name: The new model's name; default: the source's.
+            {destination}
+            {triton}
+        """
+
+    entries = [line.strip().partition(":")[0] for line in adopt.__doc__.split("Args:")[1].splitlines() if ": " in line]
+    assert entries == ["model_uri", "name", "max_batch_size", "protocol"]
+    assert "name: The new model's name; default: the source's." in adopt.__doc__
