@@ -8,17 +8,15 @@ with no traceback. Exit status: 0 exported, 1 an error (nothing written), 130
 after Ctrl-C, 143 after SIGTERM (the staging directory is removed either way).
 """
 
-import inspect
 import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 from mlflow_triton.command_line import Progress, os_error_text, run_command, unreachable
 from mlflow_triton.repository.guard import files_directory, served_directories
 
-from . import _export
 from ._export import export_onnx
 
 NAME = "export-onnx"
@@ -29,16 +27,13 @@ def export_command(
     model_uri: str,
     out_dir: str | os.PathLike[str],
     *,
+    max_batch_size: int = 64,
+    backend: Literal["onnxruntime", "python"] = "onnxruntime",
+    zero_row_guard: bool = True,
     tracking_uri: str | None = None,
     out: Callable[[str], object] = print,
-    **options: Any,
 ) -> int:
-    """``mlflow-triton export-onnx``: export ``model_uri`` under ``out_dir`` with :func:`export_onnx`'s keyword
-    ``options`` (``max_batch_size``, ``backend``, ``zero_row_guard``: its defaults where one is not given); returns
-    the exit status."""
-    chosen = inspect.signature(_export.export_onnx).bind(model_uri, out_dir, **options)
-    chosen.apply_defaults()
-    backend, max_batch_size = chosen.arguments["backend"], chosen.arguments["max_batch_size"]
+    """``mlflow-triton export-onnx``: export ``model_uri`` under ``out_dir``; returns the exit status."""
 
     def export(say: Progress) -> int:
         if tracking_uri is not None:
@@ -46,7 +41,9 @@ def export_command(
 
             mlflow.set_tracking_uri(tracking_uri)
         say.say(f"mlflow-triton {NAME}: exporting {model_uri} (backend {backend}, max batch size {max_batch_size}) ...")
-        directory = export_onnx(model_uri, out_dir, **options)
+        directory = export_onnx(
+            model_uri, out_dir, max_batch_size=max_batch_size, backend=backend, zero_row_guard=zero_row_guard
+        )
         for line in summary(directory):
             out(line)
         return 0
