@@ -188,7 +188,7 @@ def guarded_export(tmp_path_factory):
     batched = fake_pb_utils.initialized_model(batched_directory, "guard_export_batched_model_py")
     fake_pb_utils.MODELS[batched_directory.name] = lambda request: batched.execute([request])[0]
     yield front, batched, batched_directory
-    fake_pb_utils.MODELS.pop(batched_directory.name)
+    fake_pb_utils.MODELS.pop(batched_directory.name, None)  # another fixture of this file may have cleared it
 
 
 def _export_request(batched_directory, rows, text=None):
