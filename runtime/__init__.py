@@ -8,4 +8,4 @@ It is never imported from the installed package inside Triton: the logging side 
 tests and the logging side exercise the very same codecs.
 """
 
-RUNTIME_VERSION = "2.10.0"
+RUNTIME_VERSION = "2.10.1"

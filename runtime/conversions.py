@@ -334,10 +334,10 @@ def to_bytes_items(items, content, label):
 
 def _text_bytes(item, label, index):
     if isinstance(item, str):
-        return _encoded(item, label, index)
+        return _transcoded(item, label, index)
     if isinstance(item, (bytes, bytearray, np.bytes_)):
         data = bytes(item)
-        _decoded(data, label, index)
+        _transcoded(data, label, index)
         return data
     raise _not_bytes(item, label, index, "text tensors take str or UTF-8 bytes")
 
@@ -346,7 +346,7 @@ def _binary_bytes(item, label, index):
     if isinstance(item, (bytes, bytearray, np.bytes_)):
         return bytes(item)
     if isinstance(item, str):
-        return _encoded(item, label, index)
+        return _transcoded(item, label, index)
     raise _not_bytes(item, label, index, "binary tensors take bytes or str")
 
 
@@ -356,22 +356,15 @@ def _not_bytes(item, label, index, allowed):
     return TensorMappingError(f"Tensor {label}: element {index} is a {type(item).__name__}; {allowed}")
 
 
-def _encoded(text, label, index):
+def _transcoded(item, label, index):
+    """``str`` -> UTF-8 ``bytes``, ``bytes`` -> ``str``; an element that is not UTF-8 is named with the reason."""
     try:
-        return text.encode("utf-8")
+        return item.encode("utf-8") if isinstance(item, str) else item.decode("utf-8")
     except UnicodeEncodeError as error:
-        raise TensorMappingError(
-            f"Tensor {label}: element {index} cannot be encoded as UTF-8 ({error.reason} at position {error.start})"
-        ) from None
-
-
-def _decoded(data, label, index):
-    try:
-        return data.decode("utf-8")
+        problem = f"cannot be encoded as UTF-8 ({error.reason} at position {error.start})"
     except UnicodeDecodeError as error:
-        raise TensorMappingError(
-            f"Tensor {label}: element {index} is not valid UTF-8 text ({error.reason} at byte {error.start})"
-        ) from None
+        problem = f"is not valid UTF-8 text ({error.reason} at byte {error.start})"
+    raise TensorMappingError(f"Tensor {label}: element {index} {problem}")
 
 
 def decode_text(items, label):
@@ -382,7 +375,8 @@ def decode_text(items, label):
         return list(map(bytes.decode, items))
     except (TypeError, UnicodeDecodeError):
         return [
-            item if isinstance(item, str) else _decoded(bytes(item), label, index) for index, item in enumerate(items)
+            item if isinstance(item, str) else _transcoded(bytes(item), label, index)
+            for index, item in enumerate(items)
         ]
 
 

@@ -80,14 +80,7 @@ from .batching import (
     split_outputs,
 )
 from .codecs import StructureCodec, tensor_types_from_model_config
-from .errors import (
-    ModelLoadError,
-    OutputError,
-    PredictionError,
-    RequestError,
-    RowCountError,
-    TensorMappingError,
-)
+from .errors import ModelLoadError, OutputError, PredictionError, RequestError, RowCountError, TensorMappingError
 from .forwarding import FRONT_PARAMETER, marked
 from .loading import ARTIFACT_DIRECTORY, device_for_instance, load_predictor
 from .parameters import params_schema_of, request_params
