@@ -17,6 +17,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from mlflow_triton.command_line import Progress, run_command, unreachable, without_user_info
 from mlflow_triton.repository.layout import CONFIG_FILE, REQUIREMENTS_FILE
@@ -64,43 +65,48 @@ def check_from_store_command(
     """``mlflow-triton check --from-store``: ``check`` with Triton reading each repository from the store."""
     from mlflow_triton.local import check_command
 
-    def check(say: Progress) -> int:
-        locations = _locate_all("check", model_uris, artifacts_destination, tracking_uri)
-        with _mount_directory() as mount:
-            return check_command(
-                model_uris,
-                tracking_uri=tracking_uri,
-                repository_addresses={uri: loc.address for uri, loc in locations.items()},
-                server_environment=server_environment(mount),
-                **check_options,
-            )
-
-    return run_command("check", check)
+    return _from_store("check", check_command, model_uris, artifacts_destination, tracking_uri, check_options)
 
 
 def serve_from_store_command(
     model_uris: list[str], *, artifacts_destination: str | None = None, tracking_uri: str | None = None, **serve_options
 ) -> int:
-    """``mlflow-triton serve --from-store``: ``serve`` with Triton reading each repository from the store."""
+    """``mlflow-triton serve --from-store``: ``serve`` with Triton reading each repository from the store; only
+    the files that build the serving environment (and the shipped request) are fetched."""
     from mlflow_triton.local import serve_command
 
-    def serve(say: Progress) -> int:
-        locations = _locate_all("serve", model_uris, artifacts_destination, tracking_uri)
+    return _from_store(
+        "serve", serve_command, model_uris, artifacts_destination, tracking_uri, serve_options, fetch_serving_files=True
+    )
 
-        def fetch(uri, download_dir):
-            return _fetch_serving_files(locations[uri], Path(download_dir))
 
+def _from_store(
+    command: str,
+    local_command: Callable[..., int],
+    model_uris: list[str],
+    artifacts_destination: str | None,
+    tracking_uri: str | None,
+    options: dict[str, Any],
+    fetch_serving_files: bool = False,
+) -> int:
+    """Run the local part's ``command`` with Triton started on each repository's address in the store."""
+
+    def run(say: Progress) -> int:
+        locations = _locate_all(command, model_uris, artifacts_destination, tracking_uri)
+        fetch = {}  # serve: only the serving files come from the store; check reads the whole model with MLflow
+        if fetch_serving_files:
+            fetch["fetch"] = lambda uri, download_dir: _fetch_serving_files(locations[uri], Path(download_dir))
         with _mount_directory() as mount:
-            return serve_command(
+            return local_command(
                 model_uris,
                 tracking_uri=tracking_uri,
-                fetch=fetch,
-                repository_addresses={uri: loc.address for uri, loc in locations.items()},
+                repository_addresses={uri: location.address for uri, location in locations.items()},
                 server_environment=server_environment(mount),
-                **serve_options,
+                **options,
+                **fetch,
             )
 
-    return run_command("serve", serve)
+    return run_command(command, run)
 
 
 def server_environment(mount_directory: str | os.PathLike[str]) -> dict[str, str]:
