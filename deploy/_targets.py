@@ -60,6 +60,21 @@ class Target:
         return f"Python {self.python}" if self.python else "the Python of --python (default: the running one)"
 
 
+def _ngc_container(tag: str, image: str, python: str, glibc: str) -> Target:
+    """An NGC ``tritonserver:<tag>-py3`` container: the archive links the container's own ``/usr/bin/python3.X``,
+    whose build its default stub embeds, so the model directory ships no stub; the stub needs ``numpy<2``."""
+    return Target(
+        name=f"triton-{tag}",
+        server=f"nvcr.io/nvidia/tritonserver:{tag}-py3 ({image})",
+        python=python,
+        glibc=glibc,
+        constraints=("numpy<2",),
+        interpreter_prefix="/usr",
+        ships_stub=False,
+        note=f"the archive links the container's /usr/bin/python{python}; the container's default stub is {python}",
+    )
+
+
 TARGETS: dict[str, Target] = {
     target.name: target
     for target in (
@@ -74,26 +89,8 @@ TARGETS: dict[str, Target] = {
             note="the archive links the interpreter it was built with, here, and carries its libpython; the model "
             "directory ships that Python's stub",
         ),
-        Target(
-            name="triton-24.10",
-            server="nvcr.io/nvidia/tritonserver:24.10-py3 (Triton 2.51, Ubuntu 22.04)",
-            python="3.10",
-            glibc="2.35",
-            constraints=("numpy<2",),
-            interpreter_prefix="/usr",
-            ships_stub=False,
-            note="the archive links the container's /usr/bin/python3.10; the container's default stub is 3.10",
-        ),
-        Target(
-            name="triton-25.xx",
-            server="nvcr.io/nvidia/tritonserver:25.xx-py3 (Ubuntu 24.04)",
-            python="3.12",
-            glibc="2.39",
-            constraints=("numpy<2",),
-            interpreter_prefix="/usr",
-            ships_stub=False,
-            note="the archive links the container's /usr/bin/python3.12; the container's default stub is 3.12",
-        ),
+        _ngc_container("24.10", "Triton 2.51, Ubuntu 22.04", python="3.10", glibc="2.35"),
+        _ngc_container("25.xx", "Ubuntu 24.04", python="3.12", glibc="2.39"),
     )
 }
 
