@@ -1,39 +1,35 @@
 """The optional dependencies of the export, imported on first use.
 
 ``mlflow_triton.export`` itself imports none of them, so ``import mlflow_triton``
-never pays for them and a missing one is named with the extra that installs it.
+never pays for them and a missing one is named with the extra that installs it
+and what the export needs it for (:data:`PURPOSES`).
 """
 
 from mlflow_triton.errors import require_extra
 
+#: The modules of the ``onnx`` extra the export imports, each with what it is needed for.
+PURPOSES = {
+    "skl2onnx": "converting scikit-learn models",
+    "skl2onnx.sklapi": "casting tree inputs to float32 as scikit-learn does",
+    "onnxruntime": "the parity check",
+    "onnx": "reading and editing ONNX graphs",
+    "onnxscript": "torch.onnx.export's exporter",
+    "hypothesis": "generating the parity check's inputs",
+}
 #: What the extra installs, said after the command that installs it.
 EXTRA_CONTENTS = "installs skl2onnx, onnxruntime, onnx, onnxscript and hypothesis"
+#: What every export needs before it reads the model: the graph library, the parity check and its inputs.
+EVERY_EXPORT = ("onnx", "onnxruntime", "hypothesis")
 
 
-def require(module_name, purpose):
-    """Import ``module_name`` or raise ``MissingExtraError`` naming the ``onnx`` extra."""
+def require(module_name, purpose=None):
+    """Import ``module_name`` or raise ``MissingExtraError`` naming the ``onnx`` extra and ``purpose`` (by default
+    the module's in :data:`PURPOSES`)."""
+    purpose = purpose or PURPOSES[module_name]
     return require_extra(module_name, "onnx", f"mlflow_triton.export needs {module_name} for {purpose}", EXTRA_CONTENTS)
 
 
-def onnx():
-    return require("onnx", "reading and editing ONNX graphs")
-
-
-def onnxruntime():
-    return require("onnxruntime", "the parity check")
-
-
-def hypothesis():
-    return require("hypothesis", "generating the parity check's inputs")
-
-
-def skl2onnx():
-    return require("skl2onnx", "converting scikit-learn models")
-
-
-def onnxscript():
-    return require("onnxscript", "torch.onnx.export's exporter")
-
-
-def skl2onnx_sklapi():
-    return require("skl2onnx.sklapi", "casting tree inputs to float32 as scikit-learn does")
+def require_every_export():
+    """Import :data:`EVERY_EXPORT`, the first missing one named, before anything is read or written."""
+    for module_name in EVERY_EXPORT:
+        require(module_name)

@@ -75,8 +75,7 @@ def export_onnx(
     """
     out_dir = _check_arguments(model_uri, out_dir, max_batch_size, backend)
     guarded = backend == "python" and checked_zero_row_guard(zero_row_guard)
-    for require in (_deps.onnx, _deps.onnxruntime, _deps.hypothesis):
-        require()
+    _deps.require_every_export()
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-export-") as workspace:
         source = read_logged_model(model_uri, pathlib.Path(workspace) / "model")
         name = check_model_name(f"{source.name}{SUFFIX}")
@@ -148,7 +147,7 @@ def export_onnx(
 
 def requirements():
     """requirements.txt of a ``--backend python`` export (the same text for every model)."""
-    return f"{REQUIREMENTS_HEADER}onnxruntime=={_deps.onnxruntime().__version__}\nnumpy<2\n"
+    return f"{REQUIREMENTS_HEADER}onnxruntime=={_deps.require('onnxruntime').__version__}\nnumpy<2\n"
 
 
 def _write_request(directory, source, inputs, outputs):

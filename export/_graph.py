@@ -26,13 +26,13 @@ class GraphTensor:
 
 def triton_type(elem_type):
     """ONNX element type -> Triton config datatype (``TYPE_STRING`` for strings)."""
-    onnx = _deps.onnx()
+    onnx = _deps.require("onnx")
     return NUMPY_TO_TRITON[np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)).name]
 
 
 def elem_type(data_type):
     """Triton config datatype -> ONNX element type."""
-    onnx = _deps.onnx()
+    onnx = _deps.require("onnx")
     return onnx.helper.np_dtype_to_tensor_dtype(np.dtype(TRITON_TO_NUMPY[data_type]))
 
 
@@ -80,7 +80,7 @@ def keep_outputs(model, names):
 
 def cast_output(model, name, data_type):
     """Append a ``Cast`` so that output ``name`` has ``data_type``; the graph's own value gets a new name."""
-    onnx = _deps.onnx()
+    onnx = _deps.require("onnx")
     graph = model.graph
     [value] = [v for v in graph.output if v.name == name]
     source = _fresh(f"{name}_before_cast", _all_names(graph))
@@ -92,7 +92,7 @@ def cast_output(model, name, data_type):
 
 def cast_input(model, name, data_type):
     """Make input ``name`` take ``data_type``, cast at once to the type the graph was built for."""
-    onnx = _deps.onnx()
+    onnx = _deps.require("onnx")
     graph = model.graph
     [value] = [v for v in graph.input if v.name == name]
     built_for = value.type.tensor_type.elem_type
@@ -110,7 +110,7 @@ def feed_matrix_from_columns(model, matrix_input, columns):
     datatype differs from the matrix's is cast first (pandas' ``to_numpy`` does
     the same when sklearn receives a DataFrame of mixed numeric columns).
     """
-    onnx = _deps.onnx()
+    onnx = _deps.require("onnx")
     graph = model.graph
     [matrix] = [v for v in graph.input if v.name == matrix_input]
     matrix_elem = matrix.type.tensor_type.elem_type

@@ -17,7 +17,7 @@ def handoff(
     *, name, backend, max_batch_size, source, converter, onnx_model, onnx_bytes, inputs, outputs, parity, request_files
 ):
 
-    ort = _deps.onnxruntime()
+    ort = _deps.require("onnxruntime")
     return {
         "exported_model": name,
         "backend": backend,
@@ -51,7 +51,7 @@ def onnx_record(onnx_model, onnx_bytes):
         "sha256": hashlib.sha256(onnx_bytes).hexdigest(),
         "ir_version": onnx_model.ir_version,
         "opsets": {entry.domain or "ai.onnx": entry.version for entry in onnx_model.opset_import},
-        "onnx_version": _deps.onnx().__version__,
+        "onnx_version": _deps.require("onnx").__version__,
         "ops": sorted({node.op_type for node in onnx_model.graph.node}),
     }
 

@@ -48,7 +48,7 @@ _TEXT_ALPHABET = string.ascii_letters + string.digits + " "
 
 def session(onnx_bytes):
     """An onnxruntime session over ``onnx_bytes`` set up as the served ``model.py`` sets its own."""
-    ort = _deps.onnxruntime()
+    ort = _deps.require("onnxruntime")
     return ort.InferenceSession(onnx_bytes, _config.session_options(ort), providers=["CPUExecutionProvider"])
 
 
@@ -220,7 +220,7 @@ def generation_settings(examples):
 
 def _generated(source, comparison, examples):
     """Run the Hypothesis-generated comparisons; returns their entry of ``inputs_compared``."""
-    hypothesis = _deps.hypothesis()
+    hypothesis = _deps.require("hypothesis")
     from hypothesis import given
 
     rejected = []

@@ -31,7 +31,7 @@ def convert(source):
     """``(onnx ModelProto, converter description)`` for a logged PyTorch module."""
     import torch  # installed with every logged PyTorch model
 
-    onnxscript = _deps.onnxscript()
+    onnxscript = _deps.require("onnxscript")
     contract = source.layout.contract
     for side, mapping in (("input", contract.inputs), ("output", contract.outputs)):
         if mapping.structure != "tensor":

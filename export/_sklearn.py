@@ -54,7 +54,7 @@ WHAT_TO_DO = (
 
 def convert(source):
     """``(onnx ModelProto, converter description)`` for a logged sklearn model."""
-    skl2onnx = _deps.skl2onnx()
+    skl2onnx = _deps.require("skl2onnx")
     model = source.raw_model()
     contract = source.layout.contract
     if source.predict_fn not in PREDICT_FNS:

@@ -199,7 +199,7 @@ def conform(onnx_model, layout):
 def check_graph(onnx_model):
     """``onnx.checker`` with shape inference; a refusal becomes UnsupportedModelError naming the op."""
     try:
-        _deps.onnx().checker.check_model(onnx_model, full_check=True)
+        _deps.require("onnx").checker.check_model(onnx_model, full_check=True)
     except Exception as error:  # noqa: BLE001 - ValidationError, InferenceError, ...
         raise UnsupportedModelError(unusable_graph("the ONNX checker refuses the converted graph", error)) from error
 

@@ -241,7 +241,7 @@ def _export_network(network, spec):
 
     from . import _deps
 
-    onnxscript = _deps.onnxscript()
+    onnxscript = _deps.require("onnxscript")
     names = spec["network_inputs"]
     model, output = network.model, network.output
     if model.training:

@@ -56,8 +56,7 @@ def network_name(name):
 
 def export_text(source, out_dir, name, *, max_batch_size, backend):
     """Convert, check parity, write ``out_dir/<name>`` and ``out_dir/<name>_network``; returns the front."""
-    for require in (_deps.onnx, _deps.onnxruntime, _deps.hypothesis):
-        require()
+    _deps.require_every_export()
     tokenizers = _deps.require("tokenizers", "the exported text model's tokenizer")
     behind = network_name(name)
     _writer.check_target(out_dir / name)
@@ -127,7 +126,7 @@ def requirements(backend, tokenizers_version):
         f"tokenizers=={tokenizers_version}",
     ]
     if backend == "python":
-        lines.append(f"onnxruntime=={_deps.onnxruntime().__version__}")
+        lines.append(f"onnxruntime=={_deps.require('onnxruntime').__version__}")
     return "\n".join([*lines, "numpy<2", ""])
 
 
@@ -322,7 +321,7 @@ def _json_close(want, got, output, comparison):
 
 
 def _generated(comparison, words, examples):
-    hypothesis = _deps.hypothesis()
+    hypothesis = _deps.require("hypothesis")
     from hypothesis import given
     from hypothesis import strategies as st
 
@@ -369,7 +368,7 @@ def _handoff(source, name, behind, backend, max_batch_size, text_model, onnx_byt
 
     import mlflow_triton
 
-    ort = _deps.onnxruntime()
+    ort = _deps.require("onnxruntime")
     model = text_model.network
     spec = text_model.spec
     return {

@@ -113,7 +113,7 @@ def with_float32_trees(model):
 def _cast_before_trees(steps):
     from sklearn.pipeline import Pipeline
 
-    cast_transformer = _deps.skl2onnx_sklapi().CastTransformer
+    cast_transformer = _deps.require("skl2onnx.sklapi").CastTransformer
     result = []
     for name, step in steps:
         if not isinstance(step, Pipeline) and compares_in_float32(step):
@@ -140,7 +140,7 @@ def _shallow_copy(estimator):
 
 def check_tree_inputs(onnx_model):
     """Refuse a graph in which a tree op reads anything but float32 (its splits would differ from sklearn's)."""
-    onnx = _deps.onnx()
+    onnx = _deps.require("onnx")
     tree_nodes = [n for n in onnx_model.graph.node if n.op_type in TREE_OPS]
     if not tree_nodes:
         return
@@ -250,7 +250,7 @@ def _raw_features(before, layout, example):
     """``{feature index: (tensor name, flat position in a row)}`` when the model reads the columns as they are."""
     from sklearn.compose import ColumnTransformer
 
-    cast_transformer = _deps.skl2onnx_sklapi().CastTransformer
+    cast_transformer = _deps.require("skl2onnx.sklapi").CastTransformer
     steps = [s for _, s in before if not isinstance(s, cast_transformer)]
     mapping = layout.contract.inputs
     numeric = {d.name for d in layout.inputs if np.dtype(TRITON_TO_NUMPY[d.data_type]).kind in "fiu"}
