@@ -1,6 +1,8 @@
 """The `mlflow-triton` command line: its parser, its help, and what it says when the bundled server is missing."""
 
+import importlib
 import importlib.metadata
+import inspect
 import re
 import subprocess
 import sys
@@ -219,6 +221,29 @@ def test_parser_uses_export_onnx_defaults_when_only_the_uri_and_out_are_given():
     args = cli.build_parser().parse_args(["export-onnx", "models:/a/1", "--out", "exports"])
 
     assert (args.max_batch_size, args.backend, args.tracking_uri) == (64, "onnxruntime", None)
+
+
+@pytest.mark.parametrize(
+    "argv, module, function",
+    [
+        (["export-onnx", "models:/a/1", "--out", "exports"], "mlflow_triton.export", "export_command"),
+        (["pack", "models:/a/1", "--out", "packed"], "mlflow_triton.deploy", "pack_command"),
+        (["locate", "models:/a/1"], "mlflow_triton.deploy", "locate_command"),
+        (["kserve", "models:/a/1", "--out", "isvc.yaml"], "mlflow_triton.deploy", "kserve_command"),
+    ],
+)
+def test_every_argument_of_a_command_is_a_parameter_of_its_function_when_the_parser_calls_it_by_name(
+    monkeypatch, argv, module, function
+):
+    target = importlib.import_module(module)
+    signature = inspect.signature(getattr(target, function))
+    bound = []
+    monkeypatch.setattr(target, function, lambda *args, **kwargs: bound.append(signature.bind(*args, **kwargs)) or 0)
+
+    assert cli.main(argv) == 0
+    assert len(bound) == 1
+    parsed = set(vars(cli.build_parser().parse_args(argv))) - {"command", "subcommand"}
+    assert len(bound[0].arguments) == len(parsed)  # each one bound (an unknown keyword fails bind), none dropped
 
 
 def test_main_calls_export_command_with_the_parsed_arguments_when_export_onnx_runs(monkeypatch, tmp_path):
