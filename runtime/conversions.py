@@ -337,7 +337,7 @@ def _text_bytes(item, label, index):
         return _transcoded(item, label, index)
     if isinstance(item, (bytes, bytearray, np.bytes_)):
         data = bytes(item)
-        _transcoded(data, label, index)
+        _transcoded(data, label, index)  # only checked: text must be UTF-8 (the element is named otherwise)
         return data
     raise _not_bytes(item, label, index, "text tensors take str or UTF-8 bytes")
 
