@@ -68,7 +68,9 @@ def module_imports(path, modules):
 
     ``from M import a`` gives ``M.a`` where that is a module, else ``M``; ``import a.b`` gives the longest name of
     ``modules`` that begins it. ``where`` is ``"module"`` for a statement run on import, ``"type checking"`` under
-    ``if TYPE_CHECKING:`` and ``"function"`` inside a function (a lazy import is an import all the same).
+    ``if TYPE_CHECKING:``, ``"function"`` inside a function (a lazy import is an import all the same) and
+    ``"by name"`` for a string that names a module of ``modules`` exactly (imported with ``importlib``, run with
+    ``-m``, or listed in a registry that imports it on first use, such as the command line's ``_calls``).
     """
     package = PARTS[path.parent.name]  # a module and its package's __init__ resolve relative imports alike
 
@@ -85,6 +87,8 @@ def module_imports(path, modules):
             module = ".".join(part for part in (base, node.module) if part)
             for alias in node.names:
                 yield (f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else known(module)), where
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in modules:
+            yield node.value, "by name"
         for child in ast.iter_child_nodes(node):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 inner = "function"

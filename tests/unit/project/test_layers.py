@@ -196,7 +196,8 @@ def test_imports_are_found_wherever_the_statement_stands_when_parsed(tmp_path):
         "    from ._plan import Plan\n"
         "def later():\n"
         "    from mlflow_triton import triton\n"
-        "    import mlflow_triton.runtime.codecs\n",
+        "    import mlflow_triton.runtime.codecs\n"
+        "    return importlib.import_module('mlflow_triton.runtime'), 'mlflow_triton.nowhere'\n",
         encoding="utf-8",
     )
 
@@ -208,6 +209,7 @@ def test_imports_are_found_wherever_the_statement_stands_when_parsed(tmp_path):
         ("mlflow_triton._plan", "type checking"),
         ("mlflow_triton.triton", "function"),
         ("mlflow_triton.runtime.codecs", "function"),
+        ("mlflow_triton.runtime", "by name"),
     ]
 
 
