@@ -196,8 +196,7 @@ def test_imports_are_found_wherever_the_statement_stands_when_parsed(tmp_path):
         "    from ._plan import Plan\n"
         "def later():\n"
         "    from mlflow_triton import triton\n"
-        "    import mlflow_triton.runtime.codecs\n"
-        "    return importlib.import_module('mlflow_triton.runtime'), 'mlflow_triton.nowhere'\n",
+        "    import mlflow_triton.runtime.codecs\n",
         encoding="utf-8",
     )
 
@@ -209,8 +208,24 @@ def test_imports_are_found_wherever_the_statement_stands_when_parsed(tmp_path):
         ("mlflow_triton._plan", "type checking"),
         ("mlflow_triton.triton", "function"),
         ("mlflow_triton.runtime.codecs", "function"),
-        ("mlflow_triton.runtime", "by name"),
     ]
+
+
+def test_a_string_naming_a_module_exactly_is_an_import_by_name_when_parsed(tmp_path):
+    probe = tmp_path / "logging_side" / "_probe.py"
+    probe.parent.mkdir()
+    probe.write_text(
+        "import importlib\n"
+        "RUN = _calls('mlflow_triton.export', 'export_command')\n"
+        "def later():\n"
+        "    runtime = importlib.import_module('mlflow_triton.runtime')\n"
+        "    return runtime, 'mlflow_triton.nowhere', 'see mlflow_triton.export'\n",
+        encoding="utf-8",
+    )
+
+    modules = {"mlflow_triton", "mlflow_triton.export", "mlflow_triton.runtime"}
+
+    assert module_imports(probe, modules) == [("mlflow_triton.export", "by name"), ("mlflow_triton.runtime", "by name")]
 
 
 def test_no_module_imports_one_that_imports_it_when_every_import_is_parsed():
