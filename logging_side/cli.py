@@ -7,7 +7,7 @@ when a command runs, so ``--help`` stays fast and needs no optional extra.
 Each subcommand is one entry of :data:`SUBCOMMANDS`: a name, a one-line summary, a function that
 adds its arguments to its parser and a function that runs it from the parsed arguments and returns
 the exit status, usually ``_calls(module, function, ...)``, which passes each argument to the
-function's parameter its ``dest`` names, with no mapping written by hand. A new command is
+function's parameter its ``dest`` names (or a rename it lists), with no mapping written by hand. A new command is
 a new entry: its arguments (``--tracking-uri`` from
 :func:`~mlflow_triton.command_line.add_tracking_uri`) and a plain function whose body runs in
 :func:`~mlflow_triton.command_line.run_command`, which gives every command the same signals, exit
@@ -198,13 +198,18 @@ def _run_serve(args: argparse.Namespace) -> int:
     return _run_on_server(args, "serve", dict(host=args.host, **ports))
 
 
-def _calls(module: str, function: str, *positional: str) -> Callable[[argparse.Namespace], int]:
+def _calls(module: str, function: str, *positional: str, **renamed: str) -> Callable[[argparse.Namespace], int]:
     """A subcommand's ``run`` that calls ``module.function`` (imported when the command runs) with the arguments its
-    parser defines: those named in ``positional`` in that order, every other one as the keyword its ``dest`` names
-    (a ``dest`` the function does not take fails every call of the command, and the CLI tests)."""
+    parser defines: those named in ``positional`` in that order, every other one as the keyword its ``dest`` names,
+    or the one ``renamed`` gives it (a ``dest`` the function does not take fails every call of the command, and the
+    CLI tests)."""
 
     def run(args: argparse.Namespace) -> int:
-        arguments = {name: value for name, value in vars(args).items() if name not in ("command", "subcommand")}
+        arguments = {
+            renamed.get(name, name): value
+            for name, value in vars(args).items()
+            if name not in ("command", "subcommand")
+        }
         values = [arguments.pop(name) for name in positional]
         return getattr(importlib.import_module(module), function)(*values, **arguments)
 
@@ -389,7 +394,6 @@ def _kserve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--out",
-        dest="out_file",
         type=Path,
         metavar="FILE",
         help="write the YAML there (default: print it); missing folders are created; never a symbolic link, "
@@ -506,7 +510,7 @@ SUBCOMMANDS = (
         "write a KServe InferenceService serving a model from MLflow's artifact store",
         KSERVE_DESCRIPTION,
         _kserve_arguments,
-        _calls("mlflow_triton.deploy", "kserve_command", "model_uri"),
+        _calls("mlflow_triton.deploy", "kserve_command", "model_uri", out="out_file"),
     ),
     Subcommand(
         "add-repository",
