@@ -334,10 +334,10 @@ def to_bytes_items(items, content, label):
 
 def _text_bytes(item, label, index):
     if isinstance(item, str):
-        return _transcoded(item, label, index)
+        return _encoded(item, label, index)
     if isinstance(item, (bytes, bytearray, np.bytes_)):
         data = bytes(item)
-        _transcoded(data, label, index)  # only checked: text must be UTF-8 (the element is named otherwise)
+        _decoded(data, label, index)  # only checked: text must be UTF-8 (the element is named otherwise)
         return data
     raise _not_bytes(item, label, index, "text tensors take str or UTF-8 bytes")
 
@@ -346,25 +346,35 @@ def _binary_bytes(item, label, index):
     if isinstance(item, (bytes, bytearray, np.bytes_)):
         return bytes(item)
     if isinstance(item, str):
-        return _transcoded(item, label, index)
+        return _encoded(item, label, index)
     raise _not_bytes(item, label, index, "binary tensors take bytes or str")
 
 
 def _not_bytes(item, label, index, allowed):
     if item is None or item is pd.NA or (isinstance(item, (float, np.floating)) and item != item):
-        return TensorMappingError(f"Tensor {label}: element {index} is missing ({item!r}); BYTES values cannot be null")
-    return TensorMappingError(f"Tensor {label}: element {index} is a {type(item).__name__}; {allowed}")
+        return _element_error(label, index, f"is missing ({item!r}); BYTES values cannot be null")
+    return _element_error(label, index, f"is a {type(item).__name__}; {allowed}")
 
 
-def _transcoded(item, label, index):
-    """``str`` -> UTF-8 ``bytes``, ``bytes`` -> ``str``; an element that is not UTF-8 is named with the reason."""
+def _encoded(text, label, index):
     try:
-        return item.encode("utf-8") if isinstance(item, str) else item.decode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError as error:
-        problem = f"cannot be encoded as UTF-8 ({error.reason} at position {error.start})"
+        raise _element_error(
+            label, index, f"cannot be encoded as UTF-8 ({error.reason} at position {error.start})"
+        ) from None
+
+
+def _decoded(data, label, index):
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        problem = f"is not valid UTF-8 text ({error.reason} at byte {error.start})"
-    raise TensorMappingError(f"Tensor {label}: element {index} {problem}")
+        raise _element_error(label, index, f"is not valid UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
+def _element_error(label, index, problem):
+    """The error for one BYTES element that cannot be converted, named by tensor and position."""
+    return TensorMappingError(f"Tensor {label}: element {index} {problem}")
 
 
 def decode_text(items, label):
@@ -375,8 +385,7 @@ def decode_text(items, label):
         return list(map(bytes.decode, items))
     except (TypeError, UnicodeDecodeError):
         return [
-            item if isinstance(item, str) else _transcoded(bytes(item), label, index)
-            for index, item in enumerate(items)
+            item if isinstance(item, str) else _decoded(bytes(item), label, index) for index, item in enumerate(items)
         ]
 
 
