@@ -18,8 +18,6 @@ PURPOSES = {
 }
 #: What the extra installs, said after the command that installs it.
 EXTRA_CONTENTS = "installs skl2onnx, onnxruntime, onnx, onnxscript and hypothesis"
-#: What every export needs before it reads the model: the graph library, the parity check and its inputs.
-EVERY_EXPORT = ("onnx", "onnxruntime", "hypothesis")
 
 
 def require(module_name, purpose=None):
@@ -27,9 +25,3 @@ def require(module_name, purpose=None):
     the module's in :data:`PURPOSES`)."""
     purpose = purpose or PURPOSES[module_name]
     return require_extra(module_name, "onnx", f"mlflow_triton.export needs {module_name} for {purpose}", EXTRA_CONTENTS)
-
-
-def require_every_export():
-    """Import :data:`EVERY_EXPORT`, the first missing one named, before anything is read or written."""
-    for module_name in EVERY_EXPORT:
-        require(module_name)

@@ -55,8 +55,10 @@ def network_name(name):
 
 
 def export_text(source, out_dir, name, *, max_batch_size, backend):
-    """Convert, check parity, write ``out_dir/<name>`` and ``out_dir/<name>_network``; returns the front."""
-    _deps.require_every_export()
+    """Convert, check parity, write ``out_dir/<name>`` and ``out_dir/<name>_network``; returns the front.
+
+    ``export_onnx`` calls it once onnx, onnxruntime and hypothesis are imported; the tokenizer library is its own.
+    """
     tokenizers = _deps.require("tokenizers", "the exported text model's tokenizer")
     behind = network_name(name)
     _writer.check_target(out_dir / name)
