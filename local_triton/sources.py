@@ -149,6 +149,7 @@ def _from_mlflow_model(uri, location, download_dir):
 
 
 def _from_triton_directory(uri, directory):
+    served_directories(directory)  # the batched model behind an earlier version's front is refused, naming the front
     files = files_directory(directory)
     if (files / EXPORT_HANDOFF).is_file() and (files / VERSION_DIRECTORY / "model.onnx").is_file():
         return _from_onnx_export(uri, directory)

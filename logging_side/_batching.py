@@ -2,8 +2,9 @@
 
 Batching (``max_batch_size=N``) is allowed when every input and every output has a row axis:
 column schemas, and tensors whose first axis is ``-1``. The config then leaves the batch axis out
-of ``dims`` (a rank-one tensor becomes ``dims: [1]`` with ``reshape { shape: [] }``, sent and
-answered as ``[rows, 1]``), and the runtime joins the rows of the requests one ``execute`` gets.
+of ``dims`` (a rank-one tensor becomes ``dims: [1]``, sent and answered as ``[rows, 1]``; each input
+is reshaped to ``[1, *dims]``: ``repository.config``), and the runtime joins the rows of the requests
+one ``execute`` gets.
 
 That is only right for a model that predicts each row on its own. ``prove_row_independence``
 predicts the example (and shuffled, repeated and split copies of it) as batches and row by row:
@@ -36,22 +37,12 @@ MAX_PROOF_ROWS = 64
 # seen in the other.
 MIN_DISTINCT_ROWS = 3
 _SHUFFLE_SEED = 0
-# What a batched repository cannot survive, warned at logging and recorded in validation.json (docs/batching.md
-# quotes it). Triton's Python backend (r24.10 = Triton 2.51, and its main branch) counts the rows of the requests
-# of one execution; at 0 it returns before sending any response and releases the requests unanswered, and the
-# server dies with Signal (11). The count is read from each request's first input and Triton makes every input of a
-# batched request share that first dimension, so no config or extra input keeps a 0-row request from that path;
-# without dynamic_batching (max_batch_size alone) it is the same, over HTTP and gRPC (measured).
+# What a batched repository answers a request without rows; recorded in validation.json (docs/batching.md quotes it
+# and gives the account: each input is reshaped to [1, *dims], repository.config._row_axis_reshape).
 ZERO_ROW_REQUESTS = (
-    "a request with 0 rows (every tensor of shape [0, ...]) stops the whole Triton server: the Python backend of "
-    "Triton 2.51 sends it no answer, the server exits with `Signal (11) received` and every model it serves is gone "
-    "until it is restarted; clients of a batched repository must send at least one row (or log the model with "
-    "max_batch_size=0: a 0-row request is then predicted like any other)"
-)
-# What the guard (the default, ``repository.guard``) does instead; recorded in validation.json.
-ZERO_ROW_GUARDED = (
-    "a request with 0 rows is answered 400 (send at least one row) by the unbatched front model that clients call; "
-    "every other request is forwarded to the batched model behind it (<name>_batched), and the server keeps serving"
+    "a request with 0 rows is answered 400 by Triton itself (its inputs' byte size does not match), and one that "
+    "declares 0 rows but carries elements by the model (naming the tensor); requests joined with it are answered "
+    "as if it had not been sent, and the server keeps serving"
 )
 
 
@@ -61,7 +52,7 @@ class Batching:
 
     max_batch_size: int = 0
     max_queue_delay_microseconds: int | None = None
-    zero_row_guard: bool = True  # a batched repository gets the front that refuses 0-row requests (repository.guard)
+    zero_row_guard: bool = True  # accepted as given; no front model is written either way (docs/batching.md)
 
     @property
     def enabled(self) -> bool:

@@ -1,6 +1,5 @@
-"""The package written in a staging directory, then renamed into place: the native MLflow package, the Triton
-repository beside it (``_repository_files``; a batched one behind its zero-row guard, ``repository.guard``) and the
-triton flavor in its MLmodel.
+"""The package written in a staging directory, then renamed into place: the native MLflow package, the Triton repository
+beside it (``_repository_files``) and the triton flavor in its MLmodel.
 
 On failure nothing is left: neither the staging directory nor the parents created for the destination
 (``mlflow_triton.repository.staging``).
@@ -12,7 +11,6 @@ import json
 import pathlib
 from typing import TYPE_CHECKING
 
-from mlflow_triton.repository.guard import guard
 from mlflow_triton.repository.layout import (
     ARCHITECTURE_FILE,
     ARTIFACT_DIRECTORY,
@@ -40,6 +38,4 @@ def build(plan: Plan, path: pathlib.Path) -> None:
         _repository_files.copy_native_package(staging, artifact)
         validation = plan.validation or _validation.validate_saved_artifact(plan.layout, plan.tensors, artifact)
         _repository_files.write_repository(repository, plan, validation)
-        if plan.batching.enabled and plan.batching.zero_row_guard:
-            guard(repository)
         _repository_files.add_triton_flavor(staging, plan.triton_model_name, plan.layout.contract.version)

@@ -29,7 +29,6 @@ SOURCES = (
     ("runtime/parameters.py", _RUNTIME_DIR / "parameters.py"),
     ("runtime/batching.py", _RUNTIME_DIR / "batching.py"),
     ("runtime/protocol.py", _RUNTIME_DIR / "protocol.py"),
-    ("runtime/forwarding.py", _RUNTIME_DIR / "forwarding.py"),
     ("runtime/triton_model.py", _RUNTIME_DIR / "triton_model.py"),
 )
 HEADER = """\

@@ -83,9 +83,9 @@ class TritonOptions:
     )
     zero_row_guard: bool = _option(
         True,
-        "A batched repository is served behind a front model that answers a 0-row request with a 400 (such a "
-        "request would stop Triton 2.51); ``False`` keeps one model directory, which a 0-row request stops "
-        "(``BatchingWarning``, docs/batching.md).",
+        "Accepted for repositories written before runtime 2.11, and ignored: a batched repository is one model "
+        "directory either way, whose config has Triton answer a 0-row request with a 400 (docs/batching.md); "
+        "only ``True`` or ``False``.",
     )
     protocol: str = _option(
         "auto",

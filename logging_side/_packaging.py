@@ -29,7 +29,6 @@ from ._plan import Plan
 from ._prediction import predict, predict_and_map, request_dependent_outputs
 from ._validation import codecs_for, example_tensors, validate_in_memory
 from .errors import (
-    BatchingWarning,
     CustomCodeWarning,
     ExampleFormError,
     InvalidArgumentError,
@@ -259,11 +258,6 @@ def _typed_parts_here(
             lambda value: predict(adapter, value, "batching proof", example_params), *codecs_for(layout)
         )
         batching_proof = _batching.prove_row_independence(predictor, tensors)
-        if not batching.zero_row_guard:
-            _caller.warn(
-                f"max_batch_size={batching.max_batch_size}, zero_row_guard=False: {_batching.ZERO_ROW_REQUESTS}",
-                BatchingWarning,
-            )
     typed = {
         "batching": batching,
         "batching_proof": batching_proof,

@@ -104,10 +104,7 @@ def write_repository(repository, plan: Plan, validation):
             "max_batch_size": plan.batching.max_batch_size,
             "max_queue_delay_microseconds": plan.batching.max_queue_delay_microseconds,
             "row_independence": plan.batching_proof,
-            "zero_row_guard": plan.batching.zero_row_guard,
-            "zero_row_requests": (
-                _batching.ZERO_ROW_GUARDED if plan.batching.zero_row_guard else _batching.ZERO_ROW_REQUESTS
-            ),
+            "zero_row_requests": _batching.ZERO_ROW_REQUESTS,
         }
     (repository / VALIDATION_FILE).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 

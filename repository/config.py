@@ -36,8 +36,10 @@ def build_config(model_name, layout, device="cpu", max_queue_delay_microseconds=
     """A ``ModelConfig`` for the Python backend from a ``TensorLayout``.
 
     A batched contract (``max_batch_size > 0``) gets ``dynamic_batching`` and dims without the batch
-    axis: a rank-one tensor becomes ``dims: [1]`` with ``reshape { shape: [] }`` (sent as ``[rows, 1]``,
-    seen by the model as ``[rows]``). ``max_queue_delay_microseconds`` goes into ``dynamic_batching``.
+    axis (``[1]`` for a rank-one tensor, sent and answered as ``[rows, 1]``). Each input also gets
+    ``reshape { shape: [1, *dims] }`` (:func:`_row_axis_reshape`), never an empty one; a rank-one output
+    keeps ``reshape { shape: [] }`` (Triton applies an output's reshape itself).
+    ``max_queue_delay_microseconds`` goes into ``dynamic_batching``.
     """
     if device not in DEVICE_KINDS:
         raise InvalidArgumentError(f"device {device!r} is not supported; supported: {', '.join(DEVICE_KINDS)}")
@@ -62,11 +64,26 @@ def _tensor_entry(message, declaration, batched=False):
         data_type=model_config_pb2.DataType.Value(declaration.data_type),
         dims=list(declaration.dims[1:] if batched else declaration.dims) or [1],
     )
-    if batched and len(declaration.dims) == 1:
-        entry.reshape.SetInParent()  # reshape { shape: [] }: the model sees [rows]
+    if batched and message is model_config_pb2.ModelInput:
+        entry.reshape.shape.extend(_row_axis_reshape(declaration.dims[1:]))
+    elif batched and len(declaration.dims) == 1:
+        entry.reshape.SetInParent()  # an output's reshape { shape: [] }: the model answers [rows]
     if declaration.optional:
         entry.optional = True  # a request may leave it out (inputs only: the contract refuses optional outputs)
     return entry
+
+
+def _row_axis_reshape(row_dims):
+    """An input's reshape in a batched config: ``[1, *row_dims]``, the model sees ``[rows, 1, *row_dims]``.
+
+    Why (Triton 2.51; docs/batching.md, "Requests without rows"): core's ``Normalize`` (core
+    ``src/infer_request.cc``) strips the batch axis and applies the reshape to what is left. An empty reshape
+    leaves the Python backend a request of shape ``[]`` when it claims 0 rows, whose first dimension it reads
+    through a null pointer (python_backend ``src/python_be.cc``, ``CheckIncomingRequests``) and the server dies.
+    With ``[1, ...]`` a request that claims 0 rows is either refused by core (its byte size) or reaches the model
+    one axis short, counted as one row as the dynamic batcher counts it, and the runtime answers it with a 400.
+    """
+    return [1, *row_dims]
 
 
 def render_config(config):
@@ -112,8 +129,11 @@ def read_config(path):
 
 def wire_arrays(config, side, arrays):
     """Logged-form arrays (``side``: ``"input"`` or ``"output"``) in the shapes a client sends and Triton answers:
-    with ``reshape { shape: [] }`` (a batched rank-one tensor) ``[rows]`` becomes ``[rows, 1]``; others as they are."""
-    reshaped = {entry.name for entry in getattr(config, side) if entry.HasField("reshape")}
+    a batched rank-one tensor (reshaped to ``[]``, or, an input, to ``[1]``) ``[rows]`` becomes ``[rows, 1]``;
+    others as they are."""
+    reshaped = {
+        entry.name for entry in getattr(config, side) if entry.HasField("reshape") and len(entry.reshape.shape) <= 1
+    }
     return {name: array.reshape(-1, 1) if name in reshaped else array for name, array in arrays.items()}
 
 

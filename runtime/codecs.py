@@ -82,17 +82,50 @@ def tensor_types_from_model_config(model_config, side):
 
     ``side`` is ``"input"`` or ``"output"``. Datatypes and shapes are read from
     these config fields only, never from the contract. With ``max_batch_size > 0``
-    the dims are the shape the model sees, batch axis first: ``-1`` followed by
-    the ``reshape`` (``[]`` for a rank-one tensor sent as ``[batch, 1]``) or the dims.
+    the dims are the logged shape, batch axis first: ``-1`` followed by the dims,
+    or by the ``reshape``: ``[]`` for a rank-one tensor sent as ``[batch, 1]``,
+    ``[1, *dims]`` for an input the model sees with a row axis (:func:`row_axis_inputs`).
     """
     batched = int(model_config.get("max_batch_size", 0) or 0) > 0
+    row_axis = row_axis_inputs(model_config) if side == "input" else {}
     types = {}
     for entry in model_config.get(side, []):
         dims = entry.get("dims", ())
-        if batched:
+        if entry["name"] in row_axis:
+            dims = [-1, *row_axis[entry["name"]][1:]]
+        elif batched:
             dims = [-1, *entry["reshape"].get("shape", ())] if "reshape" in entry else [-1, *dims]
         types[entry["name"]] = (entry["data_type"], tuple(int(d) for d in dims))
     return types
+
+
+def row_axis_inputs(model_config):
+    """``{input name: reshape}`` of a batched config's inputs reshaped to ``[1, *dims]``.
+
+    Triton hands the model such an input as ``[rows, 1, *dims]`` (the ``1`` is the row axis of the
+    reshape); a request that claims 0 rows but carries a row's elements arrives one axis short
+    (``[1, *dims]``). Repositories written before runtime 2.11 have no such input (``reshape: []``
+    for rank-one inputs, none for the others) and are read as before.
+    """
+    if int(model_config.get("max_batch_size", 0) or 0) <= 0:
+        return {}
+    return {
+        entry["name"]: tuple(int(d) for d in entry["reshape"]["shape"])
+        for entry in model_config.get("input", [])
+        if entry.get("reshape", {}).get("shape")
+    }
+
+
+def without_row_axis(name, array, reshape):
+    """``[rows, 1, *dims]`` as ``[rows, *dims]``; anything else (one axis short: a request that claimed 0 rows
+    but carried elements) is the client's error, naming the tensor (``TensorMappingError``)."""
+    if array.ndim != len(reshape) + 1 or array.shape[1] != 1:
+        row = ", ".join(str(d) for d in reshape[1:])
+        raise TensorMappingError(
+            f"Tensor `{name}` must be sent as [rows{', ' + row if row else ', 1'}] with at least one row and the "
+            "elements of that many rows (a request declaring 0 rows is refused)"
+        )
+    return array.reshape(array.shape[:1] + array.shape[2:])
 
 
 class StructureCodec:

@@ -29,11 +29,15 @@ requests Triton's batcher gathered. Requests with the same raw parameters are
 decoded one by one, their rows joined into one model input (a DataFrame, an
 ndarray or a dict of ndarrays along the first axis), predicted once, encoded
 once and split back by each request's row count (the rows are counted, joined
-and split by ``batching.py``: field by field, so the DataFrame is built once). A
-joint prediction whose output tensor has another number of rows is an
-``OutputError`` naming the tensor. If the joint prediction or its encoding fails,
-each request is answered alone as above, so a bad request gets its own error and
-the others are answered. A request without rows is always answered alone.
+and split by ``batching.py``: field by field, so the DataFrame is built once). If
+the joint prediction or its encoding fails, or an output tensor has another number
+of rows than the requests together (which rows are whose is then unknown), each
+request is answered alone as above, so a bad request gets its own error (a wrong
+row count: an ``OutputError`` naming the tensor) and the others are answered. A
+request without rows is always answered alone. A batched input is declared with
+``reshape { shape: [1, *dims] }`` (``repository.config``) and arrives as
+``[rows, 1, *dims]``; one without that row axis (a request that declared 0 rows
+but carried elements) is a ``RequestError`` naming the tensor.
 Without batching each request is decoded, predicted and encoded alone, and
 nothing counts its rows.
 
@@ -79,9 +83,8 @@ from .batching import (
     join_inputs,
     split_outputs,
 )
-from .codecs import StructureCodec, tensor_types_from_model_config
+from .codecs import StructureCodec, row_axis_inputs, tensor_types_from_model_config, without_row_axis
 from .errors import ModelLoadError, OutputError, PredictionError, RequestError, RowCountError, TensorMappingError
-from .forwarding import FRONT_PARAMETER, marked
 from .loading import ARTIFACT_DIRECTORY, device_for_instance, load_predictor
 from .parameters import params_schema_of, request_params
 from .protocol import (
@@ -116,6 +119,7 @@ class TritonPythonModel:
             output_types = tensor_types_from_model_config(model_config, "output")
             self.outputs = StructureCodec(contract.outputs, output_types, prediction=True)
             self.input_tensors = frozenset(self.inputs.mapping.tensor_names)  # the fields' tensors and masks
+            self.row_axis = row_axis_inputs(model_config)  # batched inputs seen as [rows, 1, ...]
         self.device = device_for_instance(args.get("model_instance_kind"), args.get("model_instance_device_id"))
         artifact = pathlib.Path(args["model_repository"]) / str(args["model_version"]) / ARTIFACT_DIRECTORY
         self.predictor = _load(artifact, contract.flavor, self.device)
@@ -125,11 +129,6 @@ class TritonPythonModel:
             enter_serving_environment()
         else:
             leave_serving_environment()
-        # behind a guard's front (forwarding.py), an error carries its code in its message: BLS drops the code
-        self.marks_codes = FRONT_PARAMETER in model_config.get("parameters", {})
-
-    def _failure(self, error):
-        return _failure_response(error, self.marks_codes)
 
     def execute(self, requests):
         if self.protocol is not None:
@@ -143,7 +142,7 @@ class TritonPythonModel:
             params = self._params(request)
             fields, empty_tensor = self._decode(request)
         except Exception as error:
-            return self._failure(error)
+            return _failure_response(error)
         return self._answer_decoded(fields, empty_tensor, params)
 
     def _answer_body(self, request):
@@ -156,14 +155,14 @@ class TritonPythonModel:
                     arrays[name] = tensor.as_numpy()
             answer = self.protocol.answer(*protocol_request(arrays))
         except Exception as error:
-            return self._failure(error)
+            return _failure_response(error)
         if answer.reason is None:
             return pb_utils.InferenceResponse(
                 output_tensors=[pb_utils.Tensor(name, array) for name, array in response_tensors(answer).items()]
             )
         if answer.status < 500:  # MLflow's message, never its stack trace
-            return self._failure(RequestError(answer.reason))
-        return self._failure(PredictionError(_withheld(answer.heading, answer.error or RuntimeError(answer.body))))
+            return _failure_response(RequestError(answer.reason))
+        return _failure_response(PredictionError(_withheld(answer.heading, answer.error or RuntimeError(answer.body))))
 
     def _answer_decoded(self, fields, empty_tensor, params=None):
         try:
@@ -173,7 +172,7 @@ class TritonPythonModel:
                 _check_rows(outputs, rows)
             output_tensors = [pb_utils.Tensor(name, array) for name, array in outputs.items()]
         except Exception as error:
-            return self._failure(error)
+            return _failure_response(error)
         return pb_utils.InferenceResponse(output_tensors=output_tensors)
 
     def _encode(self, prediction):
@@ -198,7 +197,7 @@ class TritonPythonModel:
         try:
             params = self._params(requests[0])  # the group's requests share their raw parameters
         except Exception as error:
-            return [self._failure(error) for _ in requests]
+            return [_failure_response(error) for _ in requests]
         responses = [None] * len(requests)
         joined = []  # (position, decoded fields, rows)
         for position, request in enumerate(requests):
@@ -206,7 +205,7 @@ class TritonPythonModel:
                 fields, empty_tensor = self._decode(request)
                 rows = _rows(fields)
             except Exception as error:
-                responses[position] = self._failure(error)
+                responses[position] = _failure_response(error)
                 continue
             if empty_tensor is not None or rows == 0:
                 responses[position] = self._answer_decoded(fields, empty_tensor, params)
@@ -220,16 +219,14 @@ class TritonPythonModel:
         return responses
 
     def _predict_joined(self, joined, params):
-        """One prediction for all ``joined`` inputs, split by rows; each request alone if it fails."""
+        """One prediction for all ``joined`` inputs, split by rows; each request alone if it fails, or if its rows
+        cannot be split (another row count than the requests': which request's rows are which is unknown)."""
         counts = [rows for _, _, rows in joined]
         try:
             outputs = self._encode(self._predict(self._joined_input([fields for _, fields, _ in joined]), None, params))
+            _check_rows(outputs, sum(counts))
         except Exception:  # one bad request must not fail the others: each gets its own answer
             return [self._answer_decoded(fields, None, params) for _, fields, _ in joined]
-        try:
-            _check_rows(outputs, sum(counts))
-        except OutputError as error:
-            return [self._failure(error) for _ in joined]
         return [
             pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(name, part) for name, part in parts.items()])
             for parts in split_outputs(outputs, counts)
@@ -252,6 +249,9 @@ class TritonPythonModel:
             if name in self.input_tensors and name not in arrays:  # the first of a name, as that function finds
                 arrays[name] = tensor.as_numpy()
         try:
+            for name, reshape in self.row_axis.items():
+                if name in arrays:
+                    arrays[name] = without_row_axis(name, arrays[name], reshape)
             fields = self.inputs.decode_fields(arrays)
         except TensorMappingError as error:
             raise RequestError(str(error)) from None
@@ -315,15 +315,14 @@ def _check_rows(outputs, rows):
         raise OutputError(str(error)) from None
 
 
-def _failure_response(error, mark=False):
-    """The error response for an exception raised while answering a request (``mark``: its code written in front
-    of its message, for a guard's front)."""
+def _failure_response(error):
+    """The error response for an exception raised while answering a request."""
     if isinstance(error, RequestError):
-        return _error_response(str(error), "INVALID_ARG", mark)
+        return _error_response(str(error), "INVALID_ARG")
     if isinstance(error, (PredictionError, OutputError)):
-        return _error_response(str(error), "INTERNAL", mark)
+        return _error_response(str(error), "INTERNAL")
     # a defect of this runtime; its text is kept out of the response too
-    return _error_response(_withheld("The mlflow-triton runtime failed", error), "INTERNAL", mark)
+    return _error_response(_withheld("The mlflow-triton runtime failed", error), "INTERNAL")
 
 
 def _load(artifact, flavor, device):
@@ -419,9 +418,9 @@ def _withheld(what, error):
     )
 
 
-def _error_response(message, code_name, mark=False):
+def _error_response(message, code_name):
     message = _sendable(_bounded(message, MAX_MESSAGE_LENGTH))
-    error = _triton_error(marked(message, code_name) if mark else message, code_name)
+    error = _triton_error(message, code_name)
     return pb_utils.InferenceResponse(output_tensors=[], error=error)
 
 

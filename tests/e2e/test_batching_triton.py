@@ -28,14 +28,14 @@ from mlflow_triton import sklearn
 from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS, ulps_per_element
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from mlflow_triton.local._compare import compare
-from mlflow_triton.repository.guard import batched_name, files_directory, served_directories
+from mlflow_triton.repository.guard import files_directory, served_directories
 from tests.support.oracle import expected_example_tensors
 from tests.support.v2_http import counts_since, post_infer, statistics
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
 NAME = "batched"
-BATCHED = batched_name(NAME)  # the batched model behind the front clients call: Triton's joining shows there
+BATCHED = NAME  # one model directory: Triton's joining shows in its statistics
 CLIENTS = 8
 REQUESTS_PER_CLIENT = 6
 TRAINING = pd.DataFrame(
@@ -67,7 +67,7 @@ def served(tmp_path_factory):
     )
     repository = root / "repository"
     repository.mkdir()
-    models = served_directories(package / "model_repository" / NAME)  # behind its zero-row guard (the default)
+    models = served_directories(package / "model_repository" / NAME)  # one directory
     for directory in models:
         shutil.copytree(directory, repository / directory.name)
     installation = TritonInstallation.bundled(progress=None)

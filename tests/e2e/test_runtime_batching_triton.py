@@ -25,10 +25,10 @@ from mlflow_triton.local import TritonInstallation, TritonServer, send_shipped_r
 from mlflow_triton.local._compare import differences
 from mlflow_triton.local.serving_env import ensure_env_for_requirements, requirement_lines
 from mlflow_triton.repository.config import read_config, wire_arrays
-from mlflow_triton.repository.guard import batched_name, files_directory, served_directories
+from mlflow_triton.repository.guard import files_directory
 from tests.support import tiny_models
 from tests.support.oracle import expected_example_tensors
-from tests.support.v2_http import counts_since, post_infer, statistics
+from tests.support.v2_http import counts_since, post_binary, post_infer, statistics
 
 pytestmark = [pytest.mark.triton, pytest.mark.filterwarnings("ignore")]
 
@@ -74,10 +74,7 @@ def served(tmp_path_factory):
         max_queue_delay_microseconds=20_000,
     )
     packages = {name: root / name for name in (MLP, CLASSIFIER)}
-    # each behind its zero-row guard (the default): the front clients call and the batched model it forwards to
-    repositories = [
-        d for name, package in packages.items() for d in served_directories(package / "model_repository" / name)
-    ]
+    repositories = [package / "model_repository" / name for name, package in packages.items()]  # one each
     requirements = {
         line
         for r in repositories
@@ -103,10 +100,10 @@ def post(server, model, inputs):
 
 def concurrently(server, model, requests, encode):
     """Every request posted by ``CLIENTS`` concurrent clients; (answers in order, Triton's counts for them)."""
-    before = statistics(server, batched_name(model))  # the batched model behind the front: joining shows there
+    before = statistics(server, model)
     with concurrent.futures.ThreadPoolExecutor(max_workers=CLIENTS) as pool:
         answers = list(pool.map(lambda request: post(server, model, encode(request)), requests))
-    return answers, counts_since(server, batched_name(model), before, len(requests))
+    return answers, counts_since(server, model, before, len(requests))
 
 
 def outputs_of(status, body):
@@ -189,6 +186,41 @@ def test_batched_transformers_repository_answers_concurrent_texts_of_different_l
         f"[batching] transformers: {count} requests ({rows} texts) from {CLIENTS} clients in {executions} "
         f"executions; largest difference {largest:g} ulps"
     )
+
+
+def test_batched_pytorch_repository_answers_valid_clients_exactly_beside_clients_claiming_0_rows_with_bytes(served):
+    """4 clients send valid requests while 2 send binary ``[0, 4]`` requests that carry 1 or 2 rows of bytes:
+    Triton hands the first to the model one axis short (``[1, 4]``) and refuses the second itself; both are 4xx,
+    and no valid request joined with them is failed or changed."""
+    server, packages = served
+    pyfunc = mlflow.pyfunc.load_model(str(packages[MLP]))
+    valid = mlp_requests()[:24]
+    size = tiny_models.MLP_SIZES["input_size"]
+    hostile = [np.ones((rows, size), dtype=np.float32) for rows in (1, 2) for _ in range(6)]
+
+    def send_valid(x):
+        return post(
+            server, MLP, [{"name": "input_0", "datatype": "FP32", "shape": list(x.shape), "data": x.ravel().tolist()}]
+        )
+
+    def send_hostile(x):
+        return post_binary(server, MLP, [("input_0", "FP32", [0, size], x.tobytes())], timeout=30)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
+        valid_answers = [pool.submit(lambda chunk: [send_valid(x) for x in chunk], valid[i::4]) for i in range(4)]
+        hostile_answers = [pool.submit(lambda chunk: [send_hostile(x) for x in chunk], hostile[i::2]) for i in range(2)]
+        valid_answers = [answer for future in valid_answers for answer in future.result()]
+        hostile_answers = [answer for future in hostile_answers for answer in future.result()]
+
+    for x, answer in zip([x for i in range(4) for x in valid[i::4]], valid_answers):
+        [output] = outputs_of(*answer).values()
+        got = np.array(output["data"], dtype=np.float32).reshape(output["shape"])
+        assert ulps_per_element(pyfunc.predict(x), got).max() <= ROW_INDEPENDENCE_ULPS
+    for x, (status, body) in zip([x for i in range(2) for x in hostile[i::2]], hostile_answers):
+        assert 400 <= status < 500, body
+        if len(x) == 1:  # carried one row's bytes: handed to the model as [1, 4], refused by the runtime
+            assert body["error"].startswith("Tensor `input_0` must be sent as [rows, 4] with at least one row")
+    assert server.poll() is None
 
 
 @pytest.mark.parametrize("model", [MLP, CLASSIFIER])

@@ -204,8 +204,39 @@ def initialized_model(directory, name="generated_model_py"):
     return model
 
 
-def request_from_arrays(arrays, parameters="{}"):
+def request_from_arrays(arrays, parameters="{}", model_config=None):
+    """A request of ``arrays`` as a client sends them; with ``model_config`` (a batched model's JSON config), in
+    the shapes Triton's core hands the model (:func:`as_handed`)."""
+    if model_config is not None:
+        arrays = as_handed(model_config, arrays)
     return InferenceRequest([Tensor(name, array) for name, array in arrays.items()], parameters=parameters)
+
+
+def as_handed(model_config, arrays):
+    """What core's ``Normalize`` (src/infer_request.cc) makes of a batched request's inputs of ``rows`` rows: the
+    batch axis taken off, the input's ``reshape`` applied to the rest, the batch axis put back. Written out here,
+    independently of the runtime, for the inputs of a batched config; ``arrays`` as a client sends them."""
+    if int(model_config.get("max_batch_size", 0) or 0) <= 0:
+        return dict(arrays)
+    reshapes = {
+        entry["name"]: [int(d) for d in entry["reshape"].get("shape", [])]
+        for entry in model_config.get("input", [])
+        if "reshape" in entry
+    }
+    handed = {}
+    for name, array in arrays.items():
+        array = np.asarray(array)
+        if name in reshapes and array.ndim >= 1:
+            rows, rest = array.shape[0], list(array.shape[1:] or (1,))
+            wildcards = iter(d for d, declared in zip(rest, _dims_of(model_config, name)) if declared == -1)
+            shape = [next(wildcards) if d == -1 else d for d in reshapes[name]]
+            array = array.reshape([rows, *shape])
+        handed[name] = array
+    return handed
+
+
+def _dims_of(model_config, name):
+    return next([int(d) for d in entry["dims"]] for entry in model_config["input"] if entry["name"] == name)
 
 
 def outputs_of(response):

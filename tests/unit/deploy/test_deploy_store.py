@@ -129,9 +129,9 @@ def local_store(tmp_path_factory, tracking_template, fitted_pipeline, training_f
         triton_sklearn.log_model(
             fitted_pipeline,
             input_example=training_frame.iloc[:3].copy(),
-            name="guarded",
+            name="batched",
             pyfunc_predict_fn="predict_proba",
-            registered_model_name="guarded",
+            registered_model_name="batched",
             max_batch_size=8,
         )
         mlflow.sklearn.log_model(
@@ -158,20 +158,16 @@ def test_locate_returns_the_stored_repository_folder_when_the_store_is_local(log
     assert (Path(location.address) / "clf" / "config.pbtxt").is_file()
 
 
-def test_locate_names_the_batched_model_behind_the_front_when_the_model_is_batched_with_its_guard(logged_locally):
+def test_locate_names_one_model_directory_when_the_model_is_batched(logged_locally):
     from mlflow_triton.deploy import locate_repository
     from mlflow_triton.deploy._kserve import inference_service
 
-    location = locate_repository("models:/guarded/1")
+    location = locate_repository("models:/batched/1")
 
-    assert location.models == ("guarded", "guarded_batched")
-    assert all((Path(location.address) / name / "config.pbtxt").is_file() for name in location.models)
+    assert location.models == ("batched",)
+    assert sorted(p.name for p in Path(location.address).iterdir()) == ["batched"]
     manifest = inference_service("s3://bucket/x", location.model_name, models=location.models)
-    assert manifest["spec"]["predictor"]["triton"]["args"] == [
-        "--model-control-mode=explicit",
-        "--load-model=guarded",
-        "--load-model=guarded_batched",
-    ]
+    assert manifest["spec"]["predictor"]["triton"]["args"] == ["--model-control-mode=explicit", "--load-model=batched"]
     assert locate_repository("models:/reg/1").models == ("clf",)
 
 

@@ -9,12 +9,12 @@ import mlflow.pyfunc
 import numpy as np
 import pandas as pd
 import pytest
-from google.protobuf import text_format
+from google.protobuf import json_format, text_format
 from mlflow.models import Model
 from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton import sklearn
-from mlflow_triton._batching import MIN_DISTINCT_ROWS, ROW_INDEPENDENCE_ULPS, ZERO_ROW_GUARDED, ZERO_ROW_REQUESTS
+from mlflow_triton._batching import MIN_DISTINCT_ROWS, ROW_INDEPENDENCE_ULPS, ZERO_ROW_REQUESTS
 from mlflow_triton.errors import BatchingRefusedError, BatchingWarning, InvalidArgumentError
 from mlflow_triton.local._compare import predict_outputs
 from mlflow_triton.local.user_input import input_request
@@ -48,9 +48,9 @@ def _model_py(repository):
 
 
 def _as_model_sees(arrays, config):
-    """Triton's ``reshape { shape: [] }``: a ``[rows, 1]`` tensor reaches ``execute`` as ``[rows]``."""
-    reshaped = {entry.name for entry in config.input if entry.HasField("reshape")}
-    return {name: array.reshape(-1) if name in reshaped else array for name, array in arrays.items()}
+    """Each input's ``reshape`` applied as Triton's core applies it (``fake_pb_utils.as_handed``)."""
+    as_json = json_format.MessageToDict(config, preserving_proto_field_name=True)
+    return fake_pb_utils.as_handed(as_json, arrays)
 
 
 def test_save_model_writes_a_batched_config_when_max_batch_size_is_given(batched):
@@ -59,10 +59,11 @@ def test_save_model_writes_a_batched_config_when_max_batch_size_is_given(batched
 
     assert config.max_batch_size == 8
     assert config.dynamic_batching.max_queue_delay_microseconds == 200
-    assert [(t.name, list(t.dims), t.HasField("reshape")) for t in config.input] == [
-        ("age", [1], True),
-        ("city", [1], True),
-        ("visits", [1], True),
+    # no input reshaped to [] (a 0-row request then stops Triton 2.51): [1], so the model sees [rows, 1]
+    assert [(t.name, list(t.dims), list(t.reshape.shape)) for t in config.input] == [
+        ("age", [1], [1]),
+        ("city", [1], [1]),
+        ("visits", [1], [1]),
     ]
     assert [(t.name, list(t.dims)) for t in config.output] == [("output_0", [2])]
     contract = json.loads(config.parameters["mlflow_contract"].string_value)
@@ -102,55 +103,41 @@ def test_save_model_records_the_row_independence_proof_in_validation_json_when_b
     assert Model.load(str(path)).flavors["triton"]["mapping_version"] == 3
 
 
-def test_save_model_records_in_validation_json_that_a_0_row_request_is_refused_by_the_guard_when_batched(batched):
+def test_save_model_records_in_validation_json_that_a_0_row_request_is_refused_when_batched(batched):
     repository, path = batched
 
     report = json.loads((repository / "validation.json").read_text(encoding="utf-8"))
 
-    assert report["batching"]["zero_row_guard"] is True
-    assert report["batching"]["zero_row_requests"] == ZERO_ROW_GUARDED
-    assert served_directories(path / "model_repository" / "classifier") == (
-        path / "model_repository" / "classifier",
-        repository,
-    )
+    assert "zero_row_guard" not in report["batching"]
+    assert report["batching"]["zero_row_requests"] == ZERO_ROW_REQUESTS
+    assert repository == path / "model_repository" / "classifier"
+    assert served_directories(repository) == (repository,)
 
 
-def test_save_model_does_not_warn_about_0_row_requests_when_batched_behind_the_guard(
-    tmp_path, fitted_pipeline, training_frame
+@pytest.mark.parametrize("zero_row_guard", [True, False])
+def test_save_model_writes_one_model_directory_without_warning_whatever_zero_row_guard_says(
+    tmp_path, fitted_pipeline, training_frame, zero_row_guard
 ):
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        sklearn.save_model(fitted_pipeline, tmp_path / "m", input_example=training_frame.iloc[:3], max_batch_size=4)
-
-    assert not [w for w in record if issubclass(w.category, BatchingWarning)]
-
-
-def test_save_model_warns_and_records_that_a_0_row_request_stops_the_server_when_the_guard_is_turned_off(
-    tmp_path, fitted_pipeline, training_frame
-):
-    with pytest.warns(BatchingWarning) as record:
         sklearn.save_model(
             fitted_pipeline,
             tmp_path / "m",
             input_example=training_frame.iloc[:3],
             max_batch_size=4,
-            zero_row_guard=False,
+            zero_row_guard=zero_row_guard,
         )
 
-    [warning] = [w for w in record if issubclass(w.category, BatchingWarning)]
-    assert str(warning.message) == f"max_batch_size=4, zero_row_guard=False: {ZERO_ROW_REQUESTS}"
-    assert pathlib.Path(warning.filename) == pathlib.Path(__file__)
+    assert not [w for w in record if issubclass(w.category, BatchingWarning)]
     repository = tmp_path / "m" / "model_repository"
     assert sorted(p.name for p in repository.iterdir()) == ["m"]
-    report = json.loads((repository / "m" / "validation.json").read_text(encoding="utf-8"))
-    assert report["batching"]["zero_row_guard"] is False
-    assert report["batching"]["zero_row_requests"] == ZERO_ROW_REQUESTS
+    assert "batched_model_name" not in Model.load(str(tmp_path / "m")).flavors["triton"]
 
 
 def test_save_model_refuses_a_zero_row_guard_that_is_not_a_bool_and_writes_nothing(
     tmp_path, fitted_pipeline, training_frame
 ):
-    with pytest.raises(InvalidArgumentError, match=r"zero_row_guard must be True .* or False .*, got 'no'"):
+    with pytest.raises(InvalidArgumentError, match=r"zero_row_guard must be True or False .*, got 'no'"):
         sklearn.save_model(
             fitted_pipeline,
             tmp_path / "m",
@@ -278,9 +265,12 @@ def test_pytorch_save_model_batches_a_tensor_model_and_joins_its_requests_when_m
     pyfunc = mlflow.pyfunc.load_model(str(path))
     first, second = tiny_models.mlp_example(1), tiny_models.mlp_example(4)
 
-    answers = model.execute([fake_pb_utils.request_from_arrays({config.input[0].name: x}) for x in (first, second)])
+    answers = model.execute(
+        [fake_pb_utils.request_from_arrays(_as_model_sees({config.input[0].name: x}, config)) for x in (first, second)]
+    )
 
     assert (config.max_batch_size, list(config.input[0].dims), list(config.output[0].dims)) == (16, [4], [3])
+    assert list(config.input[0].reshape.shape) == [1, 4]  # seen as [rows, 1, 4]
     assert counting.rows == [5]
     for answer, alone in zip(answers, (first, second)):
         np.testing.assert_array_max_ulp(

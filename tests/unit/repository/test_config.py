@@ -179,12 +179,29 @@ def test_build_config_leaves_the_batch_axis_out_of_dims_when_batching_is_on():
     config = _batched_config()
 
     assert config.max_batch_size == 16
-    assert [(t.name, list(t.dims), t.HasField("reshape")) for t in config.input] == [
-        ("x", [1], True),
-        ("name", [1], True),
+    # each input reshaped to [1, *dims], never to [] (a 0-row request then stops Triton 2.51: docs/batching.md)
+    assert [(t.name, list(t.dims), list(t.reshape.shape)) for t in config.input] == [
+        ("x", [1], [1]),
+        ("name", [1], [1]),
     ]
     assert [(t.name, list(t.dims), t.HasField("reshape")) for t in config.output] == [("output_0", [3], False)]
-    assert list(config.input[0].reshape.shape) == []
+
+
+def test_build_config_reshapes_a_rank_k_input_to_a_row_axis_and_declarations_read_it_back_as_logged():
+
+    signature = ModelSignature(
+        inputs=Schema([TensorSpec(np.dtype("float32"), (-1, -1, 4), "x")]),
+        outputs=Schema([TensorSpec(np.dtype("float32"), (-1,))]),
+    )
+    layout = batched_layout(layout_from_signature(signature, "pytorch"), Batching(max_batch_size=8))
+    config = build_config("model", layout)
+
+    assert [(t.name, list(t.dims), list(t.reshape.shape)) for t in config.input] == [("x", [-1, 4], [1, -1, 4])]
+    assert [(t.name, list(t.dims), list(t.reshape.shape)) for t in config.output] == [("output_0", [1], [])]
+    inputs, outputs = declarations(config)
+    assert [(d.name, d.dims) for d in inputs] == [("x", (-1, -1, 4))]
+    assert [(d.name, d.dims) for d in outputs] == [("output_0", (-1,))]
+    assert parse_config(render_config(config))[0] == config  # core accepts it: tests/e2e load it
 
 
 def test_build_config_writes_dynamic_batching_with_the_queue_delay_when_given():

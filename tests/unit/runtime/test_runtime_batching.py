@@ -6,8 +6,8 @@ count. A request that cannot be decoded gets its own 400 and the others are stil
 joint prediction raises, every request is predicted alone so one bad request cannot fail the others;
 a joint prediction with another number of rows is an OutputError naming the tensor.
 
-Triton applies ``reshape { shape: [] }`` before ``execute``, so requests here carry rank-one column
-tensors, as the model sees them.
+Requests here carry the tensors in the shapes Triton's core hands a batched model, each input's
+``reshape { shape: [1, *dims] }`` applied (``fake_pb_utils.as_handed``): ``[rows, 1, *dims]``.
 """
 
 import json
@@ -83,12 +83,9 @@ def serve(monkeypatch, signature, respond, max_batch_size=16, params_schema=None
         }
     )
     contract = layout.contract
-    return (
-        model,
-        predictor,
-        StructureCodec(contract.inputs, tensor_types_from_model_config(config, "input")),
-        StructureCodec(contract.outputs, tensor_types_from_model_config(config, "output")),
-    )
+    inputs = StructureCodec(contract.inputs, tensor_types_from_model_config(config, "input"))
+    inputs.model_config = config  # requests_of hands the tensors to the model as Triton's core does
+    return model, predictor, inputs, StructureCodec(contract.outputs, tensor_types_from_model_config(config, "output"))
 
 
 def frame(prices, labels):
@@ -96,7 +93,11 @@ def frame(prices, labels):
 
 
 def requests_of(codec, *frames, parameters="{}"):
-    return [fake_pb_utils.request_from_arrays(codec.to_tensors(f), parameters=parameters) for f in frames]
+    return [request_of(codec, codec.to_tensors(f), parameters) for f in frames]
+
+
+def request_of(codec, tensors, parameters="{}"):
+    return fake_pb_utils.request_from_arrays(tensors, parameters, getattr(codec, "model_config", None))
 
 
 def error_of(response, code):
@@ -153,7 +154,7 @@ def test_execute_answers_the_others_when_one_request_of_a_batch_makes_predict_ra
 def test_execute_answers_400_to_an_undecodable_request_and_joins_the_others_when_batched(monkeypatch):
     model, predictor, inputs, outputs = serve(monkeypatch, PRICES, doubled)
     good_one, bad, good_two = requests_of(inputs, ONE, THREE, TWO)
-    bad = fake_pb_utils.request_from_arrays({"price": np.array([1.0, 2.0])})  # no label tensor
+    bad = request_of(inputs, {"price": np.array([1.0, 2.0])})  # no label tensor
 
     first, broken, last = model.execute([good_one, bad, good_two])
 
@@ -163,18 +164,34 @@ def test_execute_answers_400_to_an_undecodable_request_and_joins_the_others_when
     np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(last)), doubled(TWO))
 
 
-def test_execute_fails_every_joined_request_naming_the_tensor_when_the_prediction_has_another_row_count(
+def test_execute_fails_each_joined_request_with_its_own_row_count_when_every_prediction_has_another_row_count(
     monkeypatch,
 ):
-    model, _, inputs, _ = serve(monkeypatch, PRICES, lambda model_input: doubled(model_input)[:-1])
+    model, predictor, inputs, _ = serve(monkeypatch, PRICES, lambda model_input: doubled(model_input)[:-1])
 
-    answers = model.execute(requests_of(inputs, ONE, THREE))
+    one, three = model.execute(requests_of(inputs, ONE, THREE))
 
-    for answer in answers:
+    assert [len(seen) for seen in predictor.seen] == [4, 1, 3]  # the joint attempt, then each alone
+    for answer, rows in ((one, 1), (three, 3)):
         assert error_of(answer, INTERNAL) == (
-            "Output tensor `output_0` has 3 row(s) for 4 input row(s); a batched model must answer one row per "
-            "input row"
+            f"Output tensor `output_0` has {rows - 1} row(s) for {rows} input row(s); a batched model must answer "
+            "one row per input row"
         )
+
+
+def test_execute_answers_the_innocent_requests_when_one_request_makes_the_joint_prediction_lose_a_row(monkeypatch):
+    def respond(model_input):  # a model that drops a row it cannot predict, instead of raising
+        answer = doubled(model_input)
+        return answer[(model_input["label"] != "bad").to_numpy()]
+
+    model, _, inputs, outputs = serve(monkeypatch, PRICES, respond)
+    bad = frame([7.0, 8.0], ["bad", "g"])
+
+    first, broken, last = model.execute(requests_of(inputs, ONE, bad, TWO))
+
+    assert error_of(broken, INTERNAL).startswith("Output tensor `output_0` has 1 row(s) for 2 input row(s)")
+    np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(first)), doubled(ONE))
+    np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(last)), doubled(TWO))
 
 
 def test_execute_fails_naming_the_tensor_when_a_lone_batched_request_gets_another_row_count(monkeypatch):
@@ -257,7 +274,7 @@ def test_execute_joins_dicts_of_tensors_along_the_first_axis_when_batched(monkey
     first = {"a": np.arange(2, dtype=np.float32).reshape(1, 2), "b": np.array([3])}
     second = {"a": np.arange(6, dtype=np.float32).reshape(3, 2), "b": np.array([1, 2, 3])}
 
-    answers = model.execute([fake_pb_utils.request_from_arrays(inputs.to_tensors(t)) for t in (first, second)])
+    answers = model.execute([request_of(inputs, inputs.to_tensors(t)) for t in (first, second)])
 
     [joined] = predictor.seen
     np.testing.assert_array_equal(joined["b"], [3, 1, 2, 3])
@@ -270,7 +287,7 @@ def test_execute_answers_400_when_a_batched_request_has_tensors_of_different_row
     model, predictor, inputs, _ = serve(monkeypatch, DICT_OF_TENSORS, lambda tensors: tensors["a"])
     uneven = {"a": np.zeros((2, 2), dtype=np.float32), "b": np.array([1, 2, 3])}
 
-    [answer] = model.execute([fake_pb_utils.request_from_arrays(uneven)])
+    [answer] = model.execute([request_of(inputs, uneven)])
 
     assert error_of(answer, INVALID_ARG) == (
         "Batched input tensors must have the same number of rows (first axis); got a: 2, b: 3"
@@ -315,16 +332,16 @@ MISSING = ModelSignature(
 )
 
 
-def own_frames_concatenated(codec, requests):
-    """What the runtime joined before 2.9.0: each request's own frame, then ``pd.concat``."""
-    frames = [codec.from_tensors({t.name(): t.as_numpy() for t in request.inputs()}) for request in requests]
-    return pd.concat(frames, ignore_index=True)
+def own_frames_concatenated(codec, frames):
+    """What the runtime joined before 2.9.0: each request's own frame (decoded from the tensors sent), then
+    ``pd.concat``."""
+    return pd.concat([codec.from_tensors(codec.to_tensors(f)) for f in frames], ignore_index=True)
 
 
 def test_joined_requests_are_built_into_one_frame_without_a_frame_per_request_and_pd_concat(monkeypatch):
     model, predictor, inputs, _ = serve(monkeypatch, PRICES, doubled)
     requests = requests_of(inputs, ONE, THREE, TWO)
-    expected = own_frames_concatenated(inputs, requests)
+    expected = own_frames_concatenated(inputs, (ONE, THREE, TWO))
     concatenated = []
     concat = pd.concat
     monkeypatch.setattr(pd, "concat", lambda *args, **kwargs: concatenated.append(args) or concat(*args, **kwargs))
@@ -358,7 +375,7 @@ def _masked(prices, labels, members):
 def test_a_joined_frame_is_exactly_the_requests_own_frames_concatenated(monkeypatch, frames):
     model, predictor, inputs, _ = serve(monkeypatch, MISSING, doubled)
     requests = requests_of(inputs, *frames)
-    expected = own_frames_concatenated(inputs, requests)
+    expected = own_frames_concatenated(inputs, frames)
 
     model.execute(requests)
 
@@ -366,3 +383,41 @@ def test_a_joined_frame_is_exactly_the_requests_own_frames_concatenated(monkeypa
     pd.testing.assert_frame_equal(seen, expected)
     for column in expected.columns:  # None stays None, NaN stays NaN
         assert [type(value) for value in seen[column]] == [type(value) for value in expected[column]]
+
+
+@pytest.mark.parametrize(
+    "short",
+    [
+        {"price": np.array([9.0]), "label": np.array([b"z"], dtype=object)},  # [0, 1] carrying a row: seen as [1]
+        {"price": np.zeros((1, 0)), "label": np.zeros((1, 0), dtype=object)},  # [1, 0]: seen without its row axis
+    ],
+    ids=["claimed-0-rows-with-a-row-of-bytes", "rank-one-too-short"],
+)
+def test_execute_answers_400_naming_the_tensor_to_a_request_without_its_row_axis_and_joins_the_others(
+    monkeypatch, short
+):
+    """Triton hands a request that declares 0 rows but carries elements without its batch axis (``[1]`` for a
+    ``reshape [1]`` column); the batcher counted it as one row, the runtime refuses it alone."""
+    model, predictor, inputs, outputs = serve(monkeypatch, PRICES, doubled)
+    first, last = requests_of(inputs, ONE, TWO)
+
+    answers = model.execute([first, fake_pb_utils.request_from_arrays(short), last])
+
+    assert error_of(answers[1], INVALID_ARG) == (
+        "Tensor `price` must be sent as [rows, 1] with at least one row and the elements of that many rows (a "
+        "request declaring 0 rows is refused)"
+    )
+    assert [len(seen) for seen in predictor.seen] == [3]
+    np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(answers[0])), doubled(ONE))
+    np.testing.assert_array_equal(outputs.from_tensors(fake_pb_utils.outputs_of(answers[2])), doubled(TWO))
+
+
+def test_execute_answers_400_to_a_rank_k_tensor_without_its_row_axis(monkeypatch):
+    model, predictor, inputs, _ = serve(monkeypatch, DICT_OF_TENSORS, lambda tensors: tensors["a"])
+
+    [answer] = model.execute(
+        [fake_pb_utils.request_from_arrays({"a": np.zeros((1, 2), dtype=np.float32), "b": np.array([[1]])})]
+    )
+
+    assert error_of(answer, INVALID_ARG).startswith("Tensor `a` must be sent as [rows, 2] with at least one row")
+    assert predictor.seen == []
