@@ -174,59 +174,6 @@ def test_unmarked_leaves_a_message_without_a_mark_as_it_is():
     assert unmarked(marked("x", "INTERNAL")) == ("INTERNAL", "x")
 
 
-@pytest.fixture(scope="module")
-def guarded_export(tmp_path_factory):
-    """(front, batched, batched directory) of the example Pipeline exported with ``--backend python`` (guarded)."""
-    from mlflow_triton.export import export_onnx
-    from tests.support.export_models import save_sklearn_example
-
-    root = tmp_path_factory.mktemp("guarded-export")
-    front_directory = export_onnx(str(save_sklearn_example(root / "classifier")), root / "out", backend="python")
-    front_directory_, batched_directory = served_directories(front_directory)
-    assert (front_directory_, batched_directory.name) == (front_directory, "classifier_onnx_batched")
-    front = fake_pb_utils.initialized_model(front_directory, "guard_export_front_model_py")
-    batched = fake_pb_utils.initialized_model(batched_directory, "guard_export_batched_model_py")
-    fake_pb_utils.MODELS[batched_directory.name] = lambda request: batched.execute([request])[0]
-    yield front, batched, batched_directory
-    fake_pb_utils.MODELS.pop(batched_directory.name, None)  # another fixture of this file may have cleared it
-
-
-def _export_request(batched_directory, rows, text=None):
-    good = json.loads((batched_directory / "request.json").read_text())
-    arrays = {}
-    for entry in good["inputs"]:
-        column = [text or value.encode() if entry["datatype"] == "BYTES" else value for value in entry["data"]][:rows]
-        arrays[entry["name"]] = np.array(column, dtype=object if entry["datatype"] == "BYTES" else np.float64).reshape(
-            -1, 1
-        )
-    return fake_pb_utils.request_from_arrays(arrays)
-
-
-def test_guarded_export_refuses_0_rows_and_answers_as_the_export_alone_otherwise(guarded_export):
-    front, batched, batched_directory = guarded_export
-
-    [refused] = front.execute([_export_request(batched_directory, 0)])
-    [answer] = front.execute([_export_request(batched_directory, 2)])
-
-    assert refused.error().code() == fake_pb_utils.TritonError.INVALID_ARG
-    assert "send at least one row" in refused.error().message()
-    alone = batched.execute([_export_request(batched_directory, 2)])[0]
-    assert {k: v.tolist() for k, v in fake_pb_utils.outputs_of(answer).items()} == {
-        k: v.tolist() for k, v in fake_pb_utils.outputs_of(alone).items()
-    }
-
-
-def test_guarded_export_answers_the_exports_400_as_a_400_with_its_message(guarded_export):
-    front, batched, batched_directory = guarded_export
-
-    [response] = front.execute([_export_request(batched_directory, 1, text=b"\xff\xfe")])
-
-    marked_message = batched.execute([_export_request(batched_directory, 1, text=b"\xff\xfe")])[0].error().message()
-    assert unmarked(marked_message) == ("INVALID_ARG", response.error().message())
-    assert response.error().code() == fake_pb_utils.TritonError.INVALID_ARG
-    assert response.error().message() == "Input tensor `colour`: element 0 is not valid UTF-8 text (invalid start byte)"
-
-
 def test_front_refuses_unequal_rows_with_tritons_words_when_one_input_has_none(guarded, training_frame):
     front, _ = guarded
 
