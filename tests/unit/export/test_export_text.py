@@ -243,3 +243,12 @@ def test_export_onnx_writes_one_batched_python_model_whose_execution_joins_reque
         expected = pyfunc.predict(request_texts)
         assert [label.decode() for label in outputs["label"].ravel()] == expected["label"].tolist()
         np.testing.assert_allclose(outputs["score"].ravel(), expected["score"], rtol=RTOL, atol=ATOL)
+
+
+def test_one_text_model_reads_onnxruntimes_threads_from_the_parameter_the_export_writes_without_spinning():
+    from mlflow_triton.export import _config, _text_export
+
+    code = _text_export.ONE_MODEL.read_text()
+
+    assert f'THREADS_PARAMETER = "{_config.THREADS_PARAMETER}"' in code
+    assert 'add_session_config_entry("session.intra_op.allow_spinning", "0")' in code
