@@ -79,16 +79,20 @@ def summary(directory: Path) -> list[str]:
         for tensor in handoff.get("tensors", {}).get("outputs", [])
         if tensor.get("computed_as") and tensor["computed_as"] != tensor["data_type"]
     ]
-    if "task" in handoff:  # a text model: the front tokenizes and post-processes, the network runs behind it
+    if "task" in handoff and files != directory:  # --backend onnxruntime: a front, the network behind it
         lines.append(
             f"  {handoff['task']}: {directory.name} tokenizes and post-processes (tokenizers + numpy) and sends the "
             f"network to {files.name} (dynamic batching); serve both (the folder holding them is the model repository)"
         )
-    elif files != directory:
+    elif "task" in handoff:
         lines.append(
-            f"  zero-row guard: {directory.name} answers a request without rows with a 400 and forwards the others "
-            f"to {files.name}; serve both (the folder holding them is the model repository)"
+            f"  {handoff['task']}: one model: tokenizer, network (onnxruntime, in process) and post-processing"
+            + ("; requests joined whatever their lengths" if handoff["max_batch_size"] and _joined(directory) else "")
         )
     lines += [f"  request: {files / name}" for name in handoff["request_files"]]
     lines.append(f"  hand-off: {files / 'handoff.json'} (what was compared and what was not verified)")
     return lines
+
+
+def _joined(directory: Path) -> bool:
+    return "dynamic_batching" in (directory / "config.pbtxt").read_text(encoding="utf-8")

@@ -65,8 +65,9 @@ def session_options(onnxruntime):
 
 def _entry(message, tensor):
     entry = message(name=tensor.name, data_type=model_config_pb2.DataType.Value(tensor.data_type), dims=tensor.dims)
-    if tensor.reshaped:
-        entry.reshape.SetInParent()  # the graph holds [batch]: reshape { shape: [] }
+    if tensor.reshape is not None:  # never [] for an input: see _tensors
+        entry.reshape.SetInParent()
+        entry.reshape.shape.extend(tensor.reshape)
     return entry
 
 

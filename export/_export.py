@@ -10,14 +10,13 @@ failure leaves ``out_dir`` as it was, and the logged model is only read.
 import json
 import os
 import pathlib
-import shutil
 import tempfile
 import urllib.parse
 from typing import Literal
 
 from mlflow_triton import flavors
 from mlflow_triton.repository import request_files
-from mlflow_triton.repository.guard import batched_name, checked_zero_row_guard, mark_batched, write_front
+from mlflow_triton.repository.guard import checked_zero_row_guard
 from mlflow_triton.repository.layout import (
     CONFIG_FILE,
     MODEL_FILE,
@@ -60,12 +59,11 @@ def export_onnx(
     Triton's dynamic batches in any Triton with the Python backend, on the
     threads its config's ``intra_op_thread_count`` names (0: onnxruntime's
     default, as the parity check runs it) without spinning. Both configs
-    enable ``dynamic_batching`` with ``max_batch_size``. A ``python`` export is
-    written behind a zero-row guard (``mlflow_triton.repository.guard``):
-    ``<name>_onnx/`` is then an unbatched front that answers a request without
-    rows with a 400 and forwards the others to ``<name>_onnx_batched/`` (Triton
-    2.51's Python backend stops the server on a batched request without rows);
-    ``zero_row_guard=False`` writes the one batched directory.
+    enable ``dynamic_batching`` with ``max_batch_size`` and declare the inputs so
+    that Triton itself refuses a request without rows (``_tensors``): every
+    export is one model directory. ``zero_row_guard`` is still accepted (a bool)
+    and changes nothing; ``--backend python`` exports of earlier releases needed
+    a front model for such a request.
 
     The converted graph is compared with the logged model's ``pyfunc.predict``
     before anything is written (see ``handoff.json`` in the result). Raises
@@ -74,7 +72,7 @@ def export_onnx(
     ``ParityError`` when the outputs differ; ``out_dir`` is then unchanged.
     """
     out_dir = _check_arguments(model_uri, out_dir, max_batch_size, backend)
-    guarded = backend == "python" and checked_zero_row_guard(zero_row_guard)
+    checked_zero_row_guard(zero_row_guard)  # accepted for callers of earlier releases; nothing to guard
     for module_name in ("onnx", "onnxruntime", "hypothesis"):  # every export's: the graph, its parity check
         _deps.require(module_name)
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-export-") as workspace:
@@ -85,8 +83,6 @@ def export_onnx(
             check_model_name(_text_export.network_name(name))
             return _text_export.export_text(source, out_dir, name, max_batch_size=max_batch_size, backend=backend)
         _writer.check_target(out_dir / name)
-        if guarded:
-            _writer.check_target(out_dir / batched_name(name))
         _check_batchable(source.layout)
         _check_plain_columns(source.layout)
         if exporter is None or exporter not in CONVERTERS:
@@ -103,10 +99,7 @@ def export_onnx(
         parity = _parity.check_parity(source, predictor, max_batch_size, probes=probes)
         if probe_note and "not_probed" not in parity:
             parity["not_probed"] = probe_note
-        served_name = batched_name(name) if guarded else name
-        config = _config.build_export_config(
-            served_name, inputs, outputs, backend=backend, max_batch_size=max_batch_size
-        )
+        config = _config.build_export_config(name, inputs, outputs, backend=backend, max_batch_size=max_batch_size)
         onnx_bytes = onnx_model.SerializeToString()
 
         def fill(directory):
@@ -133,17 +126,8 @@ def export_onnx(
                 request_files=request_files,
             )
             (directory / "handoff.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-            if guarded:
-                mark_batched(directory, name, name=served_name)
 
-        if not guarded:
-            return _writer.write_directory(out_dir, name, fill)
-        batched = _writer.write_directory(out_dir, served_name, fill)
-        try:
-            return _writer.write_directory(out_dir, name, lambda front: write_front(front, batched, name=name))
-        except BaseException:
-            shutil.rmtree(batched, ignore_errors=True)  # nothing is left behind
-            raise
+        return _writer.write_directory(out_dir, name, fill)
 
 
 def requirements():

@@ -103,6 +103,37 @@ def cast_input(model, name, data_type):
     value.type.tensor_type.elem_type = elem_type(data_type)
 
 
+def add_row_axis(model, name):
+    """Make input ``name`` take ``[batch, 1, *rest]`` where the graph takes ``[batch, *rest]`` (a ``Squeeze``).
+
+    The exported config declares such an input with ``reshape { shape: [1, *dims] }``, so Triton hands it the extra
+    axis (``_tensors``: why a request claiming 0 rows must then count as one row).
+    """
+    onnx = _deps.require("onnx")
+    graph = model.graph
+    [value] = [v for v in graph.input if v.name == name]
+    inside = _fresh(f"{name}_rows", _all_names(graph))
+    rename_values(model, {name: inside})
+    opset = max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    if opset >= 13:  # Squeeze takes its axes as an input from opset 13 on
+        axes = _fresh(f"{name}_row_axis", _all_names(graph))
+        graph.initializer.append(onnx.numpy_helper.from_array(np.array([1], dtype=np.int64), axes))
+        node = onnx.helper.make_node("Squeeze", [name, axes], [inside], name=f"squeeze_{inside}")
+    else:
+        node = onnx.helper.make_node("Squeeze", [name], [inside], axes=[1], name=f"squeeze_{inside}")
+    graph.node.insert(0, node)
+    value.name = name
+    dims = value.type.tensor_type.shape.dim
+    kept = [onnx.TensorShapeProto.Dimension() for _ in dims]
+    for copy, dim in zip(kept, dims):
+        copy.CopyFrom(dim)
+    del dims[:]
+    dims.add().CopyFrom(kept[0])
+    dims.add().dim_value = 1
+    for dim in kept[1:]:
+        dims.add().CopyFrom(dim)
+
+
 def feed_matrix_from_columns(model, matrix_input, columns):
     """Replace the ``[N, k]`` input ``matrix_input`` by k ``[N, 1]`` column inputs joined with ``Concat``.
 

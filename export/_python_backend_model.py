@@ -14,9 +14,13 @@ number of threads the config's ``intra_op_thread_count`` parameter names (the
 name Triton's ONNX Runtime backend reads; 0, as the export writes it, is
 onnxruntime's default); the export's parity check ran the graph alike.
 
-Behind a zero-row guard's front (``mlflow-triton export-onnx --backend python``, the default: the config names it
-in ``mlflow_triton_front``) an error's code is written in front of its message (``[INVALID_ARG] ...``), because
-Triton 2.51 hands the front every error of this model as INTERNAL; the front takes it off again.
+A request that claims 0 rows (a first dimension of 0) never joins a batch: Triton
+refuses it when it carries no bytes, and hands it over without its batch axis
+(one rank fewer than the config's ``reshape`` or ``dims`` plus the batch axis)
+when it carries one row's bytes; such a request gets its own 400 naming the
+tensor. Triton counted it as one row, and the Python backend counts it as one
+(the config's ``reshape { shape: [1, ...] }`` or ``dims: [1]``), so it cannot
+push an execution past ``max_batch_size``.
 """
 
 import json
@@ -26,8 +30,6 @@ import numpy as np
 import onnxruntime
 import triton_python_backend_utils as pb_utils
 
-# The front's parameter and mark, as mlflow-triton's runtime/forwarding.py writes them (a test checks they agree).
-FRONT_PARAMETER = "mlflow_triton_front"
 # The config parameter with onnxruntime's thread count, as mlflow-triton's export/_config.py names it (a test checks).
 THREADS_PARAMETER = "intra_op_thread_count"
 
@@ -45,6 +47,11 @@ class TritonPythonModel:
             str(path), _session_options(parameters), providers=["CPUExecutionProvider"]
         )
         self.inputs = [entry["name"] for entry in config["input"]]
+        # The rank Triton hands a request with rows: the batch axis, then the reshape (or the dims).
+        self.ranks = {
+            entry["name"]: 1 + len(entry["reshape"].get("shape", []) if "reshape" in entry else entry["dims"])
+            for entry in config["input"]
+        }
         self.outputs = [entry["name"] for entry in config["output"]]
         graph_inputs = {value.name: value.type for value in self.session.get_inputs()}
         graph_outputs = {value.name for value in self.session.get_outputs()}
@@ -54,7 +61,6 @@ class TritonPythonModel:
                 f"graph {sorted(graph_inputs)} -> {sorted(graph_outputs)}"
             )
         self.text_inputs = {name for name, kind in graph_inputs.items() if kind == "tensor(string)"}
-        self.marks_codes = FRONT_PARAMETER in parameters
 
     def execute(self, requests):
         responses = [None] * len(requests)
@@ -63,7 +69,7 @@ class TritonPythonModel:
             try:
                 batch.append((index, self._inputs_of(request)))
             except RequestError as error:
-                responses[index] = _error(str(error), pb_utils.TritonError.INVALID_ARG, self.marks_codes)
+                responses[index] = _error(str(error), pb_utils.TritonError.INVALID_ARG)
         if batch:
             self._run(batch, responses)
         return responses
@@ -75,6 +81,10 @@ class TritonPythonModel:
             if tensor is None:
                 raise RequestError(f"Input tensor `{name}` is missing")
             array = tensor.as_numpy()
+            if array.ndim != self.ranks[name]:  # a first dimension of 0 that carried one row's bytes
+                raise RequestError(
+                    f"Input tensor `{name}` has 0 rows (its first dimension is 0): send at least one row"
+                )
             arrays[name] = _text(array, name) if name in self.text_inputs else array
         rows = {name: len(array) for name, array in arrays.items()}
         if len(set(rows.values())) > 1:
@@ -96,7 +106,7 @@ class TritonPythonModel:
                     self._run([item], responses)
                 return
             [(index, _)] = batch
-            responses[index] = _error(f"onnxruntime failed: {type(error).__name__}: {error}", None, self.marks_codes)
+            responses[index] = _error(f"onnxruntime failed: {type(error).__name__}: {error}", None)
             return
         bounds = np.cumsum(sizes)[:-1]
         parts = [np.split(_utf8(result), bounds) for result in results]
@@ -122,15 +132,9 @@ def _session_options(parameters):
     return options
 
 
-def _error(message, code, mark=False):
-    if mark:
-        message = _marked(message, "INTERNAL" if code is None else "INVALID_ARG")
+def _error(message, code):
     error = pb_utils.TritonError(message) if code is None else pb_utils.TritonError(message, code)
     return pb_utils.InferenceResponse(output_tensors=[], error=error)
-
-
-def _marked(message, code_name):
-    return f"[{code_name}] {message}"
 
 
 def _text(array, name):

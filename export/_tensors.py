@@ -9,9 +9,26 @@ not be empty, so
   and answered as ``[batch, 1]``;
 * every other tensor keeps its logged shape, ``[batch, *dims]``.
 
-Where the graph itself holds a rank-one tensor (a label vector), the config
-says ``dims: [1]`` with ``reshape { shape: [] }``; sklearn column inputs are
-``[batch, 1]`` in the graph already.
+No input is declared with a ``reshape`` to an empty shape. Triton core's
+``Normalize`` (core ``src/infer_request.cc``) takes a request whose first
+dimension is 0 for one without a batch axis; after ``reshape { shape: [] }``
+the Python backend was handed a shapeless tensor and read its first
+dimension through a null pointer (python_backend ``src/python_be.cc``,
+``CheckIncomingRequests``: ``total_batch_size += shape[0]``), stopping the
+server. So:
+
+* a rank-one input (a column) is ``dims: [1]`` with no reshape, its graph
+  input ``[batch, 1]`` (a graph that takes ``[batch]`` gets a ``Squeeze`` in
+  front): Triton core itself refuses a request without rows (its byte size is
+  not one row's);
+* every other input is ``dims: [*dims]`` with ``reshape { shape: [1, *dims] }``
+  and its graph input takes ``[batch, 1, *dims]`` (``_graph.add_row_axis``). A
+  request that claims 0 rows but carries bytes (binary ``[0, *dims]``) then
+  reaches the backend as ``[1, *dims]``: one row, as the dynamic batcher
+  counted it (``max(1, batch size)``), so it cannot push an execution past
+  ``max_batch_size``, and ``model.py`` refuses it (the wrong rank) alone;
+* an output the graph holds as ``[batch]`` (sklearn labels) keeps ``dims: [1]``
+  with ``reshape { shape: [] }``: Triton applies an output's reshape itself.
 
 Arrays travel between three forms: *logged* (what the generated repository's
 codecs produce and ``pyfunc`` consumes), *graph* (what onnxruntime takes and
@@ -40,6 +57,7 @@ class ExportedTensor:
     logged_dims: "tuple[int, ...]"  # the logged config's dims, batch axis first
     graph_dims: "tuple[int, ...]"  # the ONNX graph's dims after the batch axis, -1 where variable
     computed_as: "str | None" = None  # the graph's own datatype where a Cast converts it to ``data_type``
+    row_axis: bool = False  # an input whose graph takes [batch, 1, *dims] (config reshape [1, *dims])
 
     @property
     def dims(self):
@@ -47,9 +65,17 @@ class ExportedTensor:
         return self.graph_dims or (1,)
 
     @property
-    def reshaped(self):
-        """True where the graph holds ``[batch]`` and the config needs ``reshape { shape: [] }``."""
-        return not self.graph_dims
+    def reshape(self):
+        """The config's ``reshape`` shape, or None: ``(1, *dims)`` for an input with the row axis, ``()`` for an
+        output the graph holds as ``[batch]``."""
+        if self.row_axis:
+            return (1, *self.dims)
+        return None if self.graph_dims else ()
+
+    @property
+    def is_column(self):
+        """A logged rank-one tensor carried as ``[batch, 1]`` by the graph."""
+        return self._extra_axis and self.graph_dims == (1,)
 
     @property
     def _extra_axis(self):
@@ -59,6 +85,8 @@ class ExportedTensor:
         """A logged-form array as onnxruntime takes it (text as ``str``)."""
         if self._extra_axis:
             array = array[..., np.newaxis]
+        if self.row_axis:
+            array = array[:, np.newaxis]
         if self.content == "text":
             array = _text(array)
         return array
@@ -74,7 +102,7 @@ class ExportedTensor:
 
     def to_wire(self, array):
         """A logged-form array as a client sends it to the exported model: ``[batch, *dims]``."""
-        if self._extra_axis or self.reshaped:
+        if self._extra_axis or not self.graph_dims:
             return array[..., np.newaxis]
         return array
 
@@ -86,7 +114,7 @@ class ExportedTensor:
             "data_type": self.data_type,
             "logged_dims": list(self.logged_dims),
             "exported_dims": list(self.dims),
-            "reshape": [] if self.reshaped else None,
+            "reshape": None if self.reshape is None else list(self.reshape),
             "computed_as": self.computed_as,
         }
 
@@ -160,6 +188,9 @@ def conform(onnx_model, layout):
     """
     _same_names("input", [v.name for v in onnx_model.graph.input], [d.name for d in layout.inputs])
     _same_names("output", [v.name for v in onnx_model.graph.output], [d.name for d in layout.outputs])
+    for graph_input in _graph.describe(onnx_model.graph.input):
+        if graph_input.dims is not None and len(graph_input.dims) == 1:  # [batch]: served as a [batch, 1] column
+            _graph.add_row_axis(onnx_model, graph_input.name)
     graph_outputs = {t.name: t for t in _graph.describe(onnx_model.graph.output)}
     computed_as = {}
     for declaration in layout.outputs:
@@ -172,7 +203,6 @@ def conform(onnx_model, layout):
                 )
             _graph.cast_output(onnx_model, declaration.name, declaration.data_type)
             computed_as[declaration.name] = produced
-    check_graph(onnx_model)
     fields = {
         "input": {f.tensor: f for f in layout.contract.inputs.fields},
         "output": {f.tensor: f for f in layout.contract.outputs.fields},
@@ -181,7 +211,7 @@ def conform(onnx_model, layout):
         "input": {t.name: t for t in _graph.describe(onnx_model.graph.input)},
         "output": {t.name: t for t in _graph.describe(onnx_model.graph.output)},
     }
-    return tuple(
+    inputs, outputs = (
         tuple(
             match(
                 d,
@@ -194,6 +224,17 @@ def conform(onnx_model, layout):
         )
         for side, declarations in (("input", layout.inputs), ("output", layout.outputs))
     )
+    inputs = tuple(_with_row_axis(onnx_model, tensor) for tensor in inputs)
+    check_graph(onnx_model)
+    return inputs, outputs
+
+
+def _with_row_axis(onnx_model, tensor):
+    """A column as it is; any other input with the row axis added to its graph input (see the module's docstring)."""
+    if tensor.is_column:
+        return tensor
+    _graph.add_row_axis(onnx_model, tensor.name)
+    return dataclasses.replace(tensor, row_axis=True)
 
 
 def check_graph(onnx_model):

@@ -33,13 +33,14 @@ class TextModel:
     converter: dict
 
 
-def convert(source, max_batch_size):
+def convert(source, max_batch_size, pad_multiple):
     """``TextModel`` for a logged Transformers pipeline or sentence-transformers model, or UnsupportedModelError."""
     if source.flavor == "sentence_transformers":
         model, spec = _sentence_transformer(source)
     else:
         model, spec = _pipeline(source)
     spec["max_batch_size"] = max_batch_size
+    spec["pad_multiple"] = pad_multiple
     spec["input"] = _single_text_input(source)
     spec["outputs"] = [declaration.name for declaration in source.layout.outputs]
     network, converter, output_name = _export_network(model, spec)

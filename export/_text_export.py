@@ -1,22 +1,26 @@
-"""A text model's export: a front (tokenizer + post-processing) and the ONNX network behind it.
+"""A text model's export: tokenizer, ONNX network and post-processing.
 
-``<name>_onnx/`` is the model clients call: Triton's Python backend runs
-``1/model.py`` (``_text_model.py``) with ``1/text_pipeline.py`` (the same
-``_text_pipeline.py`` the parity check runs here), ``1/text_pipeline.json``
-and ``1/tokenizer.json``; its config names the network model in
-``mlflow_triton_forward_to``, as a zero-row guard's front does, so ``serve``
-loads both. ``<name>_onnx_network/`` holds ``1/model.onnx`` behind Triton's
-dynamic batcher (``--backend onnxruntime``: Triton's ONNX Runtime backend;
-``--backend python``: the export's generated onnxruntime ``model.py``), and
-the files of the pair: ``requirements.txt``, ``request.json``, ``handoff.json``.
+``--backend python`` writes one model directory, ``<name>_onnx/``: Triton's
+Python backend runs ``1/model.py`` (``_text_onnx_model.py``), which tokenizes
+with ``1/text_pipeline.py`` (the same ``_text_pipeline.py`` the parity check
+runs here), ``1/text_pipeline.json`` and ``1/tokenizer.json``, runs
+``1/model.onnx`` with onnxruntime in the same process and post-processes. It
+is batched (``max_batch_size``, ``dynamic_batching``; the text input
+``dims: [1]`` without reshape, so Triton core itself refuses a request without
+texts): the requests of one execution are padded to their own longest text
+and run as one batch, whatever their lengths. A feature-extraction model
+(whose pyfunc answers only the first text's token embeddings, which no batch
+axis carries) is the same model unbatched.
 
-The front reaches the network with BLS rather than an ensemble: the
-post-processing needs the request's own tokenization (lengths, special
-tokens) and texts, which BLS keeps in one Python call, and a request without
-texts is answered by the front and never reaches the batched network (Triton
-2.51's Python backend stops on a batched request without rows).
+``--backend onnxruntime`` needs the network in Triton's ONNX Runtime backend,
+so it writes two: ``<name>_onnx/``, an unbatched front (``_text_model.py``)
+that tokenizes, sends each request's feeds padded to a multiple of 8 with a
+BLS request to ``<name>_onnx_network/`` (``model.onnx`` behind Triton's dynamic
+batcher, which joins only feeds of one shape) and post-processes; its config
+names the network in ``mlflow_triton_forward_to``, so ``serve`` loads both.
 """
 
+import dataclasses
 import json
 import math
 import pathlib
@@ -28,22 +32,25 @@ from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton.repository import request_files
 from mlflow_triton.repository.config import render_config
-from mlflow_triton.repository.guard import FRONT_INSTANCES
+from mlflow_triton.repository.guard import FORWARD_PARAMETER
 from mlflow_triton.repository.layout import CONFIG_FILE, MODEL_FILE, REQUIREMENTS_FILE, VERSION_DIRECTORY
-from mlflow_triton.runtime.forwarding import FORWARD_PARAMETER
-from mlflow_triton.shared_contract import CONTRACT_PARAMETER
+from mlflow_triton.shared_contract import CONTRACT_PARAMETER, writer_version
 
 from . import _config, _deps, _parity, _text, _text_pipeline, _writer
 from ._errors import ExportError, ParityError
 from ._handoff import onnx_record
 from ._parity import generation_settings
 
+#: Instances of the --backend onnxruntime text front: each waits on its forwarded request (BLS), so this many
+#: requests reach the network's batcher at once.
+FRONT_INSTANCES = 16
 NETWORK_SUFFIX = "_network"
-PIPELINE_FILES = {
-    MODEL_FILE: pathlib.Path(__file__).with_name("_text_model.py"),
-    "text_pipeline.py": pathlib.Path(_text_pipeline.__file__),
-}
-PYTHON_NETWORK_MODEL = pathlib.Path(__file__).with_name("_python_backend_model.py")
+PIPELINE_FILE = pathlib.Path(_text_pipeline.__file__)
+FRONT_MODEL = pathlib.Path(__file__).with_name("_text_model.py")  # --backend onnxruntime: tokenizing front, BLS
+ONE_MODEL = pathlib.Path(__file__).with_name("_text_onnx_model.py")  # --backend python: all in one model
+#: Padding of a front's feeds for a network behind Triton's batcher (which joins only feeds of one shape); none in one
+#: model, which pads each execution to its own longest text.
+FRONT_PAD_MULTIPLE = 8
 #: The network computes in float32: every float output is compared with float32's tolerance.
 RTOL, ATOL = 1e-4, 1e-5
 GENERATED_EXAMPLES = 40
@@ -55,53 +62,71 @@ def network_name(name):
 
 
 def export_text(source, out_dir, name, *, max_batch_size, backend):
-    """Convert, check parity, write ``out_dir/<name>`` and ``out_dir/<name>_network``; returns the front.
+    """Convert, check parity, write ``out_dir/<name>`` (and, ``--backend onnxruntime``, ``out_dir/<name>_network``);
+    returns ``out_dir/<name>``.
 
     ``export_onnx`` calls it once onnx, onnxruntime and hypothesis are imported; the tokenizer library is its own.
     """
     tokenizers = _deps.require("tokenizers", "the exported text model's tokenizer")
-    behind = network_name(name)
+    one_model = backend == "python"
+    behind = None if one_model else network_name(name)
     _writer.check_target(out_dir / name)
-    _writer.check_target(out_dir / behind)
-    text_model = _text.convert(source, max_batch_size)
+    if behind is not None:
+        _writer.check_target(out_dir / behind)
+    text_model = _text.convert(source, max_batch_size, pad_multiple=1 if one_model else FRONT_PAD_MULTIPLE)
     onnx_bytes = text_model.network.SerializeToString()
+    batched = one_model and joins(text_model.spec)
 
-    def fill_front(directory):
+    def fill_pipeline(directory):
         version = directory / VERSION_DIRECTORY
         version.mkdir()
-        for target, path in PIPELINE_FILES.items():
-            (version / target).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+        (version / MODEL_FILE).write_text((ONE_MODEL if one_model else FRONT_MODEL).read_text(encoding="utf-8"))
+        (version / "text_pipeline.py").write_text(PIPELINE_FILE.read_text(encoding="utf-8"), encoding="utf-8")
         (version / _text_pipeline.SPEC_FILE).write_text(_text.spec_text(text_model.spec), encoding="utf-8")
         (version / _text_pipeline.TOKENIZER_FILE).write_text(text_model.tokenizer_json, encoding="utf-8")
-        (directory / CONFIG_FILE).write_text(render_config(_front_config(source, name, behind)), encoding="utf-8")
+        if one_model:
+            config = _one_model_config(source, name, max_batch_size, batched)
+        else:
+            config = _front_config(source, name, behind)
+        (directory / CONFIG_FILE).write_text(render_config(config), encoding="utf-8")
 
-    with _staged_front(fill_front) as front_files:
+    with _staged_front(fill_pipeline) as front_files:
         pipeline = _text_pipeline.TextPipeline(front_files / VERSION_DIRECTORY)
         session = _parity.session(onnx_bytes)
         parity = check_text_parity(source, pipeline, session, max_batch_size)
 
-    def fill_network(directory):
+    def fill_files(directory):
+        """The files of the export as a whole: the network model's, or the one model's beside its pipeline."""
         version = directory / VERSION_DIRECTORY
-        version.mkdir()
+        version.mkdir(exist_ok=True)
         (version / _config.ONNX_FILENAME).write_bytes(onnx_bytes)
-        config = _network_config(behind, text_model, backend, max_batch_size)
-        (directory / CONFIG_FILE).write_text(render_config(config), encoding="utf-8")
-        if backend == "python":
-            (version / MODEL_FILE).write_text(
-                PYTHON_NETWORK_MODEL.read_text(encoding="utf-8"),
-                encoding="utf-8",
-            )
+        if not one_model:
+            config = _network_config(behind, text_model, backend, max_batch_size)
+            (directory / CONFIG_FILE).write_text(render_config(config), encoding="utf-8")
         (directory / REQUIREMENTS_FILE).write_text(requirements(backend, tokenizers.__version__), encoding="utf-8")
-        written = _write_request(directory, source)
+        written = _write_request(directory, source, batched)
         report = _handoff(source, name, behind, backend, max_batch_size, text_model, onnx_bytes, parity, written)
         (directory / "handoff.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
-    network = _writer.write_directory(out_dir, behind, fill_network)
+    if one_model:
+
+        def fill_one(directory):
+            fill_pipeline(directory)
+            fill_files(directory)
+
+        return _writer.write_directory(out_dir, name, fill_one)
+    network = _writer.write_directory(out_dir, behind, fill_files)
     try:
-        return _writer.write_directory(out_dir, name, fill_front)
+        return _writer.write_directory(out_dir, name, fill_pipeline)
     except BaseException:
         shutil.rmtree(network, ignore_errors=True)  # nothing is left behind
         raise
+
+
+def joins(spec):
+    """Whether the model answers each text on its own row, so Triton may join requests (not feature-extraction,
+    whose pyfunc answers the first text's token embeddings)."""
+    return spec["task"] != "feature-extraction"
 
 
 class _staged_front:
@@ -155,6 +180,37 @@ def _front_config(source, name, behind):
     return config
 
 
+def _one_model_config(source, name, max_batch_size, batched):
+    """The one Python model's config: batched (text input ``dims: [1]``, no reshape: Triton core refuses a request
+    without texts), or the logged tensors unbatched (feature-extraction); one instance, onnxruntime's threads."""
+    config = _config.batched_config(name, backend="python", max_batch_size=max_batch_size)
+    if not batched:
+        config.max_batch_size = 0
+        config.ClearField("dynamic_batching")
+    for declarations, message, target in (
+        (source.layout.inputs, model_config_pb2.ModelInput, config.input),
+        (source.layout.outputs, model_config_pb2.ModelOutput, config.output),
+    ):
+        for declaration in declarations:
+            dims = list(declaration.dims[1:] if batched else declaration.dims)
+            entry = message(
+                name=declaration.name,
+                data_type=model_config_pb2.DataType.Value(declaration.data_type),
+                dims=dims or [1],
+            )
+            if not dims and message is model_config_pb2.ModelOutput:
+                entry.reshape.SetInParent()  # [texts] answered as [texts, 1]: Triton applies an output's reshape
+            target.append(entry)
+    # The logged mapping, batched as this config is; unused by model.py: `check` encodes pyfunc's answer with it.
+    contract = source.layout.contract
+    size = config.max_batch_size
+    contract = dataclasses.replace(
+        contract, max_batch_size=size, version=writer_version(contract.inputs, contract.outputs, size)
+    )
+    config.parameters[CONTRACT_PARAMETER].string_value = contract.to_json()
+    return config
+
+
 def _network_config(name, text_model, backend, max_batch_size):
     config = _config.batched_config(name, backend=backend, max_batch_size=max_batch_size)
     for input_name in text_model.spec["network_inputs"]:
@@ -175,11 +231,12 @@ def _network_config(name, text_model, backend, max_batch_size):
     return config
 
 
-def _write_request(directory, source):
+def _write_request(directory, source, batched):
     [declaration] = source.layout.inputs
+    texts = source.example_tensors[declaration.name]
     return request_files.write_request(
         directory,
-        {declaration.name: source.example_tensors[declaration.name]},
+        {declaration.name: texts.reshape(-1, 1) if batched else texts},
         {declaration.name: declaration.data_type},
         {declaration.name: "text"},
         {d.name: d.data_type for d in source.layout.outputs},
@@ -202,6 +259,7 @@ def check_text_parity(source, pipeline, session, max_batch_size, examples=GENERA
         ("an empty text, unicode, whitespace, a known word (each its own request)", None),
         ("a text longer than the model's maximum, alone and beside a short one", None),
         ("a batch of mixed lengths", None),
+        ("requests of different lengths joined in one execution (one batch, padded to the longest)", None),
     ]
     comparison.compare(example, fixed[0][0])
     for text in example:
@@ -213,6 +271,10 @@ def check_text_parity(source, pipeline, session, max_batch_size, examples=GENERA
     comparison.compare([words[0] if words else "a", longest], fixed[4][0])
     mixed = [" ".join(words[: 1 + (i * 3) % max(1, len(words))]) for i in range(6)]
     comparison.compare(mixed, fixed[5][0])
+    if joins(pipeline.spec):
+        requests = [[text] for text in mixed] + [example, [mixed[0], mixed[-1]]]
+        comparison.compare_joined(requests, fixed[6][0])
+        comparison.compare_joined([*requests[:2], [EDGE_TEXTS[0]], [longest], requests[-1]], fixed[6][0])
     generated = _generated(comparison, words, examples)
     return {
         "passed": True,
@@ -243,16 +305,19 @@ class _TextComparison:
 
     def compare(self, texts, what):
         self.counts[what] = self.counts.get(what, 0) + 1
+        try:
+            actual = self.pipeline.answer(list(texts), self.run)
+        except _text_pipeline.TextRequestError as error:
+            actual = error
+        self._compare_answer(texts, actual, what)
+
+    def _compare_answer(self, texts, actual, what):
         name = self.pipeline.spec["input"]
         tensors = {name: np.array([text.encode("utf-8") for text in texts], dtype=object)}
         try:
             expected = self.source.predict(tensors)
         except Exception as error:  # noqa: BLE001 - pyfunc refuses these texts: the export must too
             expected = error
-        try:
-            actual = self.pipeline.answer(list(texts), self.run)
-        except _text_pipeline.TextRequestError as error:
-            actual = error
         if isinstance(expected, Exception) or isinstance(actual, Exception):
             if isinstance(expected, Exception) and isinstance(actual, Exception):
                 self.refused += 1
@@ -267,6 +332,14 @@ class _TextComparison:
         for output, want in expected.items():
             got = actual[output]
             self._check(output, np.asarray(want), np.asarray(got), texts, what)
+
+    def compare_joined(self, requests, what):
+        """``pipeline.answer_joined`` of ``requests`` (lists of texts), each answer against ``pyfunc.predict`` of that
+        request alone: a joined execution answers every request as alone, and refuses only those pyfunc refuses."""
+        self.counts[what] = self.counts.get(what, 0) + 1
+        answers = self.pipeline.answer_joined([list(texts) for texts in requests], self.run)
+        for texts, actual in zip(requests, answers):
+            self._compare_answer(texts, actual, f"{what} (one of {len(requests)} requests)")
 
     def _check(self, output, want, got, texts, what):
         if want.shape != got.shape:
@@ -385,18 +458,7 @@ def _handoff(source, name, behind, backend, max_batch_size, text_model, onnx_byt
             "flavor": source.flavor,
             "mlflow_version": source.mlmodel.mlflow_version,
         },
-        "what_runs_where": {
-            name: "Triton Python backend, unbatched, "
-            f"{FRONT_INSTANCES} instances: 1/model.py + 1/text_pipeline.py (tokenizers {spec_version('tokenizers')}, "
-            "numpy): the request's texts tokenized at once, padded to the longest (a multiple of "
-            f"{_text_pipeline.PAD_MULTIPLE}), one BLS request per {max_batch_size} texts, post-processing",
-            behind: (
-                "Triton's ONNX Runtime backend"
-                if backend == "onnxruntime"
-                else "Triton Python backend (1/model.py over onnxruntime)"
-            )
-            + f", dynamic batching up to {max_batch_size} rows",
-        },
+        "what_runs_where": _what_runs_where(name, behind, max_batch_size, spec),
         "pipeline": {key: value for key, value in spec.items() if key not in ("outputs",)},
         "converter": text_model.converter,
         "onnx": onnx_record(model, onnx_bytes),
@@ -405,6 +467,27 @@ def _handoff(source, name, behind, backend, max_batch_size, text_model, onnx_byt
         "request_files": written,
         "not_verified": _not_verified(backend, ort.__version__),
         "mlflow_triton_version": mlflow_triton.__version__,
+    }
+
+
+def _what_runs_where(name, behind, max_batch_size, spec):
+    tokenizer = f"1/text_pipeline.py (tokenizers {spec_version('tokenizers')}, numpy)"
+    if behind is None:
+        how = (
+            f"dynamic batching up to {max_batch_size} texts: the texts of every request of an execution tokenized at "
+            "once, padded to the longest of them"
+            if joins(spec)
+            else "unbatched (feature-extraction answers each request's first text): the request's texts tokenized"
+        )
+        return {
+            name: f"Triton Python backend, one instance: 1/model.py + {tokenizer} + 1/model.onnx (onnxruntime, "
+            f"in process); {how}, one network run, post-processing"
+        }
+    return {
+        name: f"Triton Python backend, unbatched, {FRONT_INSTANCES} instances: 1/model.py + {tokenizer}: the "
+        f"request's texts tokenized at once, padded to the longest (a multiple of {spec['pad_multiple']}), one BLS "
+        f"request per {max_batch_size} texts, post-processing",
+        behind: f"Triton's ONNX Runtime backend, dynamic batching up to {max_batch_size} rows",
     }
 
 

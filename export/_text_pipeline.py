@@ -4,12 +4,14 @@
 Copied next to the exported front's ``model.py`` (``1/text_pipeline.py``) and
 run unchanged by the export's parity check, so the code compared with
 ``pyfunc.predict`` is the code that serves. ``text_pipeline.json`` says what
-the logged pipeline does; ``tokenizer.json`` is its fast tokenizer. A request's
-texts are tokenized at once (``encode_batch``), padded to the longest of the
-batch (rounded up to ``PAD_MULTIPLE`` so that requests of similar lengths
-share a shape, which Triton's dynamic batcher needs to join them), run by the
-network in chunks of at most ``max_batch_size`` rows, and post-processed as
-the logged pipeline does:
+the logged pipeline does; ``tokenizer.json`` is its fast tokenizer. The texts
+of a batch -- one request's, or those of every request Triton's dynamic
+batcher joined in one execution (``answer_joined``) -- are tokenized at once
+(``encode_batch``), padded to the longest of the batch (rounded up to the
+spec's ``pad_multiple``: 1 where the network runs in the same process; 8 where
+a front sends each request's feeds to a network behind Triton's batcher, which
+joins only feeds of one shape), run by the network in chunks of at most
+``max_batch_size`` rows, and post-processed as the logged pipeline does:
 
 - ``text-classification``: softmax / sigmoid / none over the logits in
   float32, then the best label and its score (``label``/``score`` columns) or
@@ -31,7 +33,6 @@ from tokenizers import Tokenizer
 
 SPEC_FILE = "text_pipeline.json"
 TOKENIZER_FILE = "tokenizer.json"
-PAD_MULTIPLE = 8
 
 
 class TextRequestError(ValueError):
@@ -68,6 +69,29 @@ class TextPipeline:
             return self._entities(encodings, results)
         return self._embeddings(encodings, results)
 
+    def answer_joined(self, requests, run):
+        """One answer per request (a list of texts each): ``{output tensor name: array}``, or the
+        ``TextRequestError`` refusing that request. The texts of all requests run as one batch, padded to the
+        longest of them; where any is refused, each request is answered alone, so only the refused one is."""
+        if self.spec["task"] == "feature-extraction":  # answers its first text only: never joined
+            raise ValueError("feature-extraction answers each request on its own")
+        if len(requests) > 1:
+            try:
+                outputs = self.answer([text for texts in requests for text in texts], run)
+            except TextRequestError:
+                pass  # one request's texts are refused: each alone below
+            else:
+                bounds = np.cumsum([len(texts) for texts in requests])[:-1]
+                parts = {name: np.split(array, bounds) for name, array in outputs.items()}
+                return [{name: part[index] for name, part in parts.items()} for index in range(len(requests))]
+        answers = []
+        for texts in requests:
+            try:
+                answers.append(self.answer(texts, run))
+            except TextRequestError as error:
+                answers.append(error)
+        return answers
+
     def encode(self, texts):
         """The tokenizer's encodings of ``texts`` as the logged pipeline makes them (lower-cased where it does);
         a text without tokens, or with more than the model's positions, is refused as its pyfunc refuses it."""
@@ -103,9 +127,10 @@ class TextPipeline:
         return np.asarray(run(feeds), dtype=np.float32)
 
     def feeds(self, encodings):
-        """The network's INT64 inputs for ``encodings``, padded to the longest (a multiple of ``PAD_MULTIPLE``)."""
+        """The network's INT64 inputs for ``encodings``, padded to the longest (a multiple of ``pad_multiple``)."""
         longest = max(len(encoding.ids) for encoding in encodings)
-        width = min(-(-longest // PAD_MULTIPLE) * PAD_MULTIPLE, self.spec["max_positions"])
+        multiple = self.spec["pad_multiple"]
+        width = min(-(-longest // multiple) * multiple, self.spec["max_positions"])
         columns = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
         feeds = {}
         for name in self.spec["network_inputs"]:

@@ -284,8 +284,8 @@ def _export_onnx_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-zero-row-guard",
         dest="zero_row_guard",
         action="store_false",
-        help="--backend python: write the one batched model directory without the front model that answers a "
-        "request without rows with a 400 (such a request then stops Triton 2.51's whole server; docs/batching.md)",
+        help="accepted and ignored: every export is one model directory, whose config makes Triton itself refuse "
+        "a request without rows (earlier releases wrote a front model for that; docs/export-onnx.md)",
     )
     add_tracking_uri(parser)
 

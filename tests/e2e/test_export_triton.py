@@ -8,10 +8,10 @@ their Registry URIs, and served one at a time. Each answers its shipped request 
 paused (SIGSTOP) the first request occupies the instance and the others queue -- Triton's
 ``nv_inference_pending_request_count`` metric is polled until at least two wait together -- and once the
 stub continues, the dynamic batcher runs those in one execution: Triton's statistics show fewer executions
-than inferences. Those exports are written without the zero-row guard (one model directory); the sklearn export is
-also written with it (the default) and served as a front and its batched model: a 0-row request and a request with
-invalid text get 400s, and the shipped request is then answered like ``pyfunc.predict``. One serving environment
-(onnxruntime + numpy<2, no MLflow) serves all exports.
+than inferences. Each export is one model directory; the three served together by one Triton answer 0-row requests
+to every model the server lists over HTTP/JSON, binary HTTP and gRPC with a 4xx (``tests.support.zero_rows``) and a
+request with invalid text with a 400, and then each its shipped request like ``pyfunc.predict``. One serving
+environment (onnxruntime + numpy<2, no MLflow) serves all exports.
 """
 
 import concurrent.futures
@@ -35,9 +35,7 @@ from mlflow_triton import sklearn as mt_sklearn
 from mlflow_triton.export import export_onnx
 from mlflow_triton.export._parity import FLOAT_TOLERANCES as PARITY_TOLERANCES
 from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env, send_shipped_request
-from mlflow_triton.repository.guard import files_directory, served_directories
-from tests.support import tiny_models
-from tests.support.v2_http import post_infer
+from tests.support import tiny_models, zero_rows
 
 pytestmark = pytest.mark.triton
 
@@ -85,14 +83,11 @@ def exports(tmp_path_factory):
         ):
             started = time.monotonic()
             uri = f"models:/{registered}/{info.registered_model_version}"
-            directory = export_onnx(uri, root / "repository", backend="python", zero_row_guard=False)
+            directory = export_onnx(uri, root / "repository", backend="python")
             _timing(f"export {case}", started)
             model = mlflow.pyfunc.load_model(uri)
             cases[case] = (directory, uri, rows, np.asarray(model.predict(rows)))
             example_expected[case] = np.asarray(model.predict(_saved_example(uri)))
-        started = time.monotonic()
-        cases["sklearn-guarded"] = (export_onnx(cases["sklearn"][1], root / "guarded", backend="python"),)
-        _timing("export sklearn behind its zero-row guard", started)
     return cases, example_expected
 
 
@@ -108,7 +103,7 @@ def _saved_example(uri):
 def serving(exports):
     """(installation, serving environment): one environment for every export (same requirements.txt)."""
     cases, _ = exports
-    texts = {(files_directory(directory) / "requirements.txt").read_text() for directory, *_ in cases.values()}
+    texts = {(directory / "requirements.txt").read_text() for directory, *_ in cases.values()}
     assert len(texts) == 1
     [directory, *_] = next(iter(cases.values()))
     installation = TritonInstallation.bundled()
@@ -301,45 +296,53 @@ def _stats(server):
     return {key: int(stats[key]) for key in ("inference_count", "execution_count")}
 
 
-def test_served_guarded_export_answers_400s_to_a_0_row_and_a_bad_request_and_then_the_shipped_one(exports, serving):
+def test_served_exports_answer_4xx_to_0_row_requests_over_every_transport_and_then_their_shipped_requests(
+    exports, serving
+):
+    """Before, an input declared ``reshape { shape: [] }`` let a 0-row request stop Triton 2.51 (Signal 11)."""
     from tritonclient.http import InferenceServerClient, InferInput
 
     cases, example_expected = exports
-    [front] = cases["sklearn-guarded"]
     installation, env = serving
-    good = json.loads((files_directory(front) / "request.json").read_text())
-    inputs, empty = [], []
-    for entry in good["inputs"]:
-        data = np.array(
-            [[b"\xff\xfe"]] if entry["datatype"] == "BYTES" else [[entry["data"][0]]],
-            dtype=object if entry["datatype"] == "BYTES" else np.float64,
-        )
+    sklearn = cases["sklearn"][0]
+    bad = []
+    for entry in json.loads((sklearn / "request.json").read_text())["inputs"]:
         infer_input = InferInput(entry["name"], [1, 1], entry["datatype"])
-        infer_input.set_data_from_numpy(data, binary_data=True)
-        inputs.append(infer_input)
-        empty.append({"name": entry["name"], "datatype": entry["datatype"], "shape": [0, 1], "data": []})
-    body, json_size = InferenceServerClient.generate_request_body(inputs)
-    models = [directory.name for directory in served_directories(front)]
+        is_text = entry["datatype"] == "BYTES"
+        infer_input.set_data_from_numpy(
+            np.array([[b"\xff\xfe" if is_text else entry["data"][0]]], dtype=object if is_text else np.float64),
+            binary_data=True,
+        )
+        bad.append(infer_input)
+    body, json_size = InferenceServerClient.generate_request_body(bad)
+    names = [directory.name for directory, *_ in cases.values()]
 
-    with TritonServer(front.parent, models, installation=installation, serving_env=env) as server:
+    with TritonServer(sklearn.parent, names, installation=installation, serving_env=env) as server:
+        listed = zero_rows.listed_models(server)
+        refused = {name: zero_rows.answers(server, name) for name in listed}
         connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
         connection.request(
             "POST",
-            f"/v2/models/{front.name}/infer",
+            f"/v2/models/{sklearn.name}/infer",
             body=body,
             headers={"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": str(json_size)},
         )
         response = connection.getresponse()
         status, error = response.status, json.loads(response.read())["error"]
         connection.close()
-        zero_status, zero_body = post_infer(server, front.name, empty)
-        outputs, _ = send_shipped_request(server.url, front)
+        shipped = {case: send_shipped_request(server.url, cases[case][0])[0] for case in cases}
         alive = server.poll() is None
 
-    assert models == ["classifier_onnx", "classifier_onnx_batched"]
+    print(f"[zero rows] {refused}")
+    assert listed == sorted(names)  # one model directory per export: no front, no second name
+    for name, kinds in refused.items():
+        assert set(kinds) >= {"http-json", "http-binary", "http-binary-claimed", "grpc"}, name
+        for kind, (code, message) in kinds.items():
+            assert code in (400, "StatusCode.INVALID_ARGUMENT"), (name, kind, code, message)
+        assert "0 rows" in kinds["http-binary-claimed"][1], kinds  # model.py's own refusal, naming the tensor
     assert (status, error) == (400, "Input tensor `colour`: element 0 is not valid UTF-8 text (invalid start byte)")
-    assert zero_status == 400 and "has 0 rows: send at least one row" in zero_body["error"], zero_body
-    [answer] = outputs.values()
-    want = example_expected["sklearn"]
-    assert alive and answer.shape == (3, 2)
-    _assert_equal(answer.reshape(want.shape), want)
+    assert alive
+    for case, outputs in shipped.items():
+        [answer] = outputs.values()
+        want = example_expected[case]
+        _assert_equal(answer.reshape(want.shape), want)

@@ -60,12 +60,27 @@ def read_handoff(directory):
 
 
 def drive_exported(directory, requests):
-    """Run the exported ``1/model.py`` on ``requests`` (dicts of arrays) in ONE execute call; return the responses."""
+    """Run the exported ``1/model.py`` on ``requests`` (dicts of wire-shaped arrays, ``[rows, *dims]``) in ONE
+    execute call, each input reshaped as Triton hands it (``as_handed``); return the responses."""
+    config = read_config(directory)
     model = fake_pb_utils.initialized_model(directory, name=f"exported_{directory.name}")
     try:
-        return model.execute([fake_pb_utils.request_from_arrays(arrays) for arrays in requests])
+        return model.execute([fake_pb_utils.request_from_arrays(as_handed(config, arrays)) for arrays in requests])
     finally:
         model.finalize()
+
+
+def as_handed(config, arrays):
+    """Wire-shaped request arrays as Triton core hands them to a batched model: ``[rows, *reshape]`` where the
+    config's input has a ``reshape`` (its -1 filled with the request's own sizes, in order), else unchanged."""
+    handed = dict(arrays)
+    for entry in config.input:
+        if entry.HasField("reshape") and entry.name in arrays:
+            array = arrays[entry.name]
+            sizes = iter(size for size, dim in zip(array.shape[1:], entry.dims) if dim == -1)
+            shape = [next(sizes) if dim == -1 else dim for dim in entry.reshape.shape]
+            handed[entry.name] = array.reshape(len(array), *shape)
+    return handed
 
 
 def split_rows(arrays, sizes):
@@ -82,7 +97,9 @@ def config_graph_mismatches(directory):
     Checked the way Triton's ONNX Runtime backend checks a batching model: the same
     input and output names, each datatype the graph's element type, and ``dims``
     equal to the graph's shape without its (variable) batch axis -- or ``[1]`` with
-    ``reshape { shape: [] }`` for a graph tensor of shape ``[batch]``.
+    ``reshape { shape: [] }`` for a graph output of shape ``[batch]``. No input is reshaped to ``[]``: a column's
+    graph input is ``[batch, 1]`` (``dims: [1]``, no reshape), any other's ``[batch, 1, *dims]`` with
+    ``reshape { shape: [1, *dims] }``.
     """
     import onnx
     from onnx import helper
@@ -107,14 +124,16 @@ def config_graph_mismatches(directory):
             shape = [d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim]
             if not shape or shape[0] != -1:
                 problems.append(f"{value.name}: graph batch axis is not variable: {shape}")
-            expected_dims, expect_reshape = (shape[1:], False) if shape[1:] else ([1], True)
-            if list(entry.dims) != expected_dims or entry.HasField("reshape") != expect_reshape:
+            reshape = list(entry.reshape.shape) if entry.HasField("reshape") else None
+            if side == "input":
+                expected_dims, expected_reshape = (shape[2:], shape[1:]) if shape[1:] != [1] else ([1], None)
+            else:
+                expected_dims, expected_reshape = (shape[1:], None) if shape[1:] else ([1], [])
+            if (list(entry.dims), reshape) != (expected_dims, expected_reshape):
                 problems.append(
-                    f"{value.name}: config dims {list(entry.dims)} (reshape {entry.HasField('reshape')}) "
-                    f"!= graph {shape}"
+                    f"{value.name}: config dims {list(entry.dims)} (reshape {reshape}) != graph {shape} "
+                    f"(expected dims {expected_dims}, reshape {expected_reshape})"
                 )
-            if expect_reshape and list(entry.reshape.shape) != []:
-                problems.append(f"{value.name}: reshape {list(entry.reshape.shape)} != []")
     if config.max_batch_size < 1 or not config.HasField("dynamic_batching"):
         problems.append(
             f"batching: max_batch_size {config.max_batch_size}, dynamic_batching {config.HasField('dynamic_batching')}"

@@ -24,26 +24,28 @@ def test_export_command_prints_the_directory_and_the_parity_summary_when_exporte
 
     status = export_command(str(logged), tmp_path / "out", backend="python", max_batch_size=8, out=printed.append)
 
-    front, batched = tmp_path / "out" / "classifier_onnx", tmp_path / "out" / "classifier_onnx_batched"
-    handoff = read_handoff(batched)
+    directory = tmp_path / "out" / "classifier_onnx"
+    handoff = read_handoff(directory)
     assert status == 0
-    assert (handoff["backend"], handoff["max_batch_size"], handoff["exported_model"]) == ("python", 8, front.name)
-    assert printed[0] == f"exported: {front}, {batched}"
+    assert (handoff["backend"], handoff["max_batch_size"], handoff["exported_model"]) == ("python", 8, directory.name)
+    assert printed[0] == f"exported: {directory}"
     assert "backend python, max_batch_size 8, dynamic batching; converted with skl2onnx" in printed[1]
     assert printed[2].startswith("  parity with pyfunc.predict: passed on ")
     assert printed[3:] == [
-        "  zero-row guard: classifier_onnx answers a request without rows with a 400 and forwards the others to "
-        "classifier_onnx_batched; serve both (the folder holding them is the model repository)",
-        f"  request: {batched / 'request.json'}",
-        f"  hand-off: {batched / 'handoff.json'} (what was compared and what was not verified)",
+        f"  request: {directory / 'request.json'}",
+        f"  hand-off: {directory / 'handoff.json'} (what was compared and what was not verified)",
     ]
     assert f"{COMMAND}: exporting {logged} (backend python, max batch size 8) ..." in capsys.readouterr().err
 
 
-def test_export_command_writes_one_batched_directory_when_the_zero_row_guard_is_turned_off(logged, tmp_path):
+@pytest.mark.parametrize("zero_row_guard", [True, False])
+def test_export_command_writes_one_model_directory_whatever_the_zero_row_guard_says(logged, tmp_path, zero_row_guard):
+    """Triton core refuses a 0-row request to the export itself: no front model is written (it was, before)."""
     printed = []
 
-    status = export_command(str(logged), tmp_path / "out", backend="python", zero_row_guard=False, out=printed.append)
+    status = export_command(
+        str(logged), tmp_path / "out", backend="python", zero_row_guard=zero_row_guard, out=printed.append
+    )
 
     directory = tmp_path / "out" / "classifier_onnx"
     assert status == 0

@@ -1,6 +1,7 @@
 """The export's graph edits and tensor matching, on small hand-built ONNX graphs."""
 
 import re
+import types
 
 import numpy as np
 import onnx
@@ -91,22 +92,69 @@ def _declaration(dims, data_type="TYPE_FP64"):
     return TensorDeclaration(name="t", data_type=data_type, dims=tuple(dims))
 
 
-@pytest.mark.parametrize(
-    ("logged", "graph", "dims", "reshaped"),
-    [
-        ((-1,), (-1, 1), (1,), False),  # a sklearn column input: [batch, 1] in the graph
-        ((-1,), (-1,), (1,), True),  # a label vector: [batch] in the graph, reshape []
-        ((-1, 2), (-1, 2), (2,), False),
-        ((-1, 2), (-1, -1), (2,), False),  # the logged size fills a symbolic graph axis
-        ((-1, -1, 4), (-1, -1, 4), (-1, 4), False),
-    ],
-)
-def test_match_derives_triton_dims_when_graph_shape_carries_the_logged_shape(logged, graph, dims, reshaped):
-    tensor = _tensors.match(
-        _declaration(logged), FieldMapping("t", "t"), _graph.GraphTensor("t", "TYPE_FP64", graph), "input"
+def _layout(inputs, outputs, data_type="TYPE_FP32"):
+    """A logged layout (declarations and their fields) for tensors ``{name: dims}`` of one datatype."""
+
+    def side(tensors):
+        declarations = [TensorDeclaration(name=name, data_type=data_type, dims=dims) for name, dims in tensors.items()]
+        return declarations, types.SimpleNamespace(fields=[FieldMapping(name, name) for name in tensors])
+
+    (ins, in_fields), (outs, out_fields) = side(inputs), side(outputs)
+    return types.SimpleNamespace(
+        inputs=ins, outputs=outs, contract=types.SimpleNamespace(inputs=in_fields, outputs=out_fields)
     )
 
-    assert (tensor.dims, tensor.reshaped) == (dims, reshaped)
+
+@pytest.mark.parametrize(
+    ("logged", "graph", "dims", "reshape"),
+    [
+        ((-1,), (-1, 1), (1,), None),  # a sklearn column input: [batch, 1] in the graph
+        ((-1,), (-1,), (1,), ()),  # a label vector output: [batch] in the graph, reshape []
+        ((-1, 2), (-1, 2), (2,), None),
+        ((-1, 2), (-1, -1), (2,), None),  # the logged size fills a symbolic graph axis
+        ((-1, -1, 4), (-1, -1, 4), (-1, 4), None),
+    ],
+)
+def test_match_derives_triton_dims_when_graph_shape_carries_the_logged_shape(logged, graph, dims, reshape):
+    tensor = _tensors.match(
+        _declaration(logged), FieldMapping("t", "t"), _graph.GraphTensor("t", "TYPE_FP64", graph), "output"
+    )
+
+    assert (tensor.dims, tensor.reshape) == (dims, reshape)
+
+
+@pytest.mark.parametrize("opset", [11, 17])
+def test_add_row_axis_makes_the_input_take_an_axis_of_one_after_the_batch_when_squeezed_in_the_graph(opset):
+    model = _model([helper.make_node("Neg", ["x"], ["y"])], [_float("x", [None, 3])], [_float("y", [None, 3])])
+    model.opset_import[0].version = opset
+
+    _graph.add_row_axis(model, "x")
+
+    onnx.checker.check_model(model, full_check=True)
+    [x] = _graph.describe(model.graph.input)
+    assert x.dims == (-1, 1, 3)
+    feed = np.arange(6, dtype=np.float32).reshape(2, 1, 3)
+    np.testing.assert_array_equal(_run(model, {"x": feed})["y"], -feed[:, 0])
+
+
+def test_conform_declares_no_input_reshaped_to_an_empty_shape_when_the_graph_takes_batch_vectors_and_matrices():
+    """A 0-row request to an input reshaped to [] stopped Triton 2.51 (python_be.cc reads shape[0] of no shape)."""
+    model = _model(
+        [helper.make_node("Unsqueeze", ["v", "one"], ["v2"]), helper.make_node("Mul", ["m", "v2"], ["y"])],
+        [_float("v", [None]), _float("m", [None, 3])],
+        [_float("y", [None, 3])],
+        [helper.make_tensor("one", TensorProto.INT64, [1], [1])],
+    )
+    layout = _layout({"v": (-1,), "m": (-1, 3)}, {"y": (-1, 3)})
+
+    inputs, [y] = _tensors.conform(model, layout)
+
+    declared = {t.name: (t.dims, t.reshape) for t in inputs}
+    assert declared == {"v": ((1,), None), "m": ((3,), (1, 3))}
+    assert {t.name: t.dims for t in _graph.describe(model.graph.input)} == {"v": (-1, 1), "m": (-1, 1, 3)}
+    v, m = np.array([1.0, 2.0], np.float32), np.arange(6, dtype=np.float32).reshape(2, 3)
+    feeds = {t.name: t.to_graph(array) for t, array in zip(inputs, (v, m))}
+    np.testing.assert_array_equal(y.from_graph(_run(model, feeds)["y"]), m * v[:, None])
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from mlflow_triton.export import _config, _export, _parity
+from mlflow_triton.export import _config, _export, _graph, _parity
 from mlflow_triton.export._tensors import ExportedTensor
 from tests.support import fake_pb_utils
 from tests.support.export_models import drive_exported
 
 INPUTS = (
-    ExportedTensor("x", None, None, "TYPE_FP32", (-1, 2), (2,)),
+    ExportedTensor("x", None, None, "TYPE_FP32", (-1, 2), (2,), row_axis=True),  # config reshape [1, 2]
     ExportedTensor("text", None, "text", "TYPE_STRING", (-1,), (1,)),
 )
 OUTPUTS = (
@@ -43,6 +43,7 @@ def directory(tmp_path):
         initializer=[helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    _graph.add_row_axis(model, "x")  # as the export serves a [batch, 2] input: [batch, 1, 2], squeezed
     directory = tmp_path / "doubler_onnx"
     (directory / "1").mkdir(parents=True)
     (directory / "1" / "model.onnx").write_bytes(model.SerializeToString())
@@ -53,7 +54,8 @@ def directory(tmp_path):
 
 
 def _request(rows, start=0.0, text=None):
-    x = np.arange(start, start + 2 * rows, dtype=np.float32).reshape(rows, 2)
+    """The arrays Triton hands model.py for a request of ``rows`` rows: ``x`` reshaped to [rows, 1, 2]."""
+    x = np.arange(start, start + 2 * rows, dtype=np.float32).reshape(rows, 1, 2)
     words = text or [f"w{start + i}".encode() for i in range(rows)]
     return {"x": x, "text": np.array(words, dtype=object).reshape(-1, 1)}
 
@@ -65,13 +67,13 @@ def test_model_py_answers_each_request_with_its_own_rows_when_requests_are_batch
 
     for request, response in zip(requests, responses):
         outputs = fake_pb_utils.outputs_of(response)
-        np.testing.assert_array_equal(outputs["y"], request["x"] * 2)
+        np.testing.assert_array_equal(outputs["y"], request["x"][:, 0] * 2)
         assert outputs["text_out"].tolist() == request["text"].tolist()
         assert all(isinstance(v, bytes) for v in outputs["text_out"].ravel())
 
 
 def test_model_py_rejects_only_the_request_when_its_inputs_have_different_row_counts(directory):
-    bad = {"x": np.zeros((2, 2), np.float32), "text": np.array([[b"a"]], dtype=object)}
+    bad = {"x": np.zeros((2, 1, 2), np.float32), "text": np.array([[b"a"]], dtype=object)}
 
     good_before, rejected, good_after = drive_exported(directory, [_request(1, 0), bad, _request(2, 5)])
 
@@ -80,8 +82,29 @@ def test_model_py_rejects_only_the_request_when_its_inputs_have_different_row_co
     assert rejected.error().message() == (
         "Input tensors must have the same number of rows (batch size); got x: 2, text: 1"
     )
-    np.testing.assert_array_equal(fake_pb_utils.outputs_of(good_before)["y"], _request(1, 0)["x"] * 2)
-    np.testing.assert_array_equal(fake_pb_utils.outputs_of(good_after)["y"], _request(2, 5)["x"] * 2)
+    np.testing.assert_array_equal(fake_pb_utils.outputs_of(good_before)["y"], _request(1, 0)["x"][:, 0] * 2)
+    np.testing.assert_array_equal(fake_pb_utils.outputs_of(good_after)["y"], _request(2, 5)["x"][:, 0] * 2)
+
+
+@pytest.mark.parametrize(
+    ("claimed", "tensor"),
+    [
+        # binary [0, 2] carrying one row's bytes: reshape [1, 2] hands it over as [1, 2], one row for the backend
+        ({"x": np.zeros((1, 2), np.float32), "text": np.array([b"a"], dtype=object)}, "x"),
+        # binary [0, 1] of BYTES carrying one element: dims [1] without reshape hand it over as [1]
+        ({"x": np.zeros((1, 1, 2), np.float32), "text": np.array([b"a"], dtype=object)}, "text"),
+    ],
+    ids=["matrix", "column"],
+)
+def test_model_py_rejects_only_the_request_when_it_claims_0_rows_but_carries_a_rows_bytes(directory, claimed, tensor):
+    good_before, rejected, good_after = drive_exported(directory, [_request(2, 0), claimed, _request(1, 7)])
+
+    assert rejected.error().code() == fake_pb_utils.TritonError.INVALID_ARG
+    assert rejected.error().message() == (
+        f"Input tensor `{tensor}` has 0 rows (its first dimension is 0): send at least one row"
+    )
+    np.testing.assert_array_equal(fake_pb_utils.outputs_of(good_before)["y"], _request(2, 0)["x"][:, 0] * 2)
+    np.testing.assert_array_equal(fake_pb_utils.outputs_of(good_after)["y"], _request(1, 7)["x"][:, 0] * 2)
 
 
 def test_model_py_rejects_only_the_request_when_its_text_is_not_utf8(directory):
@@ -112,7 +135,7 @@ def test_model_py_reruns_requests_one_by_one_when_the_batch_run_fails(directory,
 
     good, rejected = model.execute([fake_pb_utils.request_from_arrays(r) for r in (_request(2, 1), bad)])
 
-    np.testing.assert_array_equal(fake_pb_utils.outputs_of(good)["y"], _request(2, 1)["x"] * 2)
+    np.testing.assert_array_equal(fake_pb_utils.outputs_of(good)["y"], _request(2, 1)["x"][:, 0] * 2)
     assert rejected.error().message() == "onnxruntime failed: RuntimeError: negative input"
     assert rejected.error().code() == fake_pb_utils.TritonError.INTERNAL
 
@@ -185,7 +208,7 @@ def test_model_py_runs_onnxruntime_on_the_thread_count_the_config_names(director
     assert model.session.get_session_options().intra_op_num_threads == int(threads)
     np.testing.assert_array_equal(
         fake_pb_utils.outputs_of(model.execute([fake_pb_utils.request_from_arrays(_request(2))])[0])["y"],
-        _request(2)["x"] * 2,
+        _request(2)["x"][:, 0] * 2,
     )
 
 

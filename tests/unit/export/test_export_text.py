@@ -28,7 +28,7 @@ TEXTS = st.one_of(
 )
 
 
-def _text_pipeline_for(tmp_path, pipeline, model_config, outputs):
+def _text_pipeline_for(tmp_path, pipeline, model_config, outputs, pad_multiple=8):
     """The export's ``TextPipeline`` for ``pipeline`` as ``model_config`` logs it, and its torch network."""
     source = SimpleNamespace(
         raw_model=lambda: pipeline,
@@ -38,7 +38,8 @@ def _text_pipeline_for(tmp_path, pipeline, model_config, outputs):
     network, spec = _text._pipeline(source)
     directory = pathlib.Path(tmp_path)
     (directory / _text_pipeline.TOKENIZER_FILE).write_text(spec.pop("_tokenizer"), encoding="utf-8")
-    spec.update(max_batch_size=4, input="input_0", outputs=outputs, network_output=network.output)
+    spec.update(max_batch_size=4, pad_multiple=pad_multiple, input="input_0", outputs=outputs)
+    spec["network_output"] = network.output
     (directory / _text_pipeline.SPEC_FILE).write_text(_text.spec_text(spec), encoding="utf-8")
 
     def run(feeds):
@@ -85,6 +86,31 @@ def test_text_classification_front_answers_like_the_pipeline_for_generated_texts
         got = [json.loads(item) for item in actual[name]]
         assert [g["label"] for g in got] == [e[column]["label"] for e in expected]
         np.testing.assert_allclose([g["score"] for g in got], [e[column]["score"] for e in expected], rtol=RTOL)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(requests=st.lists(st.lists(TEXTS, min_size=1, max_size=3), min_size=2, max_size=5))
+def test_joined_requests_are_each_answered_as_the_pipeline_answers_them_alone_whatever_their_lengths(
+    tmp_path_factory, requests
+):
+    """One execution of the one-model export: every request's texts padded to the longest of all, run at once."""
+    hf = tiny_models.shared_text_classification_pipeline()
+    pipeline, run = _text_pipeline_for(tmp_path_factory.mktemp("joined"), hf, {}, ["label", "score"], pad_multiple=1)
+    runs = []
+
+    answers = pipeline.answer_joined(requests, lambda feeds: runs.append(feeds) or run(feeds))
+
+    for texts, answer in zip(requests, answers):
+        both = _both(hf, texts, pipeline, run)
+        if both is None:
+            assert isinstance(answer, _text_pipeline.TextRequestError), (texts, answer)
+            continue
+        expected, _ = both
+        assert [a.decode() for a in answer["label"]] == [e["label"] for e in expected]
+        np.testing.assert_allclose(answer["score"], [e["score"] for e in expected], rtol=RTOL, atol=ATOL)
+    if not any(isinstance(answer, Exception) for answer in answers):  # then the requests ran together
+        total = sum(len(texts) for texts in requests)
+        assert [len(feeds["input_ids"]) for feeds in runs] == [min(4, total - start) for start in range(0, total, 4)]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
@@ -183,3 +209,46 @@ def test_check_compares_a_text_exports_floats_and_json_floats_within_its_recorde
     assert all(result["equal"] for result in compare(want, close, tolerance=tolerance).values())
     assert not any(result["equal"] for result in compare(want, close).values())  # FP64 and exact text otherwise
     assert not any(result["equal"] for result in compare(want, relabelled, tolerance=tolerance).values())
+
+
+def test_export_onnx_writes_one_batched_python_model_whose_execution_joins_requests_of_different_lengths(tmp_path):
+    """``--backend python``: tokenizer, network and post-processing in one model (before: a front and a network);
+    one execution answers every request like pyfunc alone, and only the request it cannot answer gets a 400."""
+    import mlflow.pyfunc
+
+    from tests.support import fake_pb_utils
+    from tests.support.export_models import read_config
+
+    logged = text_export_models.save_text_classification(str(tmp_path / "logged"))
+    directory = export_onnx(logged, tmp_path / "out", backend="python", max_batch_size=8)
+
+    config = read_config(directory)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [directory.name]
+    assert (config.backend, config.max_batch_size, config.HasField("dynamic_batching")) == ("python", 8, True)
+    [text_input] = config.input
+    assert (list(text_input.dims), text_input.HasField("reshape")) == ([1], False)  # Triton refuses 0 texts itself
+    texts = [["hello"], ["the small tiny network serves text example input model"], ["world", "model answer"]]
+    claimed_zero = np.array([b"hello"], dtype=object)  # binary [0, 1] carrying one text: handed over as [1]
+    requests = [{"input_0": np.array(t, dtype=object).reshape(-1, 1)} for t in (*texts, [""])]
+    requests.insert(1, {"input_0": claimed_zero})
+    model = fake_pb_utils.initialized_model(directory, name="one_text_model")
+    responses = model.execute([fake_pb_utils.request_from_arrays(r) for r in requests])
+
+    pyfunc = mlflow.pyfunc.load_model(logged)
+    refused = [responses.pop(1), responses.pop()]
+    assert [r.error().code() for r in refused] == [fake_pb_utils.TritonError.INVALID_ARG] * 2
+    assert "`input_0` has 0 rows" in refused[0].error().message() and "no tokens" in refused[1].error().message()
+    for request_texts, response in zip(texts, responses):
+        outputs = fake_pb_utils.outputs_of(response)
+        expected = pyfunc.predict(request_texts)
+        assert [label.decode() for label in outputs["label"].ravel()] == expected["label"].tolist()
+        np.testing.assert_allclose(outputs["score"].ravel(), expected["score"], rtol=RTOL, atol=ATOL)
+
+
+def test_one_text_model_reads_onnxruntimes_threads_from_the_parameter_the_export_writes_without_spinning():
+    from mlflow_triton.export import _config, _text_export
+
+    code = _text_export.ONE_MODEL.read_text()
+
+    assert f'THREADS_PARAMETER = "{_config.THREADS_PARAMETER}"' in code
+    assert 'add_session_config_entry("session.intra_op.allow_spinning", "0")' in code
