@@ -370,8 +370,8 @@ def add_repository_command(
     def remember(info: ModelInfo) -> None:
         registered = registered_uri(info)
         logged.append(
-            f"{info.model_uri} was logged{f' and registered as {registered}' if registered else ''} before the "
-            "stop and stays"
+            f"{registered or info.model_uri} is complete and stays: {info.model_uri} was logged"
+            f"{f' and registered as {registered}' if registered else ''} before the stop"
         )
 
     def add(say: Progress) -> int:

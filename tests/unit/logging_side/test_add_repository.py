@@ -330,8 +330,8 @@ def test_add_repository_command_names_what_stays_when_ctrl_c_lands_after_the_ver
     (new,) = [model for model in tracking_store.logged_models() if model.name == "clf-triton"]
     assert status == 130
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"mlflow-triton add-repository: interrupted (Ctrl-C); models:/{new.model_id} was logged and registered as "
-        "models:/churn/2 before the stop and stays"
+        "mlflow-triton add-repository: interrupted (Ctrl-C); models:/churn/2 is complete and stays: "
+        f"models:/{new.model_id} was logged and registered as models:/churn/2 before the stop"
     )
     assert sorted((v.name, int(v.version)) for v in tracking_store.model_versions()) == [("churn", 1), ("churn", 2)]
 
