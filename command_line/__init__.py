@@ -5,7 +5,7 @@ processes that do not outlive this one) is the module other parts import by name
 
 * ``_runner`` -- :func:`run_command`: a command's body run with SIGTERM as Ctrl-C, its outcome turned into the
   exit status (0, 1, 130, 143) and an error into one line on stderr.
-* ``_signals`` -- SIGTERM raised as an exception, so cleanup runs.
+* ``_signals`` -- SIGTERM raised as an exception, so cleanup runs; stops ignored once the program's command ended.
 * ``_progress`` -- status lines for long work.
 * ``_urls`` -- messages that never show the credentials a URL carries.
 * ``_download_bars`` -- MLflow's download bars on terminals only.
@@ -20,8 +20,8 @@ imports them.
 from ._arguments import add_tracking_uri
 from ._progress import Progress, ProgressLike, as_progress
 from ._quiet import quiet_logger
-from ._runner import os_error_text, run_command
-from ._signals import StopRequested, sigterm_raises, stop_on_sigterm
+from ._runner import interrupted_while_starting, os_error_text, run_command
+from ._signals import StopRequested, ignore_stops, sigterm_raises, stop_on_sigterm
 from ._urls import unreachable, without_user_info
 
 __all__ = [
@@ -30,6 +30,8 @@ __all__ = [
     "StopRequested",
     "add_tracking_uri",
     "as_progress",
+    "ignore_stops",
+    "interrupted_while_starting",
     "os_error_text",
     "quiet_logger",
     "run_command",

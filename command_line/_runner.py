@@ -14,6 +14,9 @@ gives another). It turns the outcome into the exit status:
 * 130 after Ctrl-C and 143 after SIGTERM, said as ``mlflow-triton <command>: interrupted (Ctrl-C)`` or
   ``mlflow-triton <command>: stopped by SIGTERM``, followed by what the command guarantees then (``stopped``).
 
+A Ctrl-C before the body's frame is entered (while the command line imports the command's modules: MLflow, torch)
+is :func:`interrupted_while_starting`'s one line and 130, not a traceback.
+
 Whatever it says leaves out the user info (``user:password@``) of the URLs in it (:mod:`~.urls`).
 """
 
@@ -29,7 +32,7 @@ from ._progress import Progress, ProgressLike, as_progress
 from ._signals import StopRequested, stop_on_sigterm
 from ._urls import unreachable, without_user_info
 
-__all__ = ["FAILED", "INTERRUPTED", "TERMINATED", "os_error_text", "run_command"]
+__all__ = ["FAILED", "INTERRUPTED", "TERMINATED", "interrupted_while_starting", "os_error_text", "run_command"]
 
 #: An error stopped the command.
 FAILED = 1
@@ -73,6 +76,13 @@ def run_command(
             raise
         _say(f"mlflow-triton {command}: error: {message}")
         return FAILED
+
+
+def interrupted_while_starting(command: str) -> int:
+    """Say that Ctrl-C stopped ``mlflow-triton <command>`` before its body began (nothing was done); return 130."""
+    name = f"mlflow-triton {command}" if command else "mlflow-triton"
+    _say(f"{name}: interrupted (Ctrl-C) while starting; nothing was done")
+    return INTERRUPTED
 
 
 def os_error_text(error: OSError) -> str:

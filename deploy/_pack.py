@@ -33,7 +33,7 @@ from mlflow_triton.repository.paths import checked_out, lies_inside
 from mlflow_triton.repository.staging import staged_directory
 
 from ._archive import ARCHIVE_NAME, audit_archive, pack_environment, require_packer
-from ._targets import DEFAULT_TARGET, PackPlan, resolve_target
+from ._targets import DEFAULT_TARGET, TARGETS, PackPlan, Target, resolve_target
 from ._wheels import environment_needs, report_needs, too_new
 from .errors import PackError, PackOutputError, PackRequirementsError
 
@@ -286,6 +286,21 @@ def _write_manifest(model_dir: Path, source: ModelSource, plan: PackPlan, summar
     (model_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
+def closing_hint(target: Target, root: Path) -> str:
+    """How to prove the packed repository ``root``: a bare start here for a server on this machine, the target's
+    own container otherwise (its interpreter is not here, so ``check`` cannot load it)."""
+    if target.run_image is None:
+        return (
+            f"prove it with a bare start: mlflow-triton check {root}; deploy: copy its model directories into the "
+            "server's model repository"
+        )
+    return (
+        f"prove and serve it on {target.name}'s server (its Python is not on this machine, so a bare start here, "
+        f"mlflow-triton check, proves --target bundled packs only): docker run --rm -p 8000:8000 -v {root}:/models "
+        f"{target.run_image} tritonserver --model-repository=/models"
+    )
+
+
 def pack_command(
     model_uris: list[str],
     out: str | os.PathLike[str],
@@ -313,9 +328,8 @@ def pack_command(
             out_lines(entry.line())
         root = Path(out).expanduser().absolute()
         out_lines(
-            f"repository: {root} ({len(packed)} model(s), {time.monotonic() - started:.0f}s in all); prove it "
-            f"with a bare start: mlflow-triton check {root}; deploy: copy its model directories into the "
-            "server's model repository"
+            f"repository: {root} ({len(packed)} model(s), {time.monotonic() - started:.0f}s in all); "
+            f"{closing_hint(TARGETS[target], root)}"
         )
         return 0
 

@@ -44,7 +44,9 @@ class Target:
     ``python`` is the stub's X.Y (``None``: chosen with ``--python``, default the running interpreter);
     ``glibc`` the image's (``None``: this machine's); ``interpreter_prefix`` the prefix of the interpreter the
     archive's ``bin/python3.X`` links to on the target (``None``: the building interpreter's own, here);
-    ``ships_stub``: the model directory carries the Python-backend stub of the archive's Python.
+    ``ships_stub``: the model directory carries the Python-backend stub of the archive's Python. ``run_image``: an
+    image of the target to start it with (``docker run … tritonserver``), ``None`` for a server on this machine,
+    where a bare start (``mlflow-triton check``) proves the pack.
     """
 
     name: str
@@ -55,14 +57,16 @@ class Target:
     interpreter_prefix: str | None
     ships_stub: bool
     note: str
+    run_image: str | None = None
 
     def describe_python(self) -> str:
         return f"Python {self.python}" if self.python else "the Python of --python (default: the running one)"
 
 
-def _ngc_container(tag: str, image: str, python: str, glibc: str) -> Target:
+def _ngc_container(tag: str, image: str, python: str, glibc: str, release: str) -> Target:
     """An NGC ``tritonserver:<tag>-py3`` container: the archive links the container's own ``/usr/bin/python3.X``,
-    whose build its default stub embeds, so the model directory ships no stub; the stub needs ``numpy<2``."""
+    whose build its default stub embeds, so the model directory ships no stub; the stub needs ``numpy<2``.
+    ``release``: a real tag of the family (``25.01`` for ``25.xx``), for the command that starts one."""
     return Target(
         name=f"triton-{tag}",
         server=f"nvcr.io/nvidia/tritonserver:{tag}-py3 ({image})",
@@ -72,6 +76,7 @@ def _ngc_container(tag: str, image: str, python: str, glibc: str) -> Target:
         interpreter_prefix="/usr",
         ships_stub=False,
         note=f"the archive links the container's /usr/bin/python{python}; the container's default stub is {python}",
+        run_image=f"nvcr.io/nvidia/tritonserver:{release}-py3",
     )
 
 
@@ -89,8 +94,8 @@ TARGETS: dict[str, Target] = {
             note="the archive links the interpreter it was built with, here, and carries its libpython; the model "
             "directory ships that Python's stub",
         ),
-        _ngc_container("24.10", "Triton 2.51, Ubuntu 22.04", python="3.10", glibc="2.35"),
-        _ngc_container("25.xx", "Ubuntu 24.04", python="3.12", glibc="2.39"),
+        _ngc_container("24.10", "Triton 2.51, Ubuntu 22.04", python="3.10", glibc="2.35", release="24.10"),
+        _ngc_container("25.xx", "Ubuntu 24.04", python="3.12", glibc="2.39", release="25.01"),
     )
 }
 

@@ -115,10 +115,15 @@ def speaks_mlflow_protocol(model_dir):
     return contract.protocol == MLFLOW_PROTOCOL
 
 
-def protocol_outputs(pyfunc_model, model_dir, body=None, content_type=JSON_CONTENT_TYPE):
+class ScoringRefusal(ValueError):
+    """MLflow's scoring code refused a body: the message names the body and says MLflow's status and message."""
+
+
+def protocol_outputs(pyfunc_model, model_dir, body=None, content_type=JSON_CONTENT_TYPE, what="the shipped body"):
     """What MLflow's scoring server answers to ``body`` (bytes; default: the body of the shipped ``request.json``)
-    sent with ``content_type``, as the ``response`` tensor; a refusal is an error naming MLflow's status and
-    message. The body is answered twice: the tensor holds both answers, and where they differ (a value the model
+    sent with ``content_type``, as the ``response`` tensor; a refusal is a :class:`ScoringRefusal` naming ``what``
+    (which body: the shipped one, the input file's), MLflow's status and message. The body is answered twice: the
+    tensor holds both answers, and where they differ (a value the model
     draws at random on every call, as Prophet's intervals) :func:`compare` judges Triton's answer by its JSON type."""
     if body is None:
         shipped = json.loads((Path(model_dir) / JSON_REQUEST).read_text(encoding="utf-8"))
@@ -128,7 +133,7 @@ def protocol_outputs(pyfunc_model, model_dir, body=None, content_type=JSON_CONTE
         with serving_environment():
             answer = MlflowProtocol(pyfunc_model).answer(body, content_type)
         if answer.status != OK:
-            raise ValueError(f"MLflow's scoring code refuses the shipped body: {answer.reason}")
+            raise ScoringRefusal(f"MLflow's scoring code refuses {what}: {answer.reason}")
         answers.append(response_tensors(answer)[RESPONSE_TENSOR].ravel()[0])
     return {RESPONSE_TENSOR: np.array(answers, dtype=object)}
 

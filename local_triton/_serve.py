@@ -142,7 +142,7 @@ def serve_models(
         try:
             status = (wait or _wait_for_stop)(server)
         except KeyboardInterrupt as stop:
-            say.say(f"{stop or 'Ctrl-C'} received: stopping tritonserver ...")
+            say.say(f"{str(stop) or 'Ctrl-C'} received: stopping tritonserver ...")  # Ctrl-C's own str() is ''
             return_code = 0
         else:
             tail = server.log_tail(30).rstrip()

@@ -33,6 +33,7 @@ from . import _oracle_env
 from ._compare import (
     MLFLOW_BODY,
     VOLATILE,
+    ScoringRefusal,
     compare,
     expected_outputs,
     export_tolerance,
@@ -252,7 +253,9 @@ def _expected_answers(source, input_file, work_dir):
                 ExtraRequest(
                     label=label,
                     request=request,
-                    expected=_predicted_body(pyfunc_model, source.files, body, content_type),
+                    expected=_predicted_body(
+                        pyfunc_model, source.files, body, content_type, what=f"the body of the input file {input_file}"
+                    ),
                     rows=None,
                 )
             )
@@ -291,15 +294,17 @@ def _text_export_answers(source, pyfunc_model, input_file):
     return expected, [], lambda: predict_outputs(pyfunc_model, texts, source.repository)
 
 
-def _predicted_body(pyfunc_model, model_dir, body=None, content_type=JSON_CONTENT_TYPE):
+def _predicted_body(pyfunc_model, model_dir, body=None, content_type=JSON_CONTENT_TYPE, what="the shipped body"):
+    """MLflow's answer to ``body`` (default: the shipped one); ``what`` names the body in a refusal."""
     try:
-        return protocol_outputs(pyfunc_model, model_dir, body, content_type)
+        return protocol_outputs(pyfunc_model, model_dir, body, content_type, what=what)
     except MlflowTritonError:
         raise
-    except Exception as error:  # MLflow's refusal or the model's own predict: report it, go on with the next model
+    except ScoringRefusal as refusal:  # MLflow's own status and message: report it, go on with the next model
+        raise OraclePredictionError(str(refusal)) from None
+    except Exception as error:  # the model's own predict
         raise OraclePredictionError(
-            f"MLflow's scoring code could not answer the {'shipped ' if body is None else ''}body: "
-            f"{type(error).__name__}: {error}"
+            f"MLflow's scoring code could not answer {what}: {type(error).__name__}: {error}"
         ) from None
 
 

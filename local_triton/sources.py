@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -125,13 +126,30 @@ def expand_repositories(uris: Sequence[str]) -> list[str]:
     return expanded
 
 
-def _from_mlflow_model(uri, location, download_dir):
+def _mlmodel(location):
+    """The MLmodel of the model at ``location``, read where it lies (a local directory) or downloaded into a scratch
+    directory removed at once: ``Model.load`` of a remote URI downloads it into a ``tempfile.mkdtemp()`` of its own
+    that nobody removes (one ``$TMPDIR/tmpXXXX/MLmodel`` per run against a tracking server)."""
+    import mlflow.artifacts
     from mlflow.models import Model
+    from mlflow.store.artifact.models_artifact_repo import ModelsArtifactRepository
 
+    if Path(location).is_dir():
+        return Model.load(location)
+    if location.startswith("models:/"):  # where the version, alias or LoggedModel is stored (models:/m-<id>/MLmodel
+        location = ModelsArtifactRepository.get_underlying_uri(location)  # is no artifact path MLflow resolves)
+    with tempfile.TemporaryDirectory(prefix="mlflow-triton-mlmodel-") as scratch:
+        local = mlflow.artifacts.download_artifacts(
+            artifact_uri=f"{location.rstrip('/')}/{MLMODEL_FILE}", dst_path=scratch
+        )
+        return Model.load(local)
+
+
+def _from_mlflow_model(uri, location, download_dir):
     from mlflow_triton import triton
 
     try:
-        model = Model.load(location)
+        model = _mlmodel(location)
     except Exception as error:  # MLflow raises several types for a missing run, version, alias or file
         raise ModelSourceError(f"{uri}: {unreachable(error) or f'model not found ({_first_line(error)})'}") from None
     if triton.FLAVOR_NAME not in model.flavors:

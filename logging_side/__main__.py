@@ -2,6 +2,6 @@
 
 import sys
 
-from mlflow_triton.cli import main
+from mlflow_triton.cli import console
 
-sys.exit(main())
+sys.exit(console())

@@ -208,6 +208,8 @@ def _lineage(model_uri: str) -> dict[str, Any]:
         except MlflowTritonError:
             raise
         except Exception as error:
+            if unreachable(error) is not None:  # the store, not the URI: the command line says which one
+                raise
             raise InvalidArgumentError(f"model_uri {model_uri!r}: {error}") from None
     elif model_uri.startswith("runs:/"):
         found["run_id"] = model_uri[len("runs:/") :].split("/", 1)[0]
@@ -237,6 +239,8 @@ def _download(model_uri, destination):
     try:
         local = mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=str(destination))
     except Exception as error:
+        if unreachable(error) is not None:  # the tracking server or the artifact store, not the URI
+            raise
         raise InvalidArgumentError(f"model_uri {model_uri!r} cannot be read: {error}") from None
     local = pathlib.Path(local)
     # Written by MLflow's download of a models:/ URI (the version it came from), not one of the source's files.
@@ -370,8 +374,8 @@ def add_repository_command(
     def remember(info: ModelInfo) -> None:
         registered = registered_uri(info)
         logged.append(
-            f"{info.model_uri} was logged{f' and registered as {registered}' if registered else ''} before the "
-            "stop and stays"
+            f"{registered or info.model_uri} is complete and stays: {info.model_uri} was logged"
+            f"{f' and registered as {registered}' if registered else ''} before the stop"
         )
 
     def add(say: Progress) -> int:
@@ -386,10 +390,13 @@ def add_repository_command(
         return 0
 
     def explain(error: Exception) -> str | None:
-        if isinstance(error, MlflowTritonError):
+        store = unreachable(error)  # MLflow's, requests' or botocore's error: which store, in the frame's words
+        if store is not None:
+            said = f"{model_uri}: {store}"
+        elif isinstance(error, MlflowTritonError):
             said = str(error)
         elif isinstance(error, MlflowException):
-            said = f"{model_uri}: {unreachable(error) or error.message}"
+            said = f"{model_uri}: {error.message}"
         elif isinstance(error, OSError):
             said = os_error_text(error)
         else:

@@ -2,17 +2,27 @@
 
 ``Model.log`` creates the LoggedModel (and links it to the run) before it calls
 the flavor's ``save_model``, uploads the artifacts and registers a version. A
-failure at any of those steps would otherwise leave that LoggedModel behind,
-and a failed registration an empty registered model that the call itself
-created. Both logging entry points (the framework wrappers and
-``triton.log_model``) run ``Model.log`` inside ``undone_on_failure``.
+failure at any of those steps (Ctrl-C and SIGTERM included) would otherwise leave
+that LoggedModel behind, with whatever artifacts it had uploaded, and a failed
+registration an empty registered model that the call itself created. Both
+logging entry points (the framework wrappers and ``triton.log_model``) and
+``add_repository`` run ``Model.log`` inside ``undone_on_failure``.
+
+MLflow's ``delete_logged_model`` only marks the LoggedModel deleted: its
+artifacts stay in the artifact store (a local folder, S3, or the tracking
+server's proxied destination) until ``mlflow gc``. What the failed call
+uploaded is removed here too, so "nothing was logged" holds for the store.
 """
 
 import contextlib
+import pathlib
 from collections.abc import Callable, Iterator
 
 import mlflow
 from mlflow.exceptions import MlflowException
+from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+from mlflow.utils.file_utils import local_file_uri_to_path
+from mlflow.utils.uri import is_local_uri
 
 from . import _mlflow_private
 
@@ -26,7 +36,8 @@ _UNQUOTABLE = ("'", '"', "\\")
 def undone_on_failure(
     registered_model_name: str | None, logged_model_id: Callable[[], str | None] = lambda: None
 ) -> Iterator[None]:
-    """On any exception from the body: delete the LoggedModel it created and an empty registered model.
+    """On any exception from the body: delete the LoggedModel it created (with its artifacts) and an empty
+    registered model.
 
     ``logged_model_id`` returns the id of the LoggedModel the body created when
     known (``None`` otherwise); without it the LoggedModel is recognised by
@@ -45,11 +56,27 @@ def undone_on_failure(
         if model_id is not None:
             if registered_model_name:
                 _forget_versions_of(registered_model_name, model_id)
-            with contextlib.suppress(Exception):
-                mlflow.MlflowClient().delete_logged_model(model_id)
+            _forget_logged_model(model_id)
         if registry_had_model is False:
             _forget_empty_registered_model(registered_model_name)
         raise
+
+
+def _forget_logged_model(model_id):
+    """Delete the LoggedModel ``model_id`` and the artifacts it uploaded (MLflow's delete leaves them)."""
+    client = mlflow.MlflowClient()
+    location = None
+    with contextlib.suppress(Exception):
+        location = client.get_logged_model(model_id).artifact_location
+    with contextlib.suppress(Exception):
+        client.delete_logged_model(model_id)
+    if location:
+        with contextlib.suppress(Exception):
+            get_artifact_repository(location).delete_artifacts()
+            if is_local_uri(location):  # the LoggedModel's own folder (models/<model id>/) held artifacts/ only
+                own = pathlib.Path(local_file_uri_to_path(location)).parent
+                if own.name == model_id and not any(own.iterdir()):
+                    own.rmdir()
 
 
 def _registered_model_exists(name):

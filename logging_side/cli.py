@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from mlflow_triton import __version__
-from mlflow_triton.command_line import add_tracking_uri
+from mlflow_triton.command_line import add_tracking_uri, ignore_stops, interrupted_while_starting
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.shared_contract import AUTO_PROTOCOL, MLFLOW_PROTOCOL, PROTOCOLS, TENSORS_PROTOCOL
 
-__all__ = ["SUBCOMMANDS", "Subcommand", "build_parser", "main"]
+__all__ = ["SUBCOMMANDS", "Subcommand", "build_parser", "console", "main"]
 
 #: The model URIs every command reads (MLflow resolves them).
 MODEL_URI_FORMS = "runs:/<run id>/<name>, models:/<name>/<version>, models:/<name>@<alias>, models:/m-<id>"
@@ -559,12 +559,29 @@ def _check_tritonserver_pair(parser: argparse.ArgumentParser, args: argparse.Nam
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (default ``sys.argv[1:]``), run the subcommand, return its exit status."""
-    parser = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    _check_tritonserver_pair(parser, args)
-    return args.subcommand.run(args)
+    """Parse ``argv`` (default ``sys.argv[1:]``), run the subcommand, return its exit status.
+
+    Ctrl-C before the subcommand's frame takes over (while its modules are imported: MLflow alone takes seconds)
+    is one line and 130 (:func:`~mlflow_triton.command_line.interrupted_while_starting`), in every command.
+    """
+    command = ""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        command = args.command
+        _check_tritonserver_pair(parser, args)
+        return args.subcommand.run(args)
+    except KeyboardInterrupt:  # inside its frame a command says its own stop: this one came before it
+        return interrupted_while_starting(command)
+
+
+def console() -> int:
+    """The ``mlflow-triton`` program: :func:`main`, then Ctrl-C and SIGTERM ignored while the interpreter shuts
+    down (:func:`~mlflow_triton.command_line.ignore_stops`), so the exit status is the one the last line said."""
+    status = main()
+    ignore_stops()
+    return status
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

@@ -20,6 +20,7 @@ import yaml
 
 from mlflow_triton.deploy import kserve_command, locate_command, locate_repository
 from mlflow_triton.deploy.errors import NotATritonModelError, StoreAccessError, StorePathError
+from tests.support.add_repository_stops import NOTHING_NEW, STAGES, add_repository_stopped_at, assert_outcome
 from tests.support.kserve_schema import validate_inference_service
 from tests.support.mlflow_server import running_mlflow_server, using_tracking
 from tests.support.ports import free_ports
@@ -269,3 +270,74 @@ def test_kserve_writes_an_inference_service_valid_for_kserve_with_the_store_addr
     assert triton["args"] == ["--model-control-mode=explicit", "--load-model=classifier"]
     assert triton["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert _secret_free(text)
+
+
+def test_check_leaves_nothing_in_tmpdir_when_it_proves_a_model_through_the_tracking_server(store, tmp_path):
+    """Reading a model's MLmodel through the server (MLflow's ``Model.load`` of a remote URI) left
+    ``$TMPDIR/tmpXXXX/MLmodel`` behind on every run."""
+    s3, server = store
+    temporary = tmp_path / "tmpdir"
+    temporary.mkdir()
+
+    completed = subprocess.run(
+        [
+            str(CONSOLE_SCRIPT),
+            "check",
+            "models:/user-classifier/1",
+            "--tracking-uri",
+            server.url,
+            "--work-dir",
+            str(tmp_path / "work"),
+        ],
+        env=_user_environment(TMPDIR=str(temporary), **s3.credentials()),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+    assert completed.returncode == 0, completed.stdout + completed.stderr[-6000:]
+    assert re.search(r"^PASS models:/user-classifier/1: ", completed.stdout, re.M)
+    assert sorted(temporary.rglob("*")) == []
+
+
+def _store_listing(s3, server):
+    """Every object in the bucket, the versions of plain-sklearn with their status, the LoggedModels a search shows."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=server.url, registry_uri=server.url)
+    versions = sorted((int(v.version), v.status) for v in client.search_model_versions("name = 'plain-sklearn'"))
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    models = sorted((m.model_id, str(m.status)) for m in client.search_logged_models(experiment_ids=experiments))
+    return versions, models, s3.objects(BUCKET)  # {key: ETag}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_add_repository_leaves_the_s3_store_with_nothing_new_or_one_complete_version_when_ctrl_c_lands_at_each_stage(
+    store, tmp_path, stage
+):
+    s3, server = store
+    rows = tmp_path / "rows.json"  # plain-sklearn was logged without an example
+    rows.write_text(json.dumps({"dataframe_split": {"columns": ["length", "width", "count"], "data": [[9.5, 4.2, 3]]}}))
+    versions, models, objects = _store_listing(s3, server)
+
+    completed = add_repository_stopped_at(
+        stage,
+        ["models:/plain-sklearn/1", "--input", str(rows), "--tracking-uri", server.url],
+        env=_user_environment(**s3.credentials()),
+        cwd=tmp_path,
+    )
+
+    after_versions, after_models, after_objects = _store_listing(s3, server)
+    added_versions = sorted(set(after_versions) - set(versions))
+    assert_outcome(stage, completed, "plain-sklearn", added_versions[0][0] if added_versions else None)
+    assert _secret_free(completed.stdout, completed.stderr)
+    if stage in NOTHING_NEW:
+        assert (after_versions, after_models, after_objects) == (versions, models, objects)
+    else:
+        assert len(added_versions) == 1 and added_versions[0][1] == "READY"
+        [(new_id, status)] = sorted(set(after_models) - set(models))
+        assert status.endswith("READY")
+        added = sorted(set(after_objects) - set(objects))
+        assert all(f"/models/{new_id}/artifacts/" in key for key in added)  # the new model's objects only
+        assert any(key.endswith(f"{new_id}/artifacts/MLmodel") for key in added)
+        assert any(key.endswith("/1/artifact/MLmodel") for key in added)

@@ -58,6 +58,38 @@ def test_targets_table_names_bundled_and_the_container_targets_when_listed():
     }
 
 
+@pytest.mark.parametrize(
+    ("target", "proof"),
+    [
+        ("bundled", "prove it with a bare start: mlflow-triton check {root}; deploy: copy its model directories"),
+        (
+            "triton-24.10",
+            "prove and serve it on triton-24.10's server (its Python is not on this machine, so a bare start here, "
+            "mlflow-triton check, proves --target bundled packs only): docker run --rm -p 8000:8000 -v {root}:/models "
+            "nvcr.io/nvidia/tritonserver:24.10-py3 tritonserver --model-repository=/models",
+        ),
+        (
+            "triton-25.xx",
+            "prove and serve it on triton-25.xx's server (its Python is not on this machine, so a bare start here, "
+            "mlflow-triton check, proves --target bundled packs only): docker run --rm -p 8000:8000 -v {root}:/models "
+            "nvcr.io/nvidia/tritonserver:25.01-py3 tritonserver --model-repository=/models",
+        ),
+    ],
+)
+def test_pack_command_closes_with_a_proof_that_works_for_the_target_when_it_packed(
+    target, proof, tmp_path, monkeypatch
+):
+    """Only a bundled pack runs here: a container target's check here would fail (its interpreter is not here)."""
+    monkeypatch.setattr(pack_module, "pack_models", lambda *args, **kwargs: [])
+    printed = []
+
+    status = pack_command(["models:/m/1"], tmp_path / "packed", target=target, out_lines=printed.append, progress=None)
+
+    assert status == 0
+    assert printed[-1].startswith(f"repository: {tmp_path / 'packed'} (0 model(s), ")
+    assert proof.format(root=tmp_path / "packed") in printed[-1]
+
+
 def test_resolve_target_links_the_container_interpreter_when_the_target_is_a_container():
     plan = resolve_target("triton-24.10")
 

@@ -6,6 +6,8 @@ import socket
 import pytest
 
 from mlflow_triton import sklearn as triton_sklearn
+from mlflow_triton.command_line import StopRequested
+from mlflow_triton.local import _serve as serve_module
 from mlflow_triton.local import serve_command, serve_models
 from mlflow_triton.local.errors import PortInUseError, RepositoryAssemblyError
 from mlflow_triton.local.installation import TritonInstallation
@@ -175,3 +177,52 @@ def test_serve_command_prints_one_error_line_when_the_work_dir_cannot_be_created
     )
 
     assert (status, capsys.readouterr().err) == (1, f"mlflow-triton serve: error: File exists: {occupied}\n")
+
+
+class _ServerThatRuns:
+    """A TritonServer already up: serve lists its models and waits; nothing is started."""
+
+    http_url, grpc_address, metrics_url = "http://127.0.0.1:1", "127.0.0.1:2", "http://127.0.0.1:3/metrics"
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return False
+
+
+@pytest.mark.parametrize(
+    ("stop", "said"),
+    [
+        (KeyboardInterrupt(), "Ctrl-C received: stopping tritonserver ..."),
+        (StopRequested("SIGTERM"), "SIGTERM received"),
+    ],
+    ids=["Ctrl-C", "SIGTERM"],
+)
+def test_serve_names_the_stop_it_received_when_ctrl_c_or_sigterm_ends_it(
+    saved_model, fake_installation, free_ports, tmp_path, monkeypatch, stop, said
+):
+    """Python's KeyboardInterrupt for Ctrl-C has an empty str(): the line said ' received: stopping …'."""
+    monkeypatch.setattr(serve_module, "ensure_env_for_requirements", lambda *args, **kwargs: tmp_path / "env")
+    monkeypatch.setattr(serve_module, "TritonServer", _ServerThatRuns)
+    monkeypatch.setattr(serve_module, "_listing", lambda server, served, log_path: "listing")
+    lines = []
+
+    def stopped(server):
+        raise stop
+
+    status = serve_models(
+        [str(saved_model("model"))],
+        tmp_path / "work",
+        fake_installation,
+        progress=lines.append,
+        wait=stopped,
+        out=lambda line: None,
+        **free_ports,
+    )
+
+    assert status == 0
+    assert lines[-2].startswith(said) and lines[-1] == "tritonserver stopped"

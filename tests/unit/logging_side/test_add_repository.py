@@ -330,10 +330,41 @@ def test_add_repository_command_names_what_stays_when_ctrl_c_lands_after_the_ver
     (new,) = [model for model in tracking_store.logged_models() if model.name == "clf-triton"]
     assert status == 130
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"mlflow-triton add-repository: interrupted (Ctrl-C); models:/{new.model_id} was logged and registered as "
-        "models:/churn/2 before the stop and stays"
+        "mlflow-triton add-repository: interrupted (Ctrl-C); models:/churn/2 is complete and stays: "
+        f"models:/{new.model_id} was logged and registered as models:/churn/2 before the stop"
     )
     assert sorted((v.name, int(v.version)) for v in tracking_store.model_versions()) == [("churn", 1), ("churn", 2)]
+
+
+@pytest.mark.parametrize(
+    ("owner", "step"),
+    [
+        (mlflow.MlflowClient, "log_model_artifacts"),  # the model and its 1/artifact copy uploaded
+        (mlflow.MlflowClient, "_create_model_version"),  # just after "Created version '2' of model 'churn'."
+    ],
+    ids=["after-the-upload", "after-created-version"],
+)
+def test_add_repository_command_leaves_the_store_as_it_was_when_ctrl_c_lands_before_the_model_is_complete(
+    tracking_store, classifier, capsys, monkeypatch, owner, step
+):
+    log_plain(classifier)
+    before = tree_digest(tracking_store.artifacts)
+    original = getattr(owner, step)
+
+    def then_ctrl_c(*args, **kwargs):
+        original(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(owner, step, then_ctrl_c)
+
+    status = cli.main(["add-repository", "models:/churn/1", "--tracking-uri", tracking_store.uri])
+
+    assert status == 130
+    assert (
+        capsys.readouterr().err.splitlines()[-1]
+        == "mlflow-triton add-repository: interrupted (Ctrl-C); nothing was logged"
+    )
+    assert_only_the_source(tracking_store, before)  # the artifact store listed file by file: no m-<id>/ left
 
 
 def test_add_repository_command_prints_the_new_version_when_it_is_logged(tracking_store, classifier, capsys):

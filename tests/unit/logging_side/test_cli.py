@@ -3,6 +3,7 @@
 import importlib
 import importlib.metadata
 import inspect
+import os
 import re
 import subprocess
 import sys
@@ -110,6 +111,88 @@ def test_help_imports_neither_mlflow_nor_the_local_part_nor_the_export_when_prin
     completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
 
     assert completed.stdout.splitlines()[-1] == "[]"
+
+
+# The program as the console script runs it, with a real SIGINT sent to itself when the command's runner first
+# imports MLflow (seconds of start-up on a real machine), before the command's frame takes over.
+CTRL_C_WHILE_STARTING = """
+import os, signal, sys
+
+class CtrlCOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mlflow":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlCOnImport())
+from mlflow_triton.cli import console
+sys.exit(console())
+"""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "models:/churn/1"],
+        ["serve", "models:/churn/1"],
+        ["export-onnx", "models:/churn/1", "--out", "exports"],
+        ["pack", "models:/churn/1", "--target", "bundled", "--out", "packed"],
+        ["locate", "models:/churn/1"],
+        ["kserve", "models:/churn/1", "--out", "isvc.yaml"],
+        ["add-repository", "models:/churn/1"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_command_says_one_line_and_exits_130_when_ctrl_c_lands_while_it_starts(argv, tmp_path):
+    """export-onnx and add-repository import MLflow before their frame: ``interrupted (Ctrl-C) while starting``,
+    alone; the others import it inside their frame and say their own stop line after their progress lines. Never a
+    traceback; nothing left but the work directory check and serve announce (it holds their report and log)."""
+    (work := tmp_path / "cwd").mkdir()
+    (temporary := tmp_path / "tmp").mkdir()
+    completed = subprocess.run(
+        [sys.executable, "-c", CTRL_C_WHILE_STARTING, *argv],
+        cwd=work,
+        env={**os.environ, "TMPDIR": str(temporary)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    lines = completed.stderr.splitlines()
+    assert completed.returncode == 130
+    assert "Traceback" not in completed.stderr
+    assert lines[-1].startswith(f"mlflow-triton {argv[0]}: interrupted (Ctrl-C)")
+    if argv[0] in ("export-onnx", "add-repository"):
+        assert lines == [f"mlflow-triton {argv[0]}: interrupted (Ctrl-C) while starting; nothing was done"]
+    announced = [line.removeprefix("work directory: ") for line in lines if line.startswith("work directory: ")]
+    assert list(work.iterdir()) == []
+    assert [str(path) for path in temporary.iterdir()] == announced
+
+
+# A real SIGINT once the command has returned and said its outcome: in the last atexit callback, while the
+# interpreter shuts down (seconds once MLflow is loaded; Python restores the default handler part-way through it).
+CTRL_C_AFTER_THE_END = """
+import atexit, os, signal, sys, time
+
+atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.5)))
+from mlflow_triton.cli import console
+sys.exit(console())
+"""
+
+
+def test_console_keeps_the_commands_exit_status_and_last_line_when_ctrl_c_lands_after_the_command_ended(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "-c", CTRL_C_AFTER_THE_END, "export-onnx", "./no-such-model", "--out", "exports"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert completed.returncode == 1
+    assert "Traceback" not in completed.stderr and "KeyboardInterrupt" not in completed.stderr
+    assert completed.stderr.rstrip().endswith("nothing was written")
 
 
 def test_parser_maps_each_subcommand_to_its_runner_when_arguments_are_parsed():

@@ -262,6 +262,29 @@ def test_add_repository_with_the_protocol_ships_mlflows_serving_example_as_the_r
     assert volatile_outputs(repository) == {"response": MLFLOW_BODY}
 
 
+@pytest.mark.parametrize("given", [False, True], ids=["shipped-body", "input-file"])
+def test_check_names_the_body_mlflow_refuses_when_it_is_the_shipped_one_or_the_input_file(
+    tracking_store, classifier, tmp_path, given
+):
+    from mlflow_triton.local import check
+    from mlflow_triton.local.errors import OraclePredictionError
+    from mlflow_triton.local.sources import resolve_model
+
+    info = added_with_protocol(classifier)
+    source = resolve_model(info.model_uri, tmp_path / "download")
+    refused = tmp_path / "rows.json"
+    refused.write_text(json.dumps({"instances": [[1.0, 0.5]], "inputs": [[1.0, 0.5]]}))
+    if not given:  # the shipped request's body replaced by one MLflow refuses
+        request = source.files / "request.json"
+        shipped = json.loads(request.read_text())
+        shipped["inputs"][0]["data"] = [refused.read_text()]
+        request.write_text(json.dumps(shipped))
+    what = f"the body of the input file {refused}" if given else "the shipped body"
+
+    with pytest.raises(OraclePredictionError, match=rf"^MLflow's scoring code refuses {re.escape(what)}: .*400"):
+        check._expected_answers(source, refused if given else None, tmp_path / "work")
+
+
 def test_export_onnx_refuses_a_repository_speaking_mlflows_protocol_saying_how_to_get_one_it_can_export(
     tracking_store, classifier, tmp_path
 ):

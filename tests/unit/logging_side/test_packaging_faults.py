@@ -4,8 +4,8 @@ Faults are injected at each step of the packaging flow (``_packaging``): the exa
 the native save, the ``1/artifact`` copy, the saved-artifact check, the
 repository files, the triton flavor, the rename and, inside ``Model.log``, the
 artifact upload and the registration. After each, TMPDIR is empty, no LoggedModel
-shows in ``mlflow.search_logged_models`` (a deleted one must not) and the
-Registry has no version.
+shows in ``mlflow.search_logged_models`` (a deleted one must not), the
+Registry has no version and the artifact store holds no file.
 """
 
 import functools
@@ -59,6 +59,7 @@ def assert_clean(tracking_store, workspace):
         assert list(workspace.iterdir()) == []
         assert tracking_store.logged_models() == []
         assert tracking_store.model_versions() == []
+        assert tracking_store.artifact_files() == []  # a deleted LoggedModel's uploads go with it
 
     return check
 

@@ -31,7 +31,7 @@ def test_wheel_installs_the_mlflow_triton_command_and_the_local_extra_when_built
         "mlflow_triton/command_line/__init__.py",
         "mlflow_triton/command_line/_runner.py",
     } <= names
-    assert "[console_scripts]\nmlflow-triton = mlflow_triton.cli:main" in entry_points
+    assert "[console_scripts]\nmlflow-triton = mlflow_triton.cli:console" in entry_points
     assert "Provides-Extra: local" in metadata
     assert (
         'Requires-Dist: nvidia-pytriton==0.7.0; (sys_platform == "linux" and platform_machine == "x86_64") '
