@@ -51,7 +51,7 @@ from .installation import TritonInstallation
 from .send import RequestFiles, send_request, shipped_request
 from .serving_env import ensure_serving_env, env_summary
 from .sources import resolve_model
-from .user_input import body_request, input_request, load_user_input, rows_of
+from .user_input import body_request, input_request, load_user_input, rows_of, split_params
 
 __all__ = [
     "ValidationReport",
@@ -265,13 +265,13 @@ def _expected_answers(source, input_file, work_dir):
     expected = _predicted(pyfunc_model, example, source.files, "the saved input example", params)
     extra = []
     if input_file is not None:
-        value = load_user_input(input_file, pyfunc_model.metadata.get_input_schema())
+        value, input_params = split_params(load_user_input(input_file, pyfunc_model.metadata.get_input_schema()))
         label = f"input file {Path(input_file).name}"
         extra.append(
             ExtraRequest(
                 label=label,
-                request=input_request(value, source.files, work_dir / "requests"),
-                expected=_predicted(pyfunc_model, value, source.files, f"the {label}"),
+                request=input_request(value, source.files, work_dir / "requests", params=input_params),
+                expected=_predicted(pyfunc_model, value, source.files, f"the {label}", input_params),
                 rows=rows_of(value),
             )
         )

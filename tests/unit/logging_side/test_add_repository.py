@@ -471,3 +471,29 @@ def test_add_repository_refuses_a_source_whose_requirements_lack_the_distributio
     assert "loading fails there with ModuleNotFoundError" in message
     assert "pip_requirements (or extra_pip_requirements) naming 'scikit-learn==" in message
     assert_only_the_source(tracking_store, before)
+
+
+class Scaled(mlflow.pyfunc.PythonModel):
+    """Cannot predict without its ``scale`` param."""
+
+    def predict(self, context, model_input, params=None):
+        return model_input[["length"]] * params["scale"]
+
+
+def test_add_repository_command_takes_an_inputs_and_params_body_when_the_model_needs_its_params(
+    tracking_store, tmp_path
+):
+    signature = infer_signature(X, X[["length"]], params={"scale": 1.0})
+    mlflow.pyfunc.log_model(name="scaled", python_model=Scaled(), signature=signature, registered_model_name="scaled")
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps({"inputs": X.head(2).to_dict("records"), "params": {"scale": 3.0}}))
+
+    status = cli.main(
+        ["add-repository", "models:/scaled/1", "--input", str(body), "--tracking-uri", tracking_store.uri]
+    )
+
+    assert status == 0
+    local = download("models:/scaled/2", tmp_path, "new")
+    assert Model.load(str(local)).load_input_example_params(str(local)) == {"scale": 3.0}
+    repository = next((local / "model_repository").iterdir())
+    assert json.loads((repository / "request.json").read_text())["parameters"] == {"scale": 3.0}
