@@ -26,6 +26,7 @@ from mlflow_triton.command_line import ProgressLike, as_progress, without_user_i
 from mlflow_triton.repository.config import DEVICE_KINDS, ENV_PATH_PARAMETER, read_model_config
 from mlflow_triton.repository.guard import files_directory, served_directories
 from mlflow_triton.repository.layout import CONFIG_FILE, REQUIREMENTS_FILE
+from mlflow_triton.repository.tracing import UNTRACED_SERVER_ENVIRONMENT, untraced
 from mlflow_triton.runtime.protocol import JSON_CONTENT_TYPE
 from mlflow_triton.shared_contract import MlflowTritonError
 
@@ -51,7 +52,7 @@ from .installation import TritonInstallation
 from .send import RequestFiles, send_request, shipped_request
 from .serving_env import ensure_serving_env, env_summary
 from .sources import resolve_model
-from .user_input import body_request, input_request, load_user_input, rows_of
+from .user_input import body_request, input_request, load_user_input, rows_of, split_params
 
 __all__ = [
     "ValidationReport",
@@ -128,22 +129,25 @@ def check_models(
     ``repository_addresses`` (``{model URI: address}``): Triton loads those models from that model
     repository address (for example ``s3://…``) instead of a local copy; ``server_environment`` adds
     variables to the server's environment. The downloaded copy still gives the oracle and the requests.
+    Neither the oracle here nor the model in Triton traces its predictions (``repository.tracing``).
     """
     say = as_progress(progress)
     reports = []
+    environment = {**UNTRACED_SERVER_ENVIRONMENT, **(server_environment or {})}
     for number, uri in enumerate(model_uris, start=1):
         model_work = Path(work_dir) / f"{number}-{_slug(uri)}"
-        report = validate_model(
-            uri,
-            model_work,
-            installation,
-            device=device,
-            progress=say.with_prefix(f"[{uri}] "),
-            name=uri,
-            input_file=input_file,
-            repository_address=(repository_addresses or {}).get(uri),
-            server_environment=server_environment,
-        )
+        with untraced():
+            report = validate_model(
+                uri,
+                model_work,
+                installation,
+                device=device,
+                progress=say.with_prefix(f"[{uri}] "),
+                name=uri,
+                input_file=input_file,
+                repository_address=(repository_addresses or {}).get(uri),
+                server_environment=environment,
+            )
         if report.environment_note:
             out(report.environment_note)
         if report.triton_log_tail and not report.passed:
@@ -264,13 +268,13 @@ def _expected_answers(source, input_file, work_dir):
     expected = _predicted(pyfunc_model, example, source.files, "the saved input example", params)
     extra = []
     if input_file is not None:
-        value = load_user_input(input_file, pyfunc_model.metadata.get_input_schema())
+        value, input_params = split_params(load_user_input(input_file, pyfunc_model.metadata.get_input_schema()))
         label = f"input file {Path(input_file).name}"
         extra.append(
             ExtraRequest(
                 label=label,
-                request=input_request(value, source.files, work_dir / "requests"),
-                expected=_predicted(pyfunc_model, value, source.files, f"the {label}"),
+                request=input_request(value, source.files, work_dir / "requests", params=input_params),
+                expected=_predicted(pyfunc_model, value, source.files, f"the {label}", input_params),
                 rows=rows_of(value),
             )
         )

@@ -5,8 +5,13 @@ serve`` accepts:
 
 * JSON: ``{"dataframe_split": {"columns": [...], "data": [[...], ...]}}``,
   ``{"dataframe_records": [{...}, ...]}``, ``{"inputs": ...}`` or ``{"instances": ...}``
-  (a tensor, or a dict of named tensors);
+  (a tensor, a dict of named tensors, or records), with the request's ``"params": {...}`` beside it;
 * CSV: a table with a header row, for models taking a DataFrame or one 2-D tensor.
+
+A JSON body is read as MLflow's scoring server reads it (``invocations()``): ``params`` is split off first, keys
+that are neither a format nor ``params`` are ignored, and exactly one format key is MLflow's own rule (its
+refusal is quoted). Records under ``inputs`` of a model with a column signature become a DataFrame, as MLflow's
+schema enforcement makes them before ``predict``: the same rows as ``dataframe_records`` give the same request.
 
 It is parsed against the model's input schema with MLflow's parser, encoded into the configured
 input tensors by the runtime's own codec, and written as a request body (JSON, or Triton's
@@ -44,14 +49,15 @@ from .send import RequestFiles
 if TYPE_CHECKING:
     from mlflow.types import Schema
 
-__all__ = ["input_request", "load_user_input"]
+__all__ = ["input_request", "load_user_input", "split_params"]
 
 FORMATS = "a JSON object with one of dataframe_split, dataframe_records, inputs, instances; or a CSV table"
 
 
 def load_user_input(path: str | os.PathLike[str], input_schema: Schema | None) -> Any:
-    """The model input held by the JSON or CSV file ``path``, parsed against ``input_schema``."""
-    from mlflow.pyfunc.scoring_server import infer_and_parse_data, parse_csv_input
+    """The model input held by the JSON or CSV file ``path``, parsed against ``input_schema``: as an input example is
+    given to ``log_model``, the input alone or, for a JSON body with ``params``, the tuple ``(input, params)``."""
+    from mlflow.pyfunc.scoring_server import parse_csv_input
 
     path = Path(path)
     if not path.is_file():
@@ -59,10 +65,7 @@ def load_user_input(path: str | os.PathLike[str], input_schema: Schema | None) -
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                raise InputFileError(f"--input {path}: expected {FORMATS}; got a JSON {type(data).__name__}")
-            return infer_and_parse_data(data, input_schema)
+            return _from_json(path, input_schema)
         if suffix == ".csv":
             return _from_csv(path, input_schema, parse_csv_input)
     except InputFileError:
@@ -70,6 +73,30 @@ def load_user_input(path: str | os.PathLike[str], input_schema: Schema | None) -
     except Exception as error:  # MLflow's parsers raise MlflowException, pandas and json their own
         raise InputFileError(f"--input {path}: cannot read it as the model's input: {error}") from None
     raise InputFileError(f"--input {path}: unknown file type {suffix or '(none)'}; expected .json or .csv ({FORMATS})")
+
+
+def split_params(example: Any) -> tuple[Any, dict[str, Any] | None]:
+    """``(input, params or None)`` of what :func:`load_user_input` returns."""
+    return example if isinstance(example, tuple) else (example, None)
+
+
+def _from_json(path, input_schema):
+    """A JSON body split and parsed as ``mlflow.pyfunc.scoring_server.invocations`` does (``_split_data_and_params``
+    then ``infer_and_parse_data``)."""
+    import pandas as pd
+    from mlflow.pyfunc.scoring_server import SERVING_PARAMS_KEY, SUPPORTED_FORMATS, infer_and_parse_data
+
+    body = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(body, dict):
+        raise InputFileError(f"--input {path}: expected {FORMATS}; got a JSON {type(body).__name__}")
+    params = body.get(SERVING_PARAMS_KEY)
+    if params is not None and not isinstance(params, dict):
+        raise InputFileError(f"--input {path}: params must be a JSON object of named values, got {params!r}")
+    value = infer_and_parse_data({key: body[key] for key in body if key in SUPPORTED_FORMATS}, input_schema)
+    columns = input_schema is not None and not input_schema.is_tensor_spec()
+    if columns and isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
+        value = pd.DataFrame(value)  # mlflow.models.utils._enforce_schema: a list for a column signature
+    return (value, params) if params else value
 
 
 def _from_csv(path, input_schema, parse_csv_input):
@@ -134,9 +161,14 @@ def _column_as(path, column, values, target):
 
 
 def input_request(
-    value: Any, model_dir: str | os.PathLike[str], directory: str | os.PathLike[str], stem: str = "input-request"
+    value: Any,
+    model_dir: str | os.PathLike[str],
+    directory: str | os.PathLike[str],
+    stem: str = "input-request",
+    params: dict[str, Any] | None = None,
 ) -> RequestFiles:
-    """Encode ``value`` for the model in ``model_dir``; write the body under ``directory``."""
+    """Encode ``value`` for the model in ``model_dir``, ``params`` as the request's parameters (as the shipped request
+    carries an example's); write the body under ``directory``."""
     config, contract = read_config(Path(model_dir) / CONFIG_FILE)
     inputs, outputs = declarations(config)
     codec = StructureCodec(contract.inputs, {d.name: (d.data_type, d.dims) for d in inputs})
@@ -151,13 +183,15 @@ def input_request(
     directory.mkdir(parents=True, exist_ok=True)
     output_types = {d.name: d.data_type for d in outputs}
     output_contents = {f.tensor: f.content for f in contract.outputs.fields}
+    parameters = request_files.wire_parameters(params)
     if request_files.needs_binary(tensors, contents, output_types, output_contents):
-        body, headers = request_files.binary_request(tensors, datatypes, output_names)
+        body, headers = request_files.binary_request(tensors, datatypes, output_names, parameters)
         body_path = directory / f"{stem}.bin"
         body_path.write_bytes(body)
         return RequestFiles("binary", body_path, list(headers.items()))
     body_path = directory / f"{stem}.json"
-    body_path.write_text(json.dumps(request_files.json_request(tensors, datatypes, output_names)), encoding="utf-8")
+    body = request_files.json_request(tensors, datatypes, output_names, parameters)
+    body_path.write_text(json.dumps(body), encoding="utf-8")
     return RequestFiles("json", body_path, [("Content-Type", "application/json")])
 
 

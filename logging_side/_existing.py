@@ -10,6 +10,7 @@ source came from the Registry. Nothing is written when a step fails.
 """
 
 import dataclasses
+import json
 import pathlib
 import shutil
 import tempfile
@@ -24,9 +25,19 @@ from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FIL
 from mlflow.store.artifact.utils.models import get_model_name_and_version
 
 from mlflow_triton.command_line import Progress, os_error_text, run_command, unreachable
+from mlflow_triton.repository.layout import VALIDATION_FILE
 from mlflow_triton.repository.names import default_model_name
 
-from . import _framework, _mlflow_private, _model_requirements, _options, _packaging, _protocol, _repository_files
+from . import (
+    _framework,
+    _mlflow_private,
+    _model_requirements,
+    _options,
+    _packaging,
+    _protocol,
+    _repository_files,
+    _serving_requirements,
+)
 from .errors import (
     ExamplePredictionError,
     InvalidArgumentError,
@@ -121,6 +132,7 @@ def _add_repository(
     triton: _options.TritonOptions,
     *,
     on_logged: "Callable[[ModelInfo], object]" = lambda info: None,
+    on_report: "Callable[[dict[str, Any]], object]" = lambda report: None,
     registered_model_name: "str | None" = None,
     name: "str | None" = None,
     await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
@@ -129,7 +141,8 @@ def _add_repository(
     ``--input FILE``, parsed by the local part, which the logging side never imports), or the saved example.
 
     ``on_logged(info)`` is called as soon as the new model is logged (and registered), before the temporary copies
-    are removed: a stop after it leaves the model in the store, and the command says so."""
+    are removed: a stop after it leaves the model in the store, and the command says so. ``on_report(validation)``
+    gets the repository's validation.json record once it is written, before the model is logged."""
     if not isinstance(model_uri, str) or not model_uri:
         raise InvalidArgumentError(f"model_uri must be a non-empty string, got {model_uri!r}")
     _protocol.check_protocol(triton.protocol, triton.max_batch_size)  # before the source is looked up
@@ -170,6 +183,7 @@ def _add_repository(
                 triton=triton,
                 extra_options={},
                 lineage={"model_uri": model_uri, **{k: v for k, v in lineage.items() if k != "name"}},
+                on_built=lambda directory: on_report(json.loads((directory / VALIDATION_FILE).read_text("utf-8"))),
             )
             on_logged(info)
             return info
@@ -364,6 +378,7 @@ def add_repository_command(
     from mlflow.exceptions import MlflowException
 
     logged: list[str] = []  # what a stop after logging leaves in the store
+    reports: list[dict[str, Any]] = []  # the new repository's validation.json
 
     def registered_uri(info: ModelInfo) -> str | None:
         if info.registered_model_version is None:
@@ -381,11 +396,13 @@ def add_repository_command(
     def add(say: Progress) -> int:
         if tracking_uri is not None:
             mlflow.set_tracking_uri(tracking_uri)
-        info = _add_repository(model_uri, read_input, triton, on_logged=remember, **options)
+        info = _add_repository(model_uri, read_input, triton, on_logged=remember, on_report=reports.append, **options)
         out(f"logged {info.model_uri} from {model_uri}")
         uri = registered_uri(info)
         if uri is not None:
             out(f"registered {uri}")
+        for line in _report_lines(reports[0]):
+            out(line)
         out(f"prove it: mlflow-triton check {uri or info.model_uri}")
         return 0
 
@@ -404,3 +421,10 @@ def add_repository_command(
         return f"{said}; {NOTHING_LOGGED}"
 
     return run_command("add-repository", add, stopped=lambda: logged[0] if logged else NOTHING_LOGGED, explain=explain)
+
+
+def _report_lines(validation):
+    """What the command says of the written repository: the serving requirements it added, then its kind and why."""
+    added = validation.get(_serving_requirements.ADDED, {})
+    lines = [f"serving requirements: added {line!r}: {why}" for line, why in added.items()]
+    return [*lines, _protocol.kind_line(validation)]

@@ -11,10 +11,13 @@ import os
 import pathlib
 import shutil
 import tempfile
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import mlflow
 from mlflow.models import Model
+
+from mlflow_triton.repository.layout import REPOSITORY_DIRECTORY
 
 from . import _build, _mlflow_private, _undo
 
@@ -23,14 +26,17 @@ if TYPE_CHECKING:
     from ._plan import Plan
 
 
-def log_prepared(plan: Plan, destination: Destination) -> Any:
+def log_prepared(plan: Plan, destination: Destination, on_built: Callable[[pathlib.Path], object] | None = None) -> Any:
     """Build the package ``plan`` describes, then log it with ``Model.log`` at ``destination``; returns ``ModelInfo``.
 
     ``destination.experiment_id`` places the LoggedModel in that experiment instead of the active one.
+    ``on_built(directory)`` is called with the built repository's model directory before it is logged.
     """
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-") as workspace:
         package = pathlib.Path(workspace) / "model"
         _build.build(plan, package)
+        if on_built is not None:
+            on_built(package / REPOSITORY_DIRECTORY / plan.triton_model_name)
         adopter = _AdoptPreparedPackage(plan.framework.flavor, package)
         created: list[str] = []
         registered_model_name = destination.registered_model_name

@@ -21,6 +21,7 @@ import pandas as pd
 from mlflow.models import ModelSignature
 
 from mlflow_triton.repository.names import check_model_name, default_model_name
+from mlflow_triton.repository.tracing import untraced
 from mlflow_triton.runtime.protocol import outside_serving_environment
 
 from . import _batching, _build, _caller, _model_log, _model_requirements, _protocol
@@ -39,18 +40,23 @@ from .errors import (
 DEVICES = ("cpu", "gpu")
 
 
-def log_model(framework, model, input_example, signature, destination, triton, extra_options, *, lineage=None):
+def log_model(
+    framework, model, input_example, signature, destination, triton, extra_options, *, lineage=None, on_built=None
+):
     """Prepare the complete package, then hand it to ``Model.log`` at ``destination``; returns ``ModelInfo``.
 
     ``destination`` and ``triton`` are the wrapper's arguments as values (``_options``); ``extra_options`` go to
     ``mlflow.<flavor>.save_model``. ``lineage`` (a JSON-ready dict) is recorded as ``source`` in validation.json.
+    ``on_built(directory)``: called with the repository's model directory once it is written, before it is logged.
+    Every prediction of the proof (MLflow's own in ``Model.log`` included) runs untraced (``repository.tracing``).
     """
     _check_destination(destination)
     options = dict(extra_options or {})
     if destination.metadata is not None:
         options["metadata"] = destination.metadata  # also in 1/artifact/MLmodel, not only the logged MLmodel
-    plan = _prepared(framework, model, input_example, signature, triton, options, destination.name, lineage)
-    return _model_log.log_prepared(plan, destination)
+    with untraced():
+        plan = _prepared(framework, model, input_example, signature, triton, options, destination.name, lineage)
+        return _model_log.log_prepared(plan, destination, on_built)
 
 
 def save_model(framework, model, path, input_example, signature, triton, extra_options):
@@ -62,8 +68,9 @@ def save_model(framework, model, path, input_example, signature, triton, extra_o
     path = pathlib.Path(path).resolve()
     if path.exists():
         raise InvalidArgumentError(f"path {str(path)!r} already exists; choose a new directory")
-    plan = _prepared(framework, model, input_example, signature, triton, dict(extra_options or {}), path.name, None)
-    _build.build(plan, path)
+    with untraced():
+        plan = _prepared(framework, model, input_example, signature, triton, dict(extra_options or {}), path.name, None)
+        _build.build(plan, path)
 
 
 def _check_destination(destination):
@@ -139,12 +146,17 @@ def _decide(
         _caller.warn(message, CustomCodeWarning)
     if protocol == _protocol.MLFLOW_PROTOCOL:
         signature, layout, tensors, validation, typed = _protocol_parts(
-            framework, model, signature, input_example, options
+            framework, model, signature, input_example, options, f"{_protocol.ASKED}{protocol!r}"
         )
     elif protocol == _protocol.TENSORS_PROTOCOL or batching.enabled:  # MLflow's protocol does not batch
         try:
             signature, layout, tensors, validation, typed = _typed_parts(
                 framework, model, example_input, example_params, signature, options, batching, validate_saved_model
+            )
+            typed["protocol_reason"] = (
+                f"{_protocol.ASKED}{protocol!r}"
+                if protocol == _protocol.TENSORS_PROTOCOL
+                else f"max_batch_size={batching.max_batch_size}: {_protocol.UNBATCHED}"
             )
         except (UnsupportedSchemaError, ValidationError, ExampleFormError) as refusal:
             interface = _protocol.interface(model)
@@ -190,7 +202,7 @@ def _chosen_parts(framework, model, input_example, signature, options, validate_
         return _protocol_parts(framework, model, signature, input_example, options, why)
     example_input, example_params = _split_example(input_example)
     try:
-        return _typed_parts(
+        signature, layout, tensors, validation, typed = _typed_parts(
             framework,
             model,
             example_input,
@@ -201,6 +213,7 @@ def _chosen_parts(framework, model, input_example, signature, options, validate_
             validate_saved_model,
             probe=True,
         )
+        return signature, layout, tensors, validation, {**typed, "protocol_reason": _protocol.TYPED_CARRIES}
     except (UnsupportedSchemaError, ValidationError, ExampleFormError) as error:  # the caller's other mistakes stay
         refusal = error
     try:
@@ -212,10 +225,10 @@ def _chosen_parts(framework, model, input_example, signature, options, validate_
         raise type(refusal)(f"{refusal} (MLflow's serving protocol cannot serve it either: {said})") from refusal
 
 
-def _protocol_parts(framework, model, signature, input_example, options, why=None):
+def _protocol_parts(framework, model, signature, input_example, options, why):
     """MLflow's serving protocol: ``(signature, layout, tensors, validation, the Plan's fields)``, the example's
     serving body answered in memory as Triton will answer it (``_protocol.prove_saved_model``); params travel in the
-    body: no mapping, no batching. ``why``: the reason ``protocol="auto"`` chose it."""
+    body: no mapping, no batching. ``why``: the reason it was chosen."""
     layout, tensors, validation = _protocol.prove_saved_model(
         framework, model, signature, input_example, options, framework.current_device(model)
     )

@@ -39,4 +39,4 @@ class Plan:
     example_params: dict[str, Any] | None = None  # the params of an ``(input, params)`` example, in the request
     lineage: dict[str, Any] | None = None  # where the model came from (add_repository), recorded in validation.json
     output_mapping: dict[str, Any] | None = None  # outputs mapped from the example's prediction: why
-    protocol_reason: str | None = None  # why protocol="auto" chose MLflow's serving protocol
+    protocol_reason: str | None = None  # why the repository speaks its protocol (``_protocol``)

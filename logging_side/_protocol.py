@@ -38,6 +38,23 @@ from .errors import InvalidArgumentError, ValidationError
 #: ``AUTO_PROTOCOL`` (the default): the typed mapping where it carries the model exactly, MLflow's serving protocol
 #: where it cannot.
 CHOICES = (AUTO_PROTOCOL, *PROTOCOLS)
+#: Why a repository speaks what it speaks (validation.json's ``protocol_chosen_because``), besides the reasons of
+#: ``protocol="auto"``'s choice of MLflow's protocol (a chat or agent interface, a typed mapping's refusal).
+ASKED = "asked for with protocol="
+UNBATCHED = "batching needs the typed mapping (MLflow's protocol answers one body per request)"
+TYPED_CARRIES = "the typed mapping carries the model exactly (one typed tensor per field of the signature)"
+#: The repository kinds, as a user meets them: what a client sends.
+KINDS = {
+    TENSORS_PROTOCOL: "typed tensors (one tensor per field of the signature: requests as in request.json)",
+    MLFLOW_PROTOCOL: "MLflow's protocol (the body `mlflow models serve` takes, in the BYTES tensor 'request')",
+}
+
+
+def kind_line(validation):
+    """The command's line naming the repository kind of ``validation`` (validation.json's record) and why."""
+    protocol = validation["protocol"]
+    why = validation.get("protocol_chosen_because") or TYPED_CARRIES  # a repository written before it was recorded
+    return f"repository: {KINDS[protocol]}; chosen because {why}"
 
 
 def check_protocol(protocol, max_batch_size):
@@ -60,14 +77,19 @@ def interface(model):
     """The name of the MLflow chat or agent interface ``model`` implements (``ChatModel``, ``ChatAgent``,
     ``ResponsesAgent``), or ``None``. Their requests and answers are MLflow's chat and agent bodies, with fields
     MLflow fills per call: MLflow's serving protocol carries them as MLflow's server does. ``model`` is a
-    ``PythonModel`` or a loaded ``PyFuncModel`` (whose python model is unwrapped where it has one)."""
+    ``PythonModel`` or a loaded ``PyFuncModel``: its python model where it has one, else its raw model (MLflow loads
+    a ``ChatModel``, ``ChatAgent`` or ``ResponsesAgent`` behind a wrapper that has no python model, only the
+    interface's object as its raw model)."""
     from mlflow.pyfunc import ChatAgent, ChatModel, PyFuncModel, ResponsesAgent
 
     if isinstance(model, PyFuncModel):
         try:
             model = model.unwrap_python_model()
-        except Exception:  # not a PythonModel flavor (sklearn, transformers, ...): no chat interface of MLflow's
-            return None
+        except Exception:  # the chat and agent interfaces' loaders, and flavors without a PythonModel
+            try:
+                model = model.get_raw_model()
+            except Exception:  # a flavor without a raw model: no chat interface of MLflow's
+                return None
     for kind in (ChatModel, ChatAgent, ResponsesAgent):
         if isinstance(model, kind):
             return kind.__name__

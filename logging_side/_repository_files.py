@@ -29,7 +29,7 @@ from mlflow_triton.repository.request_files import wire_parameters, write_reques
 from mlflow_triton.repository.serving_pins import ANSWER_DISTRIBUTIONS, PREDICTED_WITH, installed_versions
 from mlflow_triton.runtime import RUNTIME_VERSION
 
-from . import _batching, _model_py, _serving_requirements
+from . import _batching, _model_py, _model_requirements, _serving_requirements
 
 if TYPE_CHECKING:
     from ._plan import Plan
@@ -113,24 +113,46 @@ def _write_requirements(repository):
     """Write the repository's lean ``requirements.txt`` (``_serving_requirements``) from the MLflow package's, with
     the distributions that decide the answers pinned to this interpreter's versions (the example was predicted here).
 
-    Returns validation.json's record of them: ``predicted_with`` and, where a line does not pin that version,
-    ``not_pinned`` (why).
+    Returns validation.json's record of them: ``predicted_with``, ``requirements_added`` (what the package's saved
+    format loads with and no line brought) and, where a line does not pin that version, ``not_pinned`` (why).
     """
-    native = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY / REQUIREMENTS_FILE
+    artifact = repository / VERSION_DIRECTORY / ARTIFACT_DIRECTORY
+    native = artifact / REQUIREMENTS_FILE
     lines = native.read_text(encoding="utf-8").splitlines() if native.exists() else []
     answer_versions = installed_versions(ANSWER_DISTRIBUTIONS)
     unpinnable = _serving_requirements.beside_no_stub(answer_versions)
     pins = _serving_requirements.answer_pins(answer_versions, _serving_requirements.mlflow_bounds(), unpinnable)
-    lean = _serving_requirements.serving_requirements(lines, mlflow.__version__, pins)
+    added = _format_requirements(artifact, lines)
+    lean = _serving_requirements.serving_requirements([*lines, *added], mlflow.__version__, pins)
     (repository / REQUIREMENTS_FILE).write_text(
         _serving_requirements.SERVING_REQUIREMENTS_HEADER + "".join(f"{line}\n" for line in lean), encoding="utf-8"
     )
     versions = _serving_requirements.predicted_versions(lean)
     record = {PREDICTED_WITH: versions}
+    if added:
+        record[_serving_requirements.ADDED] = added
     reasons = _serving_requirements.not_pinned(lean, versions, unpinnable)
     if reasons:
         record["not_pinned"] = reasons
     return record
+
+
+def _format_requirements(artifact, lines):
+    """``{requirement line: why}`` for what the native package's saved format loads with
+    (``_serving_requirements.format_distributions``) and no line of ``lines`` brings, itself or as a dependency, nor
+    the ``mlflow-skinny`` the serving requirements always name: pinned to the version installed here, where the
+    package was saved or loaded."""
+    flavors = Model.load(str(artifact / "MLmodel")).flavors
+    needed = {name: [why] for name, why in _serving_requirements.format_distributions(flavors).items()}
+    missing = _model_requirements.missing_from(needed, [*lines, "mlflow-skinny"])
+    return {_pinned(name): f"{needed[name][0]}; the model's requirements do not bring {name}" for name in missing}
+
+
+def _pinned(name):
+    try:
+        return _model_requirements.pinned(name)
+    except Exception:  # not installed here: MLflow cannot pin it
+        return name
 
 
 def add_triton_flavor(package, triton_model_name, mapping_version):

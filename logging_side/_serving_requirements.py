@@ -20,7 +20,11 @@ The lean set is derived from the MLflow package's own requirements:
   numpy 2 -- keep the bound the logging MLflow declares (``numpy<3``, ``pandas<4``) and the server's constraint
   picks versions that install; validation.json says so (``not_pinned``) and ``check`` prints it;
 * when no line names MLflow at all (a user's ``pip_requirements`` may name only ``mlflow-tracing``),
-  ``mlflow-skinny==<logging version>`` is added: ``model.py`` cannot load the model without it.
+  ``mlflow-skinny==<logging version>`` is added: ``model.py`` cannot load the model without it;
+* what the native package's *saved format* loads with (:func:`format_distributions`, read from its MLmodel: skops
+  for ``mlflow.sklearn``'s default ``serialization_format``, cloudpickle for a pickled PyTorch model or a
+  ``PythonModel``) is added, pinned, where no line brings it (``pip_requirements=["scikit-learn"]`` leaves skops
+  out of MLflow's list): validation.json's ``requirements_added`` says why, and ``add-repository`` prints it.
 """
 
 import importlib.metadata
@@ -32,16 +36,31 @@ from packaging.version import InvalidVersion, Version
 from mlflow_triton.repository.serving_pins import ANSWER_DISTRIBUTIONS, installed_versions
 
 __all__ = [
+    "ADDED",
     "RUNTIME_PACKAGES",
     "SERVING_REQUIREMENTS_HEADER",
     "answer_pins",
     "beside_no_stub",
+    "format_distributions",
     "mlflow_bounds",
     "not_pinned",
     "predicted_versions",
     "serving_requirements",
 ]
 
+#: validation.json's field: ``{requirement line added: why}`` for what the saved format loads with.
+ADDED = "requirements_added"
+#: ``(flavor, key in its MLmodel configuration, value) -> distribution``: what MLflow's loader imports to read a
+#: package saved so (``mlflow.sklearn._load_model_from_local_file``; ``mlflow.pyfunc.model`` unpickles a
+#: ``PythonModel`` with cloudpickle; ``mlflow.pytorch``'s default ``pickle_module``, ``mlflow.pytorch.pickle_module``,
+#: is cloudpickle's).
+_FORMATS = {
+    ("sklearn", "serialization_format", "skops"): "skops",
+    ("sklearn", "serialization_format", "cloudpickle"): "cloudpickle",
+    ("python_function", "pickle_module_name", "mlflow.pytorch.pickle_module"): "cloudpickle",
+    ("python_function", "pickle_module_name", "cloudpickle"): "cloudpickle",
+    ("python_function", "python_model", None): "cloudpickle",
+}
 #: Imported by the runtime (``runtime/``), installed by the full ``mlflow`` but not by ``mlflow-skinny``.
 RUNTIME_PACKAGES = ("numpy", "pandas")
 _MLFLOW_NAMES = frozenset({"mlflow", "mlflow-skinny"})
@@ -86,6 +105,18 @@ def serving_requirements(native_lines, mlflow_version, pins):
         if package not in names and line is not None:
             lines.append(line)
     return lines
+
+
+def format_distributions(flavors):
+    """``{distribution: why}``: what loading a package whose MLmodel has ``flavors`` (``{flavor: configuration}``)
+    imports because of the format it was saved in (:data:`_FORMATS`; ``None`` there: the key present, any value)."""
+    needed = {}
+    for (flavor, key, value), distribution in _FORMATS.items():
+        found = (flavors.get(flavor) or {}).get(key)
+        if found is not None and value in (None, found):
+            said = f"{key}: {found}" if value is not None else f"{key}: {found} is unpickled with {distribution}"
+            needed.setdefault(distribution, f"the MLmodel's {flavor} flavor is saved so ({said}), and loads with it")
+    return needed
 
 
 def answer_pins(versions, bounds, beside_no_stub=frozenset()):

@@ -87,6 +87,8 @@ def test_check_passes_when_plain_xgboost_is_added_and_a_custom_python_model_is_l
     assert added.returncode == 0, added.stderr[-4000:]
     assert added.stdout.splitlines()[1:] == [
         "registered models:/churn/2",
+        "repository: typed tensors (one tensor per field of the signature: requests as in request.json); chosen "
+        "because the typed mapping carries the model exactly (one typed tensor per field of the signature)",
         "prove it: mlflow-triton check models:/churn/2",
     ]
     assert {path: digest for path, digest in tree_digest(artifacts).items() if path in before} == before

@@ -7,7 +7,9 @@ the typed mapping refuses it: "record 0 has no key `id`"), added with ``protocol
 Triton, and every request body goes to Triton (in the ``request`` tensor) and to MLflow's own scoring
 server app (``mlflow.pyfunc.scoring_server.init``, the app ``mlflow models serve`` runs) over HTTP: the answers must
 be the same (the chat answer's ``created`` by check's rule for per-call fields), MLflow's 400s must be Triton 400s
-with MLflow's message. ``mlflow-triton check`` PASSes both.
+with MLflow's message. ``mlflow-triton check`` PASSes both. A third model, ``Temper`` (models from code), fails as
+its request asks; added twice, speaking MLflow's protocol and typed tensors, it holds both doors to docs/errors.md's
+table of what a failing request answers (:data:`ERROR_TABLE`), beside MLflow's own server.
 """
 
 import contextlib
@@ -57,6 +59,28 @@ CHAT_MODEL_CODE = textwrap.dedent(
     mlflow.models.set_model(Shout())
     """
 )
+TEMPER_CODE = textwrap.dedent(
+    """\
+    import mlflow
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos import databricks_pb2
+
+
+    class Temper(mlflow.pyfunc.PythonModel):
+        \"\"\"Answers ``2 * x``, or fails as its ``mode`` column asks: each way a predict can fail.\"\"\"
+
+        def predict(self, context, model_input, params=None):
+            mode = model_input["mode"].iloc[0]
+            if mode == "raise":
+                raise RuntimeError("secret-in-message")
+            if mode in ("INVALID_PARAMETER_VALUE", "INTERNAL_ERROR"):
+                raise MlflowException(f"refused-{mode}", error_code=getattr(databricks_pb2, mode))
+            return model_input[["x"]] * 2
+
+
+    mlflow.models.set_model(Temper())
+    """
+)
 SKLEARN_BODIES = [
     ("application/json", json.dumps({"dataframe_split": X.head(3).to_dict(orient="split", index=False)})),
     ("application/json", json.dumps({"dataframe_records": X.tail(2).to_dict(orient="records")})),
@@ -95,6 +119,7 @@ def added(tmp_path_factory):
     """``{name: (source model, the new model's URI, Triton model directory)}`` in a fresh sqlite store."""
     root = tmp_path_factory.mktemp("protocol")
     (root / "chat_model.py").write_text(CHAT_MODEL_CODE)
+    (root / "temper.py").write_text(TEMPER_CODE)
     tracking_uri = f"sqlite:///{root / 'mlflow.db'}"
     with using_tracking(tracking_uri):
         mlflow.set_experiment(experiment_id=mlflow.create_experiment("protocol", (root / "artifacts").as_uri()))
@@ -109,9 +134,20 @@ def added(tmp_path_factory):
             chat = mlflow.pyfunc.log_model(
                 name="shout", python_model=str(root / "chat_model.py"), registered_model_name="shout"
             )
+            temper = mlflow.pyfunc.log_model(
+                name="temper",
+                python_model=str(root / "temper.py"),
+                input_example=pd.DataFrame({"mode": ["ok"], "x": [1.5]}),
+                registered_model_name="temper",
+            )
+        typed = mlflow_triton.add_repository("models:/temper/1", protocol="tensors", triton_model_name="temper_typed")
+        downloads = root / "downloads" / "temper_typed"
+        mlflow.artifacts.download_artifacts(f"models:/temper/{typed.registered_model_version}", dst_path=str(downloads))
         models = {
             "iris": (classifier, *add_registered(root, "iris")),  # protocol="auto", the default
             "shout": (chat, *add_registered(root, "shout", protocol="mlflow")),  # asked for
+            "temper": (temper, *add_registered(root, "temper", protocol="mlflow")),
+            "temper_typed": (temper, typed.model_uri, downloads / "model_repository" / "temper_typed"),
         }
     return tracking_uri, root, models
 
@@ -243,6 +279,59 @@ def test_mlflows_4xx_is_a_triton_400_with_mlflows_message(added, triton, content
     with using_tracking(tracking_uri):
         (status, _), _ = answered_alike(triton, source.model_uri, directory.name, content_type, body)
     assert status == mlflow_status
+
+
+#: docs/errors.md's table, a row per case: (case, the row sent, MLflow's scoring server, the protocol door, the typed
+#: door), MLflow's server and the protocol door as (HTTP status, MLflow's error code, message shown), the typed door as
+#: (HTTP status, message shown).
+ERROR_TABLE = [
+    ("raise", {"mode": "raise", "x": 1.0}, (400, "BAD_REQUEST", True), (400, "BAD_REQUEST", True), (500, False)),
+    (
+        "INVALID_PARAMETER_VALUE",
+        {"mode": "INVALID_PARAMETER_VALUE", "x": 1.0},
+        (400, "INVALID_PARAMETER_VALUE", True),
+        (400, "INVALID_PARAMETER_VALUE", True),
+        (400, True),
+    ),
+    (
+        "INTERNAL_ERROR",
+        {"mode": "INTERNAL_ERROR", "x": 1.0},
+        (500, "INTERNAL_ERROR", True),
+        (500, "INTERNAL_ERROR", False),
+        (500, False),
+    ),
+    (
+        "missing column",
+        {"mode": "ok"},
+        (400, "INVALID_PARAMETER_VALUE", True),
+        (400, "INVALID_PARAMETER_VALUE", True),
+        (400, True),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("row", "scoring", "protocol", "typed"), [r[1:] for r in ERROR_TABLE], ids=[r[0] for r in ERROR_TABLE]
+)
+def test_a_failing_request_is_answered_by_each_door_as_the_error_table_says(
+    added, triton, row, scoring, protocol, typed
+):
+    tracking_uri, _, models = added
+    source, _, directory = models["temper"]
+    body = json.dumps({"dataframe_records": [row]})
+    with using_tracking(tracking_uri):
+        (status, want), got = answered_alike(triton, source.model_uri, directory.name, "application/json", body)
+    message = json.loads(want)["message"]
+    assert (status, json.loads(want)["error_code"]) == scoring[:2], want
+    assert got.startswith(f"MLflow answered HTTP {protocol[0]} ({protocol[1]})"), got
+    assert (message[:100] in got, "only in Triton's log" in got) == (protocol[2], not protocol[2]), got
+
+    inputs = json.loads((models["temper_typed"][2] / "request.json").read_text())["inputs"]
+    inputs = [{**entry, "data": [row[entry["name"]]]} for entry in inputs if entry["name"] in row]
+    typed_status, answer = post_infer(triton, "temper_typed", inputs)
+    error = answer["error"]
+    shown = "secret-in-message" in error or "refused-" in error or "'x'" in error
+    assert (typed_status, shown, "only in Triton's log" in error) == (typed[0], typed[1], not typed[1]), error
 
 
 def check(root, tracking_uri, *arguments):

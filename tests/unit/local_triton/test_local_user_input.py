@@ -64,8 +64,20 @@ def write(path, text):
                 }
             ),
         ),
+        (
+            "input.json",
+            json.dumps(
+                {
+                    "inputs": [
+                        {"age": 70.5, "city": "Bergen", "visits": 9},
+                        {"age": 18.0, "city": "Pune", "visits": 0},
+                    ],
+                    "unknown": "ignored, as MLflow's server ignores it",
+                }
+            ),
+        ),
     ],
-    ids=["csv", "dataframe_split", "dataframe_records"],
+    ids=["csv", "dataframe_split", "dataframe_records", "inputs records"],
 )
 def test_input_request_carries_the_file_values_when_model_takes_columns(column_model, tmp_path, content):
     schema, repository = column_model
@@ -199,3 +211,28 @@ def test_load_user_input_reads_a_csv_as_the_tensor_dtype_when_every_value_fits(t
 
     assert value.dtype == dtype
     np.testing.assert_array_equal(value, np.array(expected, dtype=dtype))
+
+
+def test_load_user_input_splits_the_params_off_and_the_request_carries_them_when_the_body_has_params(
+    column_model, tmp_path
+):
+    schema, repository = column_model
+    body = {"dataframe_records": [{"age": 70.5, "city": "Bergen", "visits": 9}], "params": {"scale": 2.5, "tag": "x"}}
+
+    value, params = load_user_input(write(tmp_path / "input.json", json.dumps(body)), schema)
+    request = input_request(value, repository, tmp_path / "requests", params=params)
+
+    assert params == {"scale": 2.5, "tag": "x"}
+    assert json.loads(request.body_path.read_text())["parameters"] == {"scale": 2.5, "tag": "x"}
+    assert arrays_from_json_request(json.loads(request.body_path.read_text()))["city"].tolist() == [b"Bergen"]
+
+
+def test_load_user_input_quotes_mlflows_refusal_when_the_body_has_two_formats(column_model, tmp_path):
+    schema, _ = column_model
+    rows = [{"age": 70.5, "city": "Bergen", "visits": 9}]
+    path = write(tmp_path / "input.json", json.dumps({"inputs": rows, "dataframe_records": rows, "params": {}}))
+
+    with pytest.raises(
+        InputFileError, match=r"cannot read it as the model's input: .*\['inputs', 'dataframe_records'\]"
+    ):
+        load_user_input(path, schema)

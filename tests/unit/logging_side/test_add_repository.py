@@ -5,6 +5,7 @@ Against a real sqlite tracking store and registry; the source is logged with ``m
 with the fake ``pb_utils`` (the real server: tests/e2e/test_existing_models_triton.py).
 """
 
+import importlib.metadata
 import json
 import pathlib
 import tempfile
@@ -374,7 +375,84 @@ def test_add_repository_command_prints_the_new_version_when_it_is_logged(trackin
 
     out = capsys.readouterr().out.splitlines()
     assert status == 0
-    assert out[1:] == ["registered models:/churn/2", "prove it: mlflow-triton check models:/churn/2"]
+    assert out[1:] == [
+        "registered models:/churn/2",
+        f"serving requirements: added 'skops=={importlib.metadata.version('skops')}': the MLmodel's sklearn flavor is "
+        "saved so (serialization_format: skops), and loads with it; the model's requirements do not bring skops",
+        "repository: typed tensors (one tensor per field of the signature: requests as in request.json); chosen "
+        "because the typed mapping carries the model exactly (one typed tensor per field of the signature)",
+        "prove it: mlflow-triton check models:/churn/2",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("serialization_format", "added"),
+    [("skops", ["skops"]), ("cloudpickle", []), ("pickle", [])],
+    ids=["skops: added", "cloudpickle: mlflow-skinny brings it", "pickle: the standard library"],
+)
+def test_add_repository_adds_what_the_saved_format_loads_with_when_the_source_requirements_lack_it(
+    tracking_store, classifier, tmp_path, serialization_format, added
+):
+    # mlflow.sklearn.log_model(..., pip_requirements=[...]) saves model.skops and records no skops
+    log_plain(
+        classifier, pip_requirements=["scikit-learn", "numpy", "pandas"], serialization_format=serialization_format
+    )
+
+    mlflow_triton.add_repository("models:/churn/1")
+
+    repository = next((download("models:/churn/2", tmp_path, "new") / "model_repository").iterdir())
+    lines = (repository / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    pinned = [f"{name}=={importlib.metadata.version(name)}" for name in added]
+    assert [line for line in lines if line.startswith(("skops", "cloudpickle"))] == pinned
+    record = json.loads((repository / "validation.json").read_text(encoding="utf-8"))
+    assert list(record.get("requirements_added", {})) == pinned
+
+
+RESPONSES_AGENT = """\
+import mlflow
+from mlflow.pyfunc import ResponsesAgent
+from mlflow.types.responses import ResponsesAgentRequest, ResponsesAgentResponse
+
+
+class Echo(ResponsesAgent):
+    def predict(self, request: ResponsesAgentRequest) -> ResponsesAgentResponse:
+        text = " ".join(str(item.content) for item in request.input).upper()
+        return ResponsesAgentResponse(output=[self.create_text_output_item(text=text, id="answer")])
+
+
+mlflow.models.set_model(Echo())
+"""
+
+
+def test_add_repository_command_traces_nothing_and_names_mlflows_protocol_when_the_source_is_a_responses_agent(
+    tracking_store, tmp_path, monkeypatch, capsys
+):
+    code = tmp_path / "agent.py"
+    code.write_text(RESPONSES_AGENT)
+    example = {"input": [{"role": "user", "content": "hi"}]}
+    with mlflow.start_run():
+        mlflow.pyfunc.log_model(
+            name="agent", python_model=str(code), input_example=example, registered_model_name="agent"
+        )
+    client = tracking_store.client()
+    experiments = [experiment.experiment_id for experiment in client.search_experiments()]
+    traces_before = len(client.search_traces(locations=experiments))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+
+    status = cli.main(["add-repository", "models:/agent/1", "--tracking-uri", tracking_store.uri])
+
+    out = capsys.readouterr().out.splitlines()
+    assert status == 0
+    assert out[-2:] == [
+        "repository: MLflow's protocol (the body `mlflow models serve` takes, in the BYTES tensor 'request'); chosen "
+        "because the model is MLflow's ResponsesAgent, whose requests and answers are MLflow's chat or agent bodies",
+        "prove it: mlflow-triton check models:/agent/2",
+    ]
+    assert len(client.search_traces(locations=experiments, flush=True)) == traces_before
+    assert [experiment.experiment_id for experiment in client.search_experiments()] == experiments
+    assert list(cwd.iterdir()) == []
 
 
 def test_add_repository_command_exits_1_and_names_the_remedy_when_the_source_has_no_example(
@@ -424,3 +502,29 @@ def test_add_repository_refuses_a_source_whose_requirements_lack_the_distributio
     assert "loading fails there with ModuleNotFoundError" in message
     assert "pip_requirements (or extra_pip_requirements) naming 'scikit-learn==" in message
     assert_only_the_source(tracking_store, before)
+
+
+class Scaled(mlflow.pyfunc.PythonModel):
+    """Cannot predict without its ``scale`` param."""
+
+    def predict(self, context, model_input, params=None):
+        return model_input[["length"]] * params["scale"]
+
+
+def test_add_repository_command_takes_an_inputs_and_params_body_when_the_model_needs_its_params(
+    tracking_store, tmp_path
+):
+    signature = infer_signature(X, X[["length"]], params={"scale": 1.0})
+    mlflow.pyfunc.log_model(name="scaled", python_model=Scaled(), signature=signature, registered_model_name="scaled")
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps({"inputs": X.head(2).to_dict("records"), "params": {"scale": 3.0}}))
+
+    status = cli.main(
+        ["add-repository", "models:/scaled/1", "--input", str(body), "--tracking-uri", tracking_store.uri]
+    )
+
+    assert status == 0
+    local = download("models:/scaled/2", tmp_path, "new")
+    assert Model.load(str(local)).load_input_example_params(str(local)) == {"scale": 3.0}
+    repository = next((local / "model_repository").iterdir())
+    assert json.loads((repository / "request.json").read_text())["parameters"] == {"scale": 3.0}

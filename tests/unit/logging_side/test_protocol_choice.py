@@ -55,6 +55,14 @@ class Echo(ChatModel):
         )
 
 
+class Steady(ChatModel):
+    """A reply with a fixed ``id``: the same answer to every call, which the typed mapping could carry."""
+
+    def predict(self, context, messages, params):
+        message = ChatMessage(role="assistant", content="ok")
+        return ChatCompletionResponse(id="reply", model="steady", choices=[ChatChoice(index=0, message=message)])
+
+
 class Failing(mlflow.pyfunc.PythonModel):
     def predict(self, context, model_input, params=None):
         raise RuntimeError("no answer")
@@ -127,6 +135,19 @@ def test_a_chat_model_speaks_mlflows_protocol_by_its_interface(tracking_store, t
     assert report["protocol_chosen_because"].startswith("the model is MLflow's ChatModel")
 
 
+def test_a_chat_model_added_from_mlflow_speaks_mlflows_protocol_by_its_interface_when_its_reply_is_steady(
+    tracking_store, tmp_path
+):
+    example = {"messages": [{"role": "user", "content": "hi"}]}
+    source = mlflow.pyfunc.log_model(name="steady", python_model=Steady(), input_example=example)
+
+    info = mlflow_triton.add_repository(source.model_uri)
+
+    report = validation(info, tmp_path)
+    assert report["protocol"] == "mlflow"
+    assert report["protocol_chosen_because"].startswith("the model is MLflow's ChatModel")
+
+
 @pytest.mark.parametrize("batching", [{}, {"max_batch_size": 4}], ids=["tensors", "batched"])
 def test_a_chat_model_asked_for_typed_tensors_is_refused_naming_the_protocols_that_serve_it_leaving_nothing(
     tracking_store, workspace, batching
@@ -144,11 +165,30 @@ def test_a_chat_model_asked_for_typed_tensors_is_refused_naming_the_protocols_th
     assert tracking_store.logged_models() == [] and list(workspace.iterdir()) == []
 
 
-def test_a_model_the_typed_mapping_carries_keeps_it_and_records_no_reason(tracking_store, tmp_path):
-    info = mlflow_triton.sklearn.log_model(LogisticRegression().fit(X, Y), input_example=X.head(3))
+@pytest.mark.parametrize(
+    ("options", "because"),
+    [
+        ({}, "the typed mapping carries the model exactly (one typed tensor per field of the signature)"),
+        ({"protocol": "tensors"}, "asked for with protocol='tensors'"),
+        (
+            {"max_batch_size": 4},
+            "max_batch_size=4: batching needs the typed mapping (MLflow's protocol answers one body per request)",
+        ),
+    ],
+    ids=["auto", "asked", "batched"],
+)
+def test_a_model_the_typed_mapping_carries_keeps_it_and_records_why(tracking_store, tmp_path, options, because):
+    info = mlflow_triton.sklearn.log_model(LogisticRegression().fit(X, Y), input_example=X.head(3), **options)
 
     report = validation(info, tmp_path)
-    assert report["protocol"] == "tensors" and "protocol_chosen_because" not in report
+    assert (report["protocol"], report["protocol_chosen_because"]) == ("tensors", because)
+
+
+def test_a_model_asked_to_speak_mlflows_protocol_records_that_it_was_asked(tracking_store, tmp_path):
+    info = mlflow_triton.sklearn.log_model(LogisticRegression().fit(X, Y), input_example=X.head(3), protocol="mlflow")
+
+    report = validation(info, tmp_path)
+    assert (report["protocol"], report["protocol_chosen_because"]) == ("mlflow", "asked for with protocol='mlflow'")
 
 
 def test_a_wrapped_model_whose_declared_outputs_differ_from_its_prediction_speaks_mlflows_protocol_unbatched(

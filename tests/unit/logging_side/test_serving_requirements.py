@@ -17,6 +17,7 @@ from mlflow_triton._serving_requirements import (
     RUNTIME_PACKAGES,
     answer_pins,
     beside_no_stub,
+    format_distributions,
     mlflow_bounds,
     not_pinned,
     serving_requirements,
@@ -191,6 +192,31 @@ def test_mlflow_bounds_are_the_installed_mlflow_requirements_on_numpy_and_pandas
 
 def test_mlflow_bounds_are_empty_when_the_distribution_is_not_installed():
     assert mlflow_bounds("no-such-distribution-mlflow-triton") == {}
+
+
+@pytest.mark.parametrize(
+    ("flavors", "needed"),
+    [
+        ({"sklearn": {"serialization_format": "skops"}}, ["skops"]),
+        ({"sklearn": {"serialization_format": "cloudpickle"}}, ["cloudpickle"]),
+        ({"sklearn": {"serialization_format": "pickle"}}, []),
+        ({"python_function": {"pickle_module_name": "mlflow.pytorch.pickle_module"}}, ["cloudpickle"]),
+        ({"python_function": {"pickle_module_name": "pickle"}}, []),
+        ({"python_function": {"python_model": "python_model.pkl"}}, ["cloudpickle"]),
+        ({"python_function": {"model_code_path": "agent.py"}}, []),
+    ],
+    ids=[
+        "sklearn skops",
+        "sklearn cloudpickle",
+        "sklearn pickle",
+        "pytorch default",
+        "pytorch pickle",
+        "PythonModel",
+        "model from code",
+    ],
+)
+def test_format_distributions_name_what_the_saved_format_loads_with_when_read_from_the_mlmodel(flavors, needed):
+    assert list(format_distributions(flavors)) == needed
 
 
 def _serving_lines(package):
