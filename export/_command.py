@@ -16,6 +16,7 @@ from typing import Literal
 
 from mlflow_triton.command_line import Progress, os_error_text, run_command, unreachable
 from mlflow_triton.repository.guard import files_directory, served_directories
+from mlflow_triton.repository.layout import CONFIG_FILE
 
 from ._export import export_onnx
 
@@ -95,4 +96,4 @@ def summary(directory: Path) -> list[str]:
 
 
 def _joined(directory: Path) -> bool:
-    return "dynamic_batching" in (directory / "config.pbtxt").read_text(encoding="utf-8")
+    return "dynamic_batching" in (directory / CONFIG_FILE).read_text(encoding="utf-8")
