@@ -536,7 +536,8 @@ def network_ceiling(export_dir: Path, text: list[str], seconds: float = CEILING_
     from mlflow_triton.export._text_pipeline import TextPipeline
     from mlflow_triton.repository.layout import VERSION_DIRECTORY
 
-    front, network = served_directories(export_dir)
+    served = served_directories(export_dir)  # --backend python: one model; onnxruntime: the front and its network
+    front, network = served[0], served[-1]
     pipeline = TextPipeline(front / VERSION_DIRECTORY)
     graph = session((network / VERSION_DIRECTORY / ONNX_FILENAME).read_bytes())
     encodings = pipeline.encode(text)

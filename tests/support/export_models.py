@@ -59,13 +59,19 @@ def read_handoff(directory):
     return json.loads((directory / "handoff.json").read_text(encoding="utf-8"))
 
 
-def drive_exported(directory, requests):
+def drive_exported(directory, requests, handed=()):
     """Run the exported ``1/model.py`` on ``requests`` (dicts of wire-shaped arrays, ``[rows, *dims]``) in ONE
-    execute call, each input reshaped as Triton hands it (``as_handed``); return the responses."""
+    execute call, each input reshaped as Triton hands it (``as_handed``), except the requests at the positions in
+    ``handed``, already in the shapes Triton hands them; return the responses."""
     config = read_config(directory)
     model = fake_pb_utils.initialized_model(directory, name=f"exported_{directory.name}")
     try:
-        return model.execute([fake_pb_utils.request_from_arrays(as_handed(config, arrays)) for arrays in requests])
+        return model.execute(
+            [
+                fake_pb_utils.request_from_arrays(arrays if i in handed else as_handed(config, arrays))
+                for i, arrays in enumerate(requests)
+            ]
+        )
     finally:
         model.finalize()
 

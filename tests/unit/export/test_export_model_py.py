@@ -97,7 +97,11 @@ def test_model_py_rejects_only_the_request_when_its_inputs_have_different_row_co
     ids=["matrix", "column"],
 )
 def test_model_py_rejects_only_the_request_when_it_claims_0_rows_but_carries_a_rows_bytes(directory, claimed, tensor):
-    good_before, rejected, good_after = drive_exported(directory, [_request(2, 0), claimed, _request(1, 7)])
+    good_before, rejected, good_after = drive_exported(
+        directory,
+        [_request(2, 0), claimed, _request(1, 7)],
+        handed={0, 1, 2},  # as Triton hands them
+    )
 
     assert rejected.error().code() == fake_pb_utils.TritonError.INVALID_ARG
     assert rejected.error().message() == (
