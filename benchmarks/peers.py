@@ -57,6 +57,11 @@ class ServerProcess:
         self._proc = None
         self._log = None
 
+    @property
+    def pid(self) -> int | None:
+        """The server's PID, which leads its session (every worker it starts shares it); ``None`` when stopped."""
+        return self._proc.pid if self._proc else None
+
     def command(self) -> tuple[list[str], dict[str, str]]:
         """(argv, environment) of the server; ``self.port`` is chosen already."""
         raise NotImplementedError
