@@ -20,7 +20,7 @@ imports them.
 from ._arguments import add_tracking_uri
 from ._progress import Progress, ProgressLike, as_progress
 from ._quiet import quiet_logger
-from ._runner import interrupted_while_starting, os_error_text, run_command
+from ._runner import interrupted_while_starting, os_error_text, run_command, stop_behind
 from ._signals import StopRequested, ignore_stops, sigterm_raises, stop_on_sigterm
 from ._urls import unreachable, without_user_info
 
@@ -36,6 +36,7 @@ __all__ = [
     "quiet_logger",
     "run_command",
     "sigterm_raises",
+    "stop_behind",
     "stop_on_sigterm",
     "unreachable",
     "without_user_info",

@@ -32,7 +32,15 @@ from ._progress import Progress, ProgressLike, as_progress
 from ._signals import StopRequested, stop_on_sigterm
 from ._urls import unreachable, without_user_info
 
-__all__ = ["FAILED", "INTERRUPTED", "TERMINATED", "interrupted_while_starting", "os_error_text", "run_command"]
+__all__ = [
+    "FAILED",
+    "INTERRUPTED",
+    "TERMINATED",
+    "interrupted_while_starting",
+    "os_error_text",
+    "run_command",
+    "stop_behind",
+]
 
 #: An error stopped the command.
 FAILED = 1
@@ -62,13 +70,16 @@ def run_command(
     try:
         with stop_on_sigterm(), download_bars_on_terminals_only():
             return body(say)
-    except StopRequested as stop:
-        _say(f"mlflow-triton {command}: stopped by {stop}", _what_holds(stopped))
-        return TERMINATED
-    except KeyboardInterrupt:
-        _say(f"mlflow-triton {command}: interrupted (Ctrl-C)", _what_holds(stopped))
-        return INTERRUPTED
-    except Exception as error:
+    except (KeyboardInterrupt, Exception) as error:  # a StopRequested is a KeyboardInterrupt
+        stop = stop_behind(error)
+        if isinstance(stop, StopRequested):
+            _say(f"mlflow-triton {command}: stopped by {stop}", _what_holds(stopped))
+            return TERMINATED
+        if stop is not None:
+            _say(f"mlflow-triton {command}: interrupted (Ctrl-C)", _what_holds(stopped))
+            return INTERRUPTED
+        if not isinstance(error, Exception):
+            raise
         message = explain(error) if explain is not None else None
         if message is None:
             message = _said(error)
@@ -76,6 +87,22 @@ def run_command(
             raise
         _say(f"mlflow-triton {command}: error: {message}")
         return FAILED
+
+
+def stop_behind(error: BaseException | None) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM (a ``KeyboardInterrupt``) that ``error`` is, or that an ``ImportError`` came from: a
+    module interrupted while it is imported can fail its importer with an ``ImportError`` raised from the stop
+    (numpy's ``_multiarray_umath failed to import``), which is still the stop. ``None`` for any other error: one
+    raised while a stop was being handled (a failed clean-up) is that error, said as one."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):  # a StopRequested too
+            return error
+        if not isinstance(error, ImportError):
+            return None
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def interrupted_while_starting(command: str) -> int:

@@ -7,10 +7,14 @@ Use the framework modules instead of ``mlflow.<framework>.log_model``:
 and ``mlflow_triton.add_repository(model_uri)`` for a model already in MLflow.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
+import importlib
+
+TYPE_CHECKING = False  # not typing's: the program's entry point imports this package first (mlflow_triton._console)
 if TYPE_CHECKING:
+    from typing import Any
+
     from mlflow.models.model import ModelInfo
 
 __version__ = "0.1.0"
@@ -36,7 +40,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_submodules()})
 
 
-def add_repository(model_uri: str, **options: Any) -> "ModelInfo":
+def add_repository(model_uri: str, **options: Any) -> ModelInfo:
     """Log a new MLflow model: ``model_uri`` unchanged plus its Triton repository.
 
     Imports the logging side on first call, so ``import mlflow_triton`` stays light.

@@ -2,6 +2,6 @@
 
 import sys
 
-from mlflow_triton.cli import console
+from mlflow_triton._console import console
 
 sys.exit(console())

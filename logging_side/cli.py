@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mlflow_triton import __version__
-from mlflow_triton.command_line import add_tracking_uri, ignore_stops, interrupted_while_starting
+from mlflow_triton.command_line import add_tracking_uri, ignore_stops, interrupted_while_starting, stop_behind
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.shared_contract import AUTO_PROTOCOL, MLFLOW_PROTOCOL, PROTOCOLS, TENSORS_PROTOCOL
 
@@ -571,7 +571,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = args.command
         _check_tritonserver_pair(parser, args)
         return args.subcommand.run(args)
-    except KeyboardInterrupt:  # inside its frame a command says its own stop: this one came before it
+    except (KeyboardInterrupt, Exception) as error:  # inside its frame a command says its own stop: this came before
+        if stop_behind(error) is None:
+            raise
         return interrupted_while_starting(command)
 
 

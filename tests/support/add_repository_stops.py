@@ -1,7 +1,8 @@
 """``mlflow-triton add-repository`` stopped by a real SIGINT at each of its stages, in a process of its own.
 
-The child runs the console program (``mlflow_triton.cli:console``) and sends SIGINT to itself at the stage asked:
-the moment is exact, the signal real (Python's own handler raises ``KeyboardInterrupt`` where it lands).
+The child runs the command line (``mlflow_triton.cli:console``, what the console program runs once started) and
+sends SIGINT to itself at the stage asked: the moment is exact, the signal real (Python's own handler raises
+``KeyboardInterrupt`` where it lands).
 
 * ``starting``: while the command line imports MLflow, before the command's frame;
 * ``reading``: the source downloaded, before anything is logged;

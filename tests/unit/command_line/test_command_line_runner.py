@@ -5,7 +5,7 @@ import signal
 
 import pytest
 
-from mlflow_triton.command_line import StopRequested, run_command, sigterm_raises
+from mlflow_triton.command_line import StopRequested, run_command, sigterm_raises, stop_behind
 from mlflow_triton.command_line._download_bars import DOWNLOAD_BAR_VARIABLE
 from mlflow_triton.shared_contract import MlflowTritonError
 
@@ -52,6 +52,43 @@ def test_run_command_returns_130_saying_what_holds_when_ctrl_c_interrupts(capsys
     status = run_command("demo", raising(KeyboardInterrupt()), stopped="nothing was written")
 
     assert (status, capsys.readouterr().err) == (130, "mlflow-triton demo: interrupted (Ctrl-C); nothing was written\n")
+
+
+def imported_while(stop):
+    """The ImportError an importer raises when ``stop`` lands in a module it imports (numpy's extension modules)."""
+    try:
+        try:
+            raise stop
+        except KeyboardInterrupt as caught:
+            raise ImportError("numpy._core.umath failed to import") from caught
+    except ImportError as error:
+        return error
+
+
+def test_run_command_returns_130_when_ctrl_c_lands_in_an_import_that_then_fails_with_an_import_error(capsys):
+    status = run_command("demo", raising(imported_while(KeyboardInterrupt())), stopped="nothing was written")
+
+    assert (status, capsys.readouterr().err) == (130, "mlflow-triton demo: interrupted (Ctrl-C); nothing was written\n")
+
+
+def test_stop_behind_finds_the_stop_an_import_error_came_from_and_nothing_else():
+    sigterm = StopRequested("SIGTERM")
+
+    assert stop_behind(imported_while(sigterm)) is sigterm
+    assert stop_behind(ImportError("No module named 'skops'")) is None
+    assert stop_behind(ZeroDivisionError("a bug")) is None
+
+
+def test_run_command_says_an_error_raised_while_a_ctrl_c_was_handled_as_that_error(capsys):
+    def body(say):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise MlflowTritonError("the clean-up failed")
+
+    status = run_command("demo", body)
+
+    assert (status, capsys.readouterr().err) == (1, "mlflow-triton demo: error: the clean-up failed\n")
 
 
 def test_run_command_unwinds_returns_143_and_restores_the_handler_when_sigterm_arrives(capsys):

@@ -129,6 +129,23 @@ sys.meta_path.insert(0, CtrlCOnImport())
 from mlflow_triton.cli import console
 sys.exit(console())
 """
+#: The same, as the ``mlflow-triton`` program starts (its entry point), with Ctrl-C landing while ``{module}`` is
+#: imported: the command line itself, or numpy's extension, which numpy turns into an ``ImportError`` from the
+#: ``KeyboardInterrupt`` (``_multiarray_umath failed to import``).
+CTRL_C_WHILE_IMPORTING = """
+import os, signal, sys
+
+class CtrlCOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name in {modules!r}:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlCOnImport())
+from mlflow_triton._console import console
+sys.exit(console())
+"""
 
 
 @pytest.mark.parametrize(
@@ -168,6 +185,30 @@ def test_command_says_one_line_and_exits_130_when_ctrl_c_lands_while_it_starts(a
     announced = [line.removeprefix("work directory: ") for line in lines if line.startswith("work directory: ")]
     assert list(work.iterdir()) == []
     assert [str(path) for path in temporary.iterdir()] == announced
+
+
+@pytest.mark.parametrize(
+    "modules",
+    [("mlflow_triton.cli",), ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath")],
+    ids=["the-command-line", "numpy"],
+)
+@pytest.mark.parametrize("argv", [["locate", "models:/churn/1"], ["check", "models:/churn/1"]], ids=lambda a: a[0])
+def test_program_says_one_line_and_exits_130_when_ctrl_c_lands_while_a_module_is_imported(argv, modules, tmp_path):
+    """Ctrl-C while the program imports its command line, or while numpy's extension is imported (numpy fails the
+    import with an ImportError raised from the KeyboardInterrupt), before or inside a command's frame: the stop's
+    line and 130, never a traceback."""
+    (temporary := tmp_path / "tmp").mkdir()
+    completed = subprocess.run(
+        [sys.executable, "-c", CTRL_C_WHILE_IMPORTING.format(modules=modules), *argv],
+        cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(temporary)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert (completed.returncode, "Traceback" in completed.stderr) == (130, False), completed.stderr
+    assert "interrupted (Ctrl-C)" in completed.stderr.splitlines()[-1]
 
 
 # A real SIGINT once the command has returned and said its outcome: in the last atexit callback, while the

@@ -25,13 +25,14 @@ def test_wheel_installs_the_mlflow_triton_command_and_the_local_extra_when_built
     assert {
         "mlflow_triton/cli.py",
         "mlflow_triton/__main__.py",
+        "mlflow_triton/_console.py",
         "mlflow_triton/local/__init__.py",
         "mlflow_triton/local/_serve.py",
         "mlflow_triton/local/check.py",
         "mlflow_triton/command_line/__init__.py",
         "mlflow_triton/command_line/_runner.py",
     } <= names
-    assert "[console_scripts]\nmlflow-triton = mlflow_triton.cli:console" in entry_points
+    assert "[console_scripts]\nmlflow-triton = mlflow_triton._console:console" in entry_points
     assert "Provides-Extra: local" in metadata
     assert (
         'Requires-Dist: nvidia-pytriton==0.7.0; (sys_platform == "linux" and platform_machine == "x86_64") '
