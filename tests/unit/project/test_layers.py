@@ -53,6 +53,7 @@ ARROWS = {
 MODULE_UNITS = {
     "mlflow_triton.cli": "cli",
     "mlflow_triton.__main__": "cli",
+    "mlflow_triton._console": "cli",
     "mlflow_triton.errors": "errors",
     "mlflow_triton.triton": "triton",
 }
