@@ -98,8 +98,9 @@ bench: venv
 soak: venv
 	$(VENV)/bin/python -m benchmarks.soak --results benchmarks/soak-results.md
 
-# The same soak against the example logged with max_batch_size=64 (docs/batching.md): batched shapes, no 0-row
-# requests (they crash Triton 2.51's Python backend for a batched model), executions < requests.
+# The same soak against the example logged with max_batch_size=64 (docs/batching.md): batched shapes, 0-row requests
+# over each transport (Triton refuses them, 400), shapes claiming 0 rows over a row's bytes and decimal parameters (the
+# runtime's 400), rank-one columns (Triton's 400); executions < requests.
 soak-batched: venv
 	$(VENV)/bin/python -m benchmarks.soak --batched --work-dir .work/soak-batched \
 		--results benchmarks/soak-results-batched.md

@@ -53,10 +53,10 @@ import numpy as np
 from mlflow_triton.repository.guard import files_directory, served_directories
 
 from .soak_batched import (
-    REFUSED_BY_THE_FRONT,
     batched_section,
     batched_violations,
     check_batched_settings,
+    kinds_by_transport,
     make_oracle,
 )
 from .soak_client import RUNTIME_CLIENT_ERROR_AS_5XX, Client, memory_mb, rss_mb, stub_pids
@@ -154,14 +154,11 @@ class SoakReport:
     batching: dict = dataclasses.field(default_factory=dict)  # the batched soak's figures (soak_batched.py)
 
     def reached_model(self):
-        """Requests whose class says they reached the model (warm-up and settling included); the 0-row requests a
-        batched model's front refuses (``REFUSED_BY_THE_FRONT``) never reach the batched model."""
-        refused = REFUSED_BY_THE_FRONT if self.settings.get("max_batch_size") else ()
+        """Requests whose class says they reached the model (warm-up and settling included)."""
         return sum(
             kind["classes"].get(answer_class, 0)
             for checked in (self.warmup, self.run, self.settle)
-            for name, kind in checked.by_kind.items()
-            if name not in refused
+            for kind in checked.by_kind.values()
             for answer_class in REACHED_MODEL
         )
 
@@ -221,12 +218,11 @@ def save_soak_model(work_dir, max_batch_size=0, max_queue_delay_microseconds=Non
     repository.mkdir(parents=True)
     for directory in served_directories(package / "model_repository" / MODEL_NAME):
         shutil.copytree(directory, repository / directory.name)
-    return package, repository / MODEL_NAME  # the directory clients call (a batched model's front)
+    return package, repository / MODEL_NAME
 
 
 def start_server(model_dir, log_path, progress, stop_timeout=15.0):
-    """A started ``TritonServer`` with the model, behind its front when batched (explicit model control: the
-    repository API can load others)."""
+    """A started ``TritonServer`` with the model (explicit model control: the repository API can load others)."""
     from mlflow_triton.local import TritonInstallation, TritonServer, ensure_serving_env
 
     installation = TritonInstallation.bundled(progress=progress)
@@ -429,9 +425,11 @@ def check_outcomes(outcomes, rebuild, oracle):
     """Count the outcomes and find every answer that breaks a rule; ``rebuild(index)`` gives the request again."""
     checked = Checked(requests=len(outcomes), hostile=sum(1 for o in outcomes if o.kind != VALID.name))
     by_kind = collections.defaultdict(collections.Counter)
+    expected = {}  # kind -> the classes its requests must get (a batched repository's may differ: BATCHED_CLASSES)
     messages = collections.defaultdict(collections.Counter)
     for outcome in outcomes:
         by_kind[outcome.kind][outcome.answer_class] += 1
+        expected[outcome.kind] = tuple(outcome.expected)
         checked.by_transport[outcome.transport] = checked.by_transport.get(outcome.transport, 0) + 1
         if outcome.message:
             messages[outcome.answer_class][_message_shape(outcome.message)] += 1
@@ -452,7 +450,7 @@ def check_outcomes(outcomes, rebuild, oracle):
     for name, classes in by_kind.items():
         kind = KINDS[name]
         checked.by_kind[name] = {
-            "expected": kind.expected,
+            "expected": expected[name],
             "what": kind.what,
             "transports": list(kind.transports),
             "classes": dict(classes),
@@ -507,7 +505,7 @@ def run_soak(settings, progress=print):
     clock = time.monotonic()
     package, model_dir = save_soak_model(work_dir, settings.max_batch_size, settings.max_queue_delay_microseconds)
     layout = Layout.from_repository(model_dir)
-    files = files_directory(model_dir)  # the model that predicts: behind a front (batched), the batched one
+    files = files_directory(model_dir)  # the model's files (its own directory: the soak writes no guard front)
     oracle = make_oracle(settings, package, files) if settings.max_batch_size else Oracle(package, files)
     report.seconds["save_model"] = round(time.monotonic() - clock, 1)
 
@@ -529,13 +527,7 @@ def run_soak(settings, progress=print):
     report.latency_ms = latency_summary(outcomes)
     if settings.max_batch_size:
         report.batching = oracle.figures(layout)
-        report.batching["refused_by_the_front"] = sum(
-            count
-            for checked in (report.warmup, report.run, report.settle)
-            for name, kind in checked.by_kind.items()
-            if name in REFUSED_BY_THE_FRONT
-            for count in kind["classes"].values()
-        )
+        report.batching["by_transport"] = kinds_by_transport((warmup_outcomes, outcomes, settle_outcomes))
     report.seconds["check"] = round(time.monotonic() - clock, 1)
     report.machine["load_average_end"] = _load_average()
     return report

@@ -1,10 +1,15 @@
 """The soak against a batched repository: what ``python -m benchmarks.soak --batched`` changes.
 
-The example Pipeline is logged with ``max_batch_size`` (docs/batching.md), behind its zero-row guard (the default:
-an unbatched front model that refuses a 0-row request with a 400 and forwards the others to the batched model),
-and gets the same valid and hostile traffic, in the batched shapes (every column ``[rows, 1]``;
-``soak_requests.hostile_kinds`` translates the hostile kinds), 0-row requests included: without the guard one
-would stop the bundled Triton 2.51. The zero-tolerance checks stay; four change:
+The example Pipeline is logged with ``max_batch_size`` (docs/batching.md): one model directory whose columns are
+declared ``dims: [1]``, none reshaped to ``[]``. It gets the same valid and hostile traffic, in the batched shapes
+(every column ``[rows, 1]``; ``soak_requests.hostile_kinds`` translates the hostile kinds and adds the batched
+ones). A 0-row request (``empty-batch``, over each transport) reaches no model code: Triton refuses it (400,
+``triton-400``) because its tensors hold fewer bytes or strings than the one row it then expects. A request whose
+shapes claim 0 rows but whose binary tensors carry a row (``claimed-zero-with-bytes``) passes Triton's checks and gets
+the runtime's 400 naming the tensor; a column sent as ``[n]`` (``rank-1``) is Triton's 400; a decimal request
+parameter (``decimal-params``) is the runtime's 400, as the unbatched model answers it (the soak model declares no
+params). ``BY_TRANSPORT`` lists those kinds: each must be sent over each of its transports, and the report counts
+their classes by transport. The zero-tolerance checks stay; three change:
 
 * an answer is compared with ``pyfunc.predict`` of that request alone, floats within
   ``ROW_INDEPENDENCE_ULPS`` units in the last place of their row's largest magnitude (the rule and
@@ -12,9 +17,7 @@ would stop the bundled Triton 2.51. The zero-tolerance checks stay; four change:
   everything else exactly; the report counts the answers by how many ulps they were off;
 * Triton's ``inference_count`` counts rows for a batched model, so the requests classed as having
   reached the model are compared with its request statistics (success + fail) instead;
-* Triton's statistics must show fewer executions than requests: requests were joined;
-* Triton's statistics and the stub watched are the batched model's, and the 0-row requests the front refuses
-  (``REFUSED_BY_THE_FRONT``, which must be sent and answered 400) do not reach it.
+* Triton's statistics must show fewer executions than requests: requests were joined.
 
 One exception to the ulp tolerance, which is Triton's and not batching's: Triton 2.51's JSON front end
 does not read every double exactly. A number with more than 15 significant digits (the soak rounds
@@ -33,11 +36,11 @@ import numpy as np
 
 from mlflow_triton._batching import ROW_INDEPENDENCE_ULPS, ulps_per_element
 
-from .soak_requests import EXCLUDED_WHEN_BATCHED, HTTP_JSON, Layout
+from .soak_requests import BATCHED_CLASSES, EXCLUDED_WHEN_BATCHED, HTTP_JSON, KINDS, TRANSPORTS, Layout
 
 DEFAULT_MAX_BATCH_SIZE = 64
-#: The kinds the guard's front answers itself: they never reach the batched model.
-REFUSED_BY_THE_FRONT = ("empty-batch",)
+#: The kinds a batched repository answers as docs/batching.md's "Requests without rows" says, counted by transport.
+BY_TRANSPORT = ("empty-batch", "claimed-zero-with-bytes", "rank-1", "decimal-params")
 LARGEST_VALID_ROWS = 64  # soak_requests.random_frame sends at most 64 rows in a request that must be answered
 
 
@@ -139,12 +142,24 @@ class BatchedOracle:
             "ulps_seen": {label: self.ulps_seen[label] for label in ULPS_SEEN_BINS if self.ulps_seen[label]},
             "json_inexact": dict(self.json_inexact),
             "excluded_kinds": dict(EXCLUDED_WHEN_BATCHED),
-            "refused_by_the_front": 0,  # set by the soak from the outcomes
+            "by_transport": {},  # set by the soak from the outcomes (kinds_by_transport)
         }
 
 
+def kinds_by_transport(outcome_lists) -> dict:
+    """``{kind: {transport: {class: count}}}`` of the ``BY_TRANSPORT`` kinds in these lists of outcomes."""
+    counts = {name: {} for name in BY_TRANSPORT}
+    for outcomes in outcome_lists:
+        for outcome in outcomes:
+            if outcome.kind in counts:
+                classes = counts[outcome.kind].setdefault(outcome.transport, {})
+                classes[outcome.answer_class] = classes.get(outcome.answer_class, 0) + 1
+    return counts
+
+
 def batched_violations(report: object) -> list[str]:
-    """The batched soak's own failed checks: Triton's request count, joining, no excluded kind sent."""
+    """The batched soak's own failed checks: Triton's request count, joining, each ``BY_TRANSPORT`` kind sent over each
+    of its transports, no excluded kind sent."""
     failed = []
     statistics = report.triton_statistics
     requests, executions = statistics.get("request_count"), statistics.get("execution_count")
@@ -156,9 +171,11 @@ def batched_violations(report: object) -> list[str]:
     if requests is None or executions is None or executions >= requests:
         failed.append(f"no requests were joined: Triton counted {executions} executions for {requests} requests")
     sent = {name for checked in (report.warmup, report.run, report.settle) for name in checked.by_kind}
-    for name in REFUSED_BY_THE_FRONT:
-        if name not in sent:
-            failed.append(f"no `{name}` request was sent: the zero-row guard was not exercised")
+    by_transport = report.batching.get("by_transport", {})
+    for name in BY_TRANSPORT:
+        missing = [t for t in KINDS[name].transports if not by_transport.get(name, {}).get(t)]
+        if missing:
+            failed.append(f"no `{name}` request was sent over {', '.join(missing)}")
     for name in sorted(sent & set(EXCLUDED_WHEN_BATCHED)):
         failed.append(f"the kind `{name}` must not be sent to a batched repository: {EXCLUDED_WHEN_BATCHED[name]}")
     return failed
@@ -191,12 +208,34 @@ def batched_section(report: object) -> list[str]:
         "compared with `check`'s tolerances, as in the unbatched soak (largest difference "
         f"{figures['json_inexact']['max_ulps']:.3g} ulps; over binary HTTP and gRPC the same numbers arrive exactly).",
         "",
-        f"Sent to the zero-row guard's front, which answers them itself (400) without reaching the batched model: "
-        f"{figures.get('refused_by_the_front', 0):,} `empty-batch` requests (every tensor with 0 rows); the server "
-        "stayed up.",
+        "Requests without rows, rank-one columns and decimal parameters, by transport (warm-up, run and settling; "
+        "— where the kind is not sent over that transport; the server stayed up: see the checks above):",
+        "",
+        *by_transport_table(figures.get("by_transport", {})),
         "",
         "Not sent to the batched repository:",
         "",
     ]
     lines.extend(f"- `{name}`: {why}" for name, why in figures["excluded_kinds"].items())
     return lines + [""]
+
+
+def by_transport_table(by_transport: dict) -> list[str]:
+    """Markdown table lines: each ``BY_TRANSPORT`` kind, the class it must get and what it got over each transport."""
+    header = ["kind", "must get", *TRANSPORTS]
+    rows = []
+    for name, transports in by_transport.items():
+        cells = [
+            ", ".join(f"{count:,} {answer_class}" for answer_class, count in sorted(transports[t].items()))
+            if t in transports
+            else "—"  # not one of the kind's transports (an unsent one is a failed check: batched_violations)
+            for t in TRANSPORTS
+        ]
+        rows.append([f"`{name}`", " or ".join(_must_get(name)), *cells])
+    return ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"] + [
+        "| " + " | ".join(row) + " |" for row in rows
+    ]
+
+
+def _must_get(name: str) -> tuple[str, ...]:
+    return (BATCHED_CLASSES.get(name) or KINDS[name]).expected

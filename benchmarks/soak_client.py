@@ -30,9 +30,10 @@ RUNTIME_DEFECT_500 = "runtime-defect-500"
 TRANSPORT_ERROR = "transport-error"
 UNCLASSIFIED = "unclassified"
 
-# How the generated runtime words what it detects (runtime/triton_model.py, codecs.py, conversions.py).
+# How the generated runtime words what it detects (runtime/triton_model.py, codecs.py, conversions.py, parameters.py).
 RUNTIME_CLIENT_ERROR = re.compile(
-    r"^(Tensor `[^`]+`|Column tensors must have equal lengths|The request does not match the model's input schema)"
+    r"^(Tensor `[^`]+`|Column tensors must have equal lengths|The request does not match the model's input schema"
+    r"|Request parameter|The request's parameters are not a JSON object)"
 )
 MODEL_FAILED = re.compile(r"^Prediction failed: \w+; its message may quote the request")
 OUTPUT_FAILED = re.compile(r"^The prediction does not fit the configured outputs")

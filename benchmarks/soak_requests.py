@@ -21,8 +21,9 @@ such as ``examples/sklearn_example.py``'s Pipeline.
 
 A batched repository (``max_batch_size`` > 0, docs/batching.md) takes every column as ``[rows, 1]``:
 :func:`row_shape` gives each request that shape, :func:`hostile_kinds` translates the hostile kinds
-(``wrong-rank`` sends other ranks, ``unequal-lengths`` becomes ``unequal-batch-sizes`` that Triton
-refuses itself, ``too-many-rows`` is added); the 0-row kind is sent too, to the zero-row guard's front.
+(``wrong-rank`` sends rank three, ``unequal-lengths`` becomes ``unequal-batch-sizes`` that Triton
+refuses itself, ``empty-batch`` is Triton's 400 there: ``BATCHED_CLASSES``) and adds ``BATCHED_ONLY``
+(``too-many-rows``, ``claimed-zero-with-bytes``, ``rank-1``, ``decimal-params``).
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ class Layout:
 
     @classmethod
     def from_repository(cls, model_dir):
-        """The layout of the model directory clients call (a batched model's front: its files are the batched
-        model's, ``mlflow_triton.repository.guard``)."""
+        """The layout of the model directory clients call (``files_directory``: the model's own directory, or for a
+        repository written behind a zero-row guard before runtime 2.11, its batched model's)."""
         config, contract = read_config(files_directory(model_dir) / "config.pbtxt")
         inputs, outputs = declarations(config)
         types = {declaration.name: declaration.data_type for declaration in inputs}
@@ -149,7 +150,7 @@ def column_tensors(layout, frame):
     return tensors
 
 
-def json_body(tensors):
+def json_body(tensors, parameters=None):
     entries = []
     for tensor in tensors:
         if tensor.datatype == "BYTES":
@@ -157,10 +158,11 @@ def json_body(tensors):
         else:
             data = tensor.values.tolist()
         entries.append({"name": tensor.name, "datatype": tensor.datatype, "shape": tensor.shape, "data": data})
-    return json.dumps({"inputs": entries}).encode(), {"Content-Type": "application/json"}
+    document = {"inputs": entries, **({"parameters": parameters} if parameters else {})}
+    return json.dumps(document).encode(), {"Content-Type": "application/json"}
 
 
-def binary_body(tensors, outputs):
+def binary_body(tensors, outputs, parameters=None):
     """Triton's binary tensor extension (tritonclient builds it); outputs requested as binary."""
     inputs = []
     for tensor in tensors:
@@ -168,7 +170,9 @@ def binary_body(tensors, outputs):
         entry.set_data_from_numpy(_numpy(tensor), binary_data=True)
         inputs.append(entry)
     requested = [triton_http.InferRequestedOutput(name, binary_data=True) for name in outputs]
-    body, json_size = triton_http.InferenceServerClient.generate_request_body(inputs, outputs=requested)
+    body, json_size = triton_http.InferenceServerClient.generate_request_body(
+        inputs, outputs=requested, parameters=parameters
+    )
     return body, {"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": str(json_size)}
 
 
@@ -192,9 +196,12 @@ def raw_contents(tensor):
     return _numpy(tensor).tobytes()
 
 
-def grpc_message(layout, tensors, contents=None):
-    """A serialized ``ModelInferRequest``; ``contents`` overrides the raw bytes of each input."""
+def grpc_message(layout, tensors, contents=None, parameters=None):
+    """A serialized ``ModelInferRequest``; ``contents`` overrides the raw bytes of each input; ``parameters``: the
+    request's float parameters."""
     message = service_pb2.ModelInferRequest(model_name=layout.model_name)
+    for name, value in (parameters or {}).items():
+        message.parameters[name].double_param = value
     for tensor in tensors:
         entry = message.inputs.add()
         entry.name, entry.datatype = tensor.name, tensor.datatype
@@ -203,13 +210,13 @@ def grpc_message(layout, tensors, contents=None):
     return message.SerializeToString()
 
 
-def encode(layout, tensors, transport):
-    """``(body, headers)`` of these tensors over ``transport``."""
+def encode(layout, tensors, transport, parameters=None):
+    """``(body, headers)`` of these tensors (and the request's float ``parameters``) over ``transport``."""
     if transport == HTTP_JSON:
-        return json_body(tensors)
+        return json_body(tensors, parameters)
     if transport == HTTP_BINARY:
-        return binary_body(tensors, layout.outputs)
-    return grpc_message(layout, tensors), {}
+        return binary_body(tensors, layout.outputs, parameters)
+    return grpc_message(layout, tensors, parameters=parameters), {}
 
 
 # -- valid inputs -----------------------------------------------------------------------------------------------
@@ -303,8 +310,8 @@ def _wrong_rank(rng, layout, transport):
     tensors = _base(rng, layout)
     tensor = tensors[int(rng.integers(len(tensors)))]
     n = tensor.shape[0]
-    # A batched repository takes [n, 1]: rank one and rank three are wrong there.
-    tensor.shape = _pick(rng, [[n], [n, 1, 1], [1, 1, n]] if layout.max_batch_size else [[1, n], [n, 1], [1, 1, n]])
+    # A batched repository takes [n, 1]: rank three is wrong there (rank one is the batched kind `rank-1`).
+    tensor.shape = _pick(rng, [[n, 1, 1], [1, 1, n]] if layout.max_batch_size else [[1, n], [n, 1], [1, 1, n]])
     return _encoded(layout, tensors, transport)
 
 
@@ -338,6 +345,52 @@ def _too_many_rows(rng, layout, transport):
     """Valid rows, but more of them than a batched repository's ``max_batch_size``."""
     rows = layout.max_batch_size + int(rng.integers(1, 9))
     return _encoded(layout, column_tensors(layout, random_frame(rng, layout, rows=rows)), transport)
+
+
+def _claimed_zero_with_bytes(rng, layout, transport):
+    """Every column's shape says 0 rows (``[0, 1]``) while the body carries one row's bytes for each: Triton's size
+    check passes (its 0 is "no batch axis yet"), and the backend is handed each tensor without its row axis."""
+    tensors = column_tensors(layout, random_frame(rng, layout, rows=1))
+    contents = [raw_contents(tensor) for tensor in tensors]
+    if transport == GRPC:
+        claimed = [dataclasses.replace(tensor, shape=[0, *tensor.shape[1:]]) for tensor in tensors]
+        return {"body": grpc_message(layout, claimed, contents)}
+    body, headers = binary_body(tensors, layout.outputs)
+    return {"body": claimed_zero_rows(body, headers), "headers": headers}
+
+
+def claimed_zero_rows(body, headers):
+    """A binary HTTP ``body`` whose JSON header gives every input a first dimension of 0, its tensor bytes kept
+    (``headers``' ``Inference-Header-Content-Length`` is set to the new header's length)."""
+    json_size = int(headers["Inference-Header-Content-Length"])
+    header = json.loads(body[:json_size])
+    for entry in header["inputs"]:
+        entry["shape"] = [0, *entry["shape"][1:]]
+    text = json.dumps(header).encode()
+    headers["Inference-Header-Content-Length"] = str(len(text))
+    return text + body[json_size:]
+
+
+def _rank_1(rng, layout, transport):
+    """One column, or every one, sent as ``[n]`` where a batched repository takes ``[n, 1]``."""
+    tensors = _base(rng, layout)
+    chosen = tensors if rng.random() < 0.5 else [tensors[int(rng.integers(len(tensors)))]]
+    for tensor in chosen:
+        tensor.shape = [tensor.shape[0]]
+    return _encoded(layout, tensors, transport)
+
+
+def decimal_parameter(rng):
+    """A request parameter whose value is a number with a fraction (Triton's ``double_param``)."""
+    value = float(np.round(rng.uniform(-100.0, 100.0), int(rng.integers(1, 6))))
+    return {str(_pick(rng, ["scale", "temperature", "threshold"])): value if not value.is_integer() else value + 0.5}
+
+
+def _decimal_params(rng, layout, transport):
+    """Valid rows with a decimal request parameter: the soak model's signature declares no params."""
+    tensors = column_tensors(layout, random_frame(rng, layout))
+    body, headers = encode(layout, tensors, transport, decimal_parameter(rng))
+    return {"body": body, "headers": headers}
 
 
 def _non_finite(rng, layout, transport):
@@ -437,6 +490,7 @@ def _encoded(layout, tensors, transport):
     return {"body": body, "headers": headers}
 
 
+EMPTY_BATCH_WHAT = "every tensor with 0 rows"
 ALL = TRANSPORTS
 JSON_OR_GRPC = (HTTP_JSON, GRPC)
 BINARY_OR_GRPC = (HTTP_BINARY, GRPC)
@@ -452,7 +506,7 @@ HOSTILE = (
         (TRITON_400,),
         JSON_OR_GRPC,
         _wrong_rank,
-        "shape [1, n], [n, 1] or [1, 1, n] for a column (batched: [n], [n, 1, 1] or [1, 1, n])",
+        "shape [1, n], [n, 1] or [1, 1, n] for a column (batched: [n, 1, 1] or [1, 1, n])",
     ),
     Kind(
         "truncated-binary-body", (TRITON_400,), (HTTP_BINARY,), _truncated_binary_body, "binary tensor data cut short"
@@ -515,11 +569,14 @@ HOSTILE = (
     ),
     Kind("unequal-lengths", (RUNTIME_400,), ALL, _unequal_lengths, "one column longer or shorter than the others"),
     Kind("invalid-utf8", (RUNTIME_400,), BINARY_OR_GRPC, _invalid_utf8, "a text element that is not UTF-8"),
-    Kind("empty-batch", (RUNTIME_400,), ALL, _empty_batch, "every tensor with 0 rows"),
+    Kind("empty-batch", (RUNTIME_400,), ALL, _empty_batch, EMPTY_BATCH_WHAT),
     Kind("non-finite", (MODEL_500,), BINARY_OR_GRPC, _non_finite, "NaN or ±inf in a numeric column"),
 )
-# A batched repository: Triton compares the inputs' first (batch) axes and the batch size itself before any model
-# code runs, so unequal lengths are Triton's 400 there, not the runtime's.
+# Sent to a batched repository only (every column declared ``dims: [1]``, no input reshaped to ``[]``). Triton compares
+# the inputs' first (batch) axes, the batch size and each input's shape itself before any model code runs, so unequal
+# lengths, too many rows and a column without its ``1`` are Triton's 400 there, and a request of 0 rows is too: its
+# tensors hold fewer bytes or strings than the one row Triton then expects. A request whose shapes claim 0 rows but
+# whose binary tensors carry one row passes those checks and reaches the runtime, which refuses it naming the tensor.
 BATCHED_ONLY = (
     Kind(
         "unequal-batch-sizes",
@@ -529,9 +586,28 @@ BATCHED_ONLY = (
         "one column with more or fewer rows than the others (batched: Triton compares the batch axes)",
     ),
     Kind("too-many-rows", (TRITON_400,), ALL, _too_many_rows, "more rows than max_batch_size (batched only)"),
+    Kind(
+        "claimed-zero-with-bytes",
+        (RUNTIME_400,),
+        BINARY_OR_GRPC,
+        _claimed_zero_with_bytes,
+        "every column's shape [0, 1], its binary tensor carrying one row (batched only)",
+    ),
+    Kind("rank-1", (TRITON_400,), ALL, _rank_1, "one column or every one as [n], not [n, 1] (batched only)"),
+    # As the unbatched model answers it (tests/e2e/test_batching_zero_rows_triton.py): the runtime refuses a parameter
+    # a model without a params schema cannot apply, where MLflow's scoring server would drop it with a warning.
+    Kind(
+        "decimal-params",
+        (RUNTIME_400,),
+        ALL,
+        _decimal_params,
+        "valid rows and a decimal parameter (`scale`, `temperature` or `threshold`: 2.5); no params declared",
+    ),
 )
-# ``empty-batch`` is sent: the batched repository is behind its zero-row guard (the default), whose front answers a
-# 0-row request 400 (without the guard it would stop the server: docs/batching.md).
+# Kinds a batched repository answers with another class than the unbatched one, under the same name.
+BATCHED_CLASSES = {
+    "empty-batch": Kind("empty-batch", (TRITON_400,), ALL, _empty_batch, EMPTY_BATCH_WHAT),
+}
 EXCLUDED_WHEN_BATCHED = {
     "unequal-lengths": "sent as unequal-batch-sizes: Triton refuses unequal batch axes itself (triton-400)",
 }
@@ -543,7 +619,8 @@ def hostile_kinds(layout: Layout) -> tuple[Kind, ...]:
     """The hostile kinds sent to this repository: ``HOSTILE``, or their batched equivalents for a batched one."""
     if not layout.max_batch_size:
         return HOSTILE
-    return tuple(kind for kind in HOSTILE if kind.name not in EXCLUDED_WHEN_BATCHED) + BATCHED_ONLY
+    kept = (BATCHED_CLASSES.get(kind.name, kind) for kind in HOSTILE if kind.name not in EXCLUDED_WHEN_BATCHED)
+    return (*kept, *BATCHED_ONLY)
 
 
 def build_request(layout, seed, index, hostile_fraction):

@@ -1,20 +1,28 @@
 """The batched soak (``python -m benchmarks.soak --batched``, ``make soak-batched``) in a CI size, on Triton 2.51.
 
-The example Pipeline logged with ``max_batch_size=64``, behind its zero-row guard (the default); 300 requests from 4
-concurrent clients over HTTP (JSON and binary) and gRPC, 40 % hostile, in the batched shapes (every column
-``[rows, 1]``), 0-row requests mixed in (without the guard one stops Triton 2.51): each gets the front's 400 and the
-server keeps answering. The same
-zero-tolerance checks as the unbatched soak, answers within ``ROW_INDEPENDENCE_ULPS`` (ulps of each
-row's largest magnitude, the rule the proof at logging states) of ``pyfunc.predict`` of each request
-alone, the answers counted by how many ulps they were off, and Triton's statistics showing requests
-joined.
+The example Pipeline logged with ``max_batch_size=64`` (one model directory, columns ``dims: [1]``, none reshaped to
+``[]``); 300 requests from 4 concurrent clients over HTTP (JSON and binary) and gRPC, 40 % hostile, in the batched
+shapes (every column ``[rows, 1]``). Mixed in, over each of their transports: 0-row requests, which Triton refuses
+itself (400, no model code runs); shapes claiming 0 rows over one row's bytes and decimal request parameters, the
+runtime's 400; rank-one columns, Triton's 400. The server keeps answering. The same zero-tolerance checks as the
+unbatched soak, answers within ``ROW_INDEPENDENCE_ULPS`` (ulps of each row's largest magnitude, the rule the proof at
+logging states) of ``pyfunc.predict`` of each request alone, the answers counted by how many ulps they were off, and
+Triton's statistics showing requests joined.
 """
 
 import pytest
 
 from benchmarks.soak import SoakSettings, render, run_soak
-from benchmarks.soak_batched import ULPS_SEEN_BINS
-from benchmarks.soak_requests import ANSWERED, BATCHED_ONLY, EXCLUDED_WHEN_BATCHED, RUNTIME_400, TRANSPORTS
+from benchmarks.soak_batched import BY_TRANSPORT, ULPS_SEEN_BINS
+from benchmarks.soak_requests import (
+    ANSWERED,
+    BATCHED_ONLY,
+    EXCLUDED_WHEN_BATCHED,
+    KINDS,
+    RUNTIME_400,
+    TRANSPORTS,
+    TRITON_400,
+)
 
 pytestmark = pytest.mark.triton
 
@@ -38,13 +46,24 @@ def soak(tmp_path_factory):
     return report
 
 
+# What each kind of docs/batching.md's "Requests without rows" gets from a batched repository, over every transport.
+MUST_GET = {
+    "empty-batch": TRITON_400,
+    "claimed-zero-with-bytes": RUNTIME_400,
+    "rank-1": TRITON_400,
+    "decimal-params": RUNTIME_400,  # as the unbatched model answers it: the soak model declares no params
+}
+
+
 def test_batched_soak_sends_the_batched_kinds_and_0_row_requests_which_get_400s_when_the_repository_batches(soak):
     assert soak.run.requests == REQUESTS and sorted(soak.run.by_transport) == sorted(TRANSPORTS)
     sent = set(soak.warmup.by_kind) | set(soak.run.by_kind) | set(soak.settle.by_kind)
     assert {kind.name for kind in BATCHED_ONLY} <= sent
     assert not sent & set(EXCLUDED_WHEN_BATCHED)
-    assert set(soak.run.by_kind["empty-batch"]["classes"]) == {RUNTIME_400}
-    assert soak.batching["refused_by_the_front"] >= sum(soak.run.by_kind["empty-batch"]["classes"].values()) > 0
+    assert sorted(soak.batching["by_transport"]) == sorted(BY_TRANSPORT) == sorted(MUST_GET)
+    for name, transports in soak.batching["by_transport"].items():
+        assert sorted(transports) == sorted(KINDS[name].transports), name
+        assert {answer_class for classes in transports.values() for answer_class in classes} == {MUST_GET[name]}
     assert soak.run.by_kind["huge-request"]["classes"] == {ANSWERED: 2}
 
 
@@ -75,6 +94,8 @@ def test_batched_soak_leaves_the_server_ready_with_the_same_stub_when_the_run_en
     assert soak.settle.answers_compared == soak.settle.requests
 
 
-def test_batched_soak_report_lists_no_failed_check_but_memory_and_counts_the_0_row_requests_refused(soak):
+def test_batched_soak_report_lists_no_failed_check_but_memory_and_counts_the_0_row_requests_by_transport(soak):
     assert [line for line in soak.violations() if not line.startswith("stub RSS grew")] == []
-    assert f"{soak.batching['refused_by_the_front']:,} `empty-batch` requests" in render(soak)
+    counts = soak.batching["by_transport"]["empty-batch"]
+    row = " | ".join(f"{counts[t][TRITON_400]:,} triton-400" for t in TRANSPORTS)
+    assert f"| `empty-batch` | triton-400 | {row} |" in render(soak)

@@ -31,6 +31,10 @@ from benchmarks.soak_requests import (
 LAYOUT = Layout("soak", (("x (cm)", "x_cm"), ("y", "y")), (("colour", "colour"),), ("output_0",))
 UNEQUAL = "Column tensors must have equal lengths; got x_cm: 2, y: 2, colour: 1"
 NOT_UTF8 = "Tensor `colour`: element 1 is not valid UTF-8 text (invalid start byte at byte 0)"
+NO_PARAMS = (
+    "Request parameter(s) `scale`: this model takes no parameters (its MLflow signature has no params schema), so "
+    "they cannot be applied"
+)
 PREDICTION_FAILED = (
     "Prediction failed: ValueError; its message may quote the request, so it is only in Triton's log "
     "(reference 1a2b3c4d)"
@@ -51,6 +55,9 @@ PREDICTION_FAILED = (
             "The request does not match the model's input schema: Incompatible input types for column n.",
             RUNTIME_CLIENT_ERROR_AS_5XX,
         ),
+        ("400", NO_PARAMS, RUNTIME_400),
+        ("INVALID_ARGUMENT", "The request's parameters are not a JSON object", RUNTIME_400),
+        ("INTERNAL", NO_PARAMS, RUNTIME_CLIENT_ERROR_AS_5XX),
         ("500", PREDICTION_FAILED, MODEL_500),
         ("INTERNAL", PREDICTION_FAILED, MODEL_500),
         ("400", PREDICTION_FAILED, UNCLASSIFIED),
@@ -125,6 +132,16 @@ def test_check_outcomes_finds_a_runtime_client_error_answered_with_500():
 
     assert [item["answer_class"] for item in checked.runtime_client_errors_5xx] == [RUNTIME_CLIENT_ERROR_AS_5XX]
     assert any("answered 5xx" in line for line in checked.violations("run"))
+
+
+def test_check_outcomes_records_the_class_its_requests_must_get_when_a_batched_repository_changes_it():
+    """The unbatched runtime refuses a 0-row request (runtime-400); Triton refuses it for a batched repository."""
+    zero_rows = "[request id: <id_unknown>] expected 1 string elements for inference input 'colour' for model 'soak'"
+    checked = check_outcomes([outcome(6, "empty-batch", (TRITON_400,), "400", zero_rows)], rebuild, FakeOracle(0.0))
+
+    assert checked.by_kind["empty-batch"]["expected"] == (TRITON_400,)
+    assert checked.by_kind["empty-batch"]["classes"] == {TRITON_400: 1}
+    assert checked.unexpected == []
 
 
 def test_check_outcomes_finds_an_unexpected_class_when_a_transport_fails():
