@@ -5,7 +5,8 @@ example ``(rows, {"scale": 1.5})``, unbatched (``plain``) and with ``max_batch_s
 inference predicts the example with its params, and so does logging. ``check`` of the batched model PASSes (its
 shipped request and an ``--input`` body with ``"params": {"scale": 2.5}``), and over HTTP/JSON and gRPC both models
 answer ``{"scale": 2.5}`` alike and like ``pyfunc.predict(rows, params={"scale": 2.5})``. Runtime 2.10's zero-row
-guard answered such a request 500.
+guard answered such a request 500. ``check --input`` of a batched model with an Array(string) column takes the
+``{"inputs": [records with nested lists], "params": ...}`` body ``mlflow models serve`` answers (issue #53 point 6).
 """
 
 import json
@@ -113,3 +114,35 @@ def test_batched_model_answers_a_decimal_parameter_like_the_unbatched_model_and_
     np.testing.assert_array_equal(answers["batched"], answers["plain"])
     np.testing.assert_array_equal(answers["batched"], expected)
     assert expected.tolist() == (ROWS["count"] * 2.5 + ROWS["weight"]).tolist()
+
+
+def count_tags():
+    class CountTags(mlflow.pyfunc.PythonModel):  # an Array(string) column, as MLflow's schema_enforcement_complex
+        def predict(self, context, model_input, params=None):
+            return pd.DataFrame({"count": [len(tags) * params["scale"] for tags in model_input["tags"]]})
+
+    return CountTags()
+
+
+def test_check_passes_a_batched_array_column_model_given_nested_records_with_params(installation, tmp_path):
+    """``{"inputs": [records with nested lists], "params": ...}``, which ``mlflow models serve`` answers (issue #53
+    point 6), sent by ``check --input`` to a batched model with an Array(string) column."""
+    tags = pd.DataFrame({"tags": [["a", "b"], ["c"], ["d", "e", "f"]], "name": ["x", "y", "z"]})
+    pyfunc.save_model(
+        count_tags(),
+        tmp_path / "tags",
+        input_example=(tags, {"scale": 1.5}),
+        triton_model_name="tags",
+        max_batch_size=4,
+    )
+    body = tmp_path / "body.json"
+    rows = [{"tags": ["a", "b"], "name": "x"}, {"tags": ["q"], "name": "w"}, {"tags": [], "name": "v"}]
+    body.write_text(json.dumps({"inputs": rows, "params": PARAMS}))
+    said = []
+
+    [report] = check_models(
+        [str(tmp_path / "tags")], tmp_path / "work", installation, input_file=body, progress=None, out=said.append
+    )
+
+    assert report.passed, "\n".join(said)
+    assert said[-1].endswith("and the input file body.json (3 rows, json) like pyfunc.predict of it")
