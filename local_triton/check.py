@@ -268,7 +268,7 @@ def _expected_answers(source, input_file, work_dir):
     expected = _predicted(pyfunc_model, example, source.files, "the saved input example", params)
     extra = []
     if input_file is not None:
-        value, input_params = split_params(load_user_input(input_file, pyfunc_model.metadata.get_input_schema()))
+        value, input_params = split_params(load_user_input(input_file, pyfunc_model.metadata))
         label = f"input file {Path(input_file).name}"
         extra.append(
             ExtraRequest(

@@ -8,10 +8,13 @@ serve`` accepts:
   (a tensor, a dict of named tensors, or records), with the request's ``"params": {...}`` beside it;
 * CSV: a table with a header row, for models taking a DataFrame or one 2-D tensor.
 
-A JSON body is read as MLflow's scoring server reads it (``invocations()``): ``params`` is split off first, keys
-that are neither a format nor ``params`` are ignored, and exactly one format key is MLflow's own rule (its
-refusal is quoted). Records under ``inputs`` of a model with a column signature become a DataFrame, as MLflow's
-schema enforcement makes them before ``predict``: the same rows as ``dataframe_records`` give the same request.
+A JSON body is read by MLflow's own code, as its scoring server reads it (``invocations()``: ``_parse_json_data``):
+``params`` split off, keys that are neither a format nor ``params`` ignored, exactly one format key, an unwrapped LLM
+body (``messages``, ``prompt``, ``input``) and a type-hinted model's ``inputs`` as MLflow takes them; a body MLflow
+refuses is refused with MLflow's message, saying MLflow refuses it. Params that are not an object are ignored for a
+model without a params schema, as MLflow ignores them. Records under ``inputs`` of a model with a column signature
+(nested lists of an Array column included) become a DataFrame, as MLflow's schema enforcement makes them before
+``predict``: the same rows as ``dataframe_records`` give the same request.
 
 It is parsed against the model's input schema with MLflow's parser, encoded into the configured
 input tensors by the runtime's own codec, and written as a request body (JSON, or Triton's
@@ -47,16 +50,17 @@ from .errors import InputFileError
 from .send import RequestFiles
 
 if TYPE_CHECKING:
-    from mlflow.types import Schema
+    from mlflow.models import Model
 
 __all__ = ["input_request", "load_user_input", "split_params"]
 
 FORMATS = "a JSON object with one of dataframe_split, dataframe_records, inputs, instances; or a CSV table"
 
 
-def load_user_input(path: str | os.PathLike[str], input_schema: Schema | None) -> Any:
-    """The model input held by the JSON or CSV file ``path``, parsed against ``input_schema``: as an input example is
-    given to ``log_model``, the input alone or, for a JSON body with ``params``, the tuple ``(input, params)``."""
+def load_user_input(path: str | os.PathLike[str], model: Model) -> Any:
+    """The model input held by the JSON or CSV file ``path``, read for the MLflow model ``model`` (its MLmodel: the
+    input schema, the params schema) as MLflow's scoring server reads a body: as an input example is given to
+    ``log_model``, the input alone or, for a JSON body with ``params``, the tuple ``(input, params)``."""
     from mlflow.pyfunc.scoring_server import parse_csv_input
 
     path = Path(path)
@@ -65,12 +69,12 @@ def load_user_input(path: str | os.PathLike[str], input_schema: Schema | None) -
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
-            return _from_json(path, input_schema)
+            return _from_json(path, model)
         if suffix == ".csv":
-            return _from_csv(path, input_schema, parse_csv_input)
+            return _from_csv(path, model.get_input_schema(), parse_csv_input)
     except InputFileError:
         raise
-    except Exception as error:  # MLflow's parsers raise MlflowException, pandas and json their own
+    except Exception as error:  # MLflow's CSV parser raises MlflowException, pandas its own
         raise InputFileError(f"--input {path}: cannot read it as the model's input: {error}") from None
     raise InputFileError(f"--input {path}: unknown file type {suffix or '(none)'}; expected .json or .csv ({FORMATS})")
 
@@ -80,19 +84,20 @@ def split_params(example: Any) -> tuple[Any, dict[str, Any] | None]:
     return example if isinstance(example, tuple) else (example, None)
 
 
-def _from_json(path, input_schema):
-    """A JSON body split and parsed as ``mlflow.pyfunc.scoring_server.invocations`` does (``_split_data_and_params``
-    then ``infer_and_parse_data``)."""
+def _from_json(path, model):
+    """A JSON body read by ``mlflow.pyfunc.scoring_server.invocations``'s own parsing (``_parse_json_data``)."""
     import pandas as pd
-    from mlflow.pyfunc.scoring_server import SERVING_PARAMS_KEY, SUPPORTED_FORMATS, infer_and_parse_data
 
-    body = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(body, dict):
-        raise InputFileError(f"--input {path}: expected {FORMATS}; got a JSON {type(body).__name__}")
-    params = body.get(SERVING_PARAMS_KEY)
-    if params is not None and not isinstance(params, dict):
-        raise InputFileError(f"--input {path}: params must be a JSON object of named values, got {params!r}")
-    value = infer_and_parse_data({key: body[key] for key in body if key in SUPPORTED_FORMATS}, input_schema)
+    from mlflow_triton import _mlflow_private
+
+    input_schema = model.get_input_schema()
+    try:
+        value, params = _mlflow_private.parse_json_body(path.read_bytes(), model, input_schema)
+        if params is not None and not isinstance(params, dict):  # MLflow ignores them without a params schema
+            params = _mlflow_private.enforce_params_schema(params, model.get_params_schema()) or None
+    except Exception as error:  # MlflowException: MLflow's scoring server answers such a body 400 with this message
+        said = getattr(error, "message", None) or str(error)
+        raise InputFileError(f"--input {path}: MLflow's scoring server refuses this body: {said}") from None
     columns = input_schema is not None and not input_schema.is_tensor_spec()
     if columns and isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
         value = pd.DataFrame(value)  # mlflow.models.utils._enforce_schema: a list for a column signature

@@ -115,7 +115,7 @@ def add_repository(
         MLflow's ``ModelInfo`` of the new model.
     """
     triton = _options.TritonOptions.of(locals())
-    read_input = None if input_example is None else (lambda _schema: input_example)
+    read_input = None if input_example is None else (lambda _mlmodel: input_example)
     return _add_repository(
         model_uri,
         read_input,
@@ -137,7 +137,7 @@ def _add_repository(
     name: "str | None" = None,
     await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
 ) -> "ModelInfo":
-    """``add_repository`` with the input read by ``read_input(the source's input schema)`` (the command line's
+    """``add_repository`` with the input read by ``read_input(the source's MLmodel)`` (the command line's
     ``--input FILE``, parsed by the local part, which the logging side never imports), or the saved example.
 
     ``on_logged(info)`` is called as soon as the new model is logged (and registered), before the temporary copies
@@ -290,7 +290,7 @@ def _example(model_uri, mlmodel, source, read_input):
     """The input to predict: the saved example (with its params), or the one ``read_input`` gives."""
     if read_input is not None:
         try:
-            return read_input(mlmodel.get_input_schema())
+            return read_input(mlmodel)
         except MlflowTritonError as error:
             raise InvalidArgumentError(str(error)) from None
     if mlmodel.saved_input_example_info is None:

@@ -171,3 +171,21 @@ def normalize_package_name(name: str) -> str:
     from mlflow.utils.requirements_utils import _normalize_package_name
 
     return str(_normalize_package_name(name))
+
+
+def parse_json_body(body: bytes | str, metadata: Any, input_schema: Any) -> tuple[Any, Any]:
+    """``mlflow.pyfunc.scoring_server._parse_json_data``: a JSON body read as ``invocations()`` reads it (an unwrapped
+    LLM body, a type-hinted model's ``inputs``, or one format key parsed against the schema; ``params`` split off),
+    so that ``--input FILE`` takes every body ``mlflow models serve`` takes. Returns ``(data, params)``."""
+    from mlflow.pyfunc.scoring_server import _parse_json_data
+
+    parsed = _parse_json_data(body, metadata, input_schema)
+    return parsed.data, parsed.params
+
+
+def enforce_params_schema(params: Any, schema: Any) -> Any:
+    """``mlflow.models.utils._enforce_params_schema``: the params ``PyFuncModel.predict`` hands the model (without a
+    params schema, none: MLflow warns and ignores them; with one, MLflow's refusal of params that are not an object)."""
+    from mlflow.models.utils import _enforce_params_schema
+
+    return _enforce_params_schema(params, schema)

@@ -1,6 +1,6 @@
 """The example predicted in memory, the signature and the mapping: the first stages of the packaging flow.
 
-The example (without its params) is predicted through MLflow's own pyfunc wrapper of the in-memory model, as the
+The example (with its params) is predicted through MLflow's own pyfunc wrapper of the in-memory model, as the
 served model will predict it; the signature is recorded or inferred from that prediction, and the mapping
 (``_schema.layout_from_signature``) derived from it. Nothing is written.
 """
@@ -33,6 +33,10 @@ def predict_and_map(framework, model, example_input, example_params, signature, 
     recorded = None if signature is False else signature
     model_meta = Model(signature=signature_for_pyfunc(recorded, framework.flavor))
     adapter = framework.pyfunc_adapter(model, options, model_meta)
+    if signature is None and example_params:
+        # As MLflow's own inference (``_infer_signature_from_input_example``): the example is predicted with the
+        # params schema inferred from its params; without one MLflow's pyfunc drops the params (with a warning).
+        model_meta.signature = ModelSignature(params=infer_signature(params=example_params).params)
     if recorded is not None and example_params and recorded.params is None:
         raise InvalidArgumentError(
             f"input_example carries params ({', '.join(sorted(example_params))}) but the signature has no params "

@@ -16,21 +16,21 @@ from tests.support.shipped_request import arrays_from_binary_request, arrays_fro
 
 @pytest.fixture
 def column_model(fitted_pipeline, example_frame, tmp_path):
-    """(schema, repository) of the Pipeline taking columns age (double), city (string), visits (long)."""
+    """(MLmodel, repository) of the Pipeline taking columns age (double), city (string), visits (long)."""
     triton_sklearn.save_model(
         fitted_pipeline, tmp_path / "columns", input_example=example_frame, triton_model_name="columns"
     )
-    schema = Model.load(str(tmp_path / "columns")).get_input_schema()
-    return schema, tmp_path / "columns" / "model_repository" / "columns"
+    mlmodel = Model.load(str(tmp_path / "columns"))
+    return mlmodel, tmp_path / "columns" / "model_repository" / "columns"
 
 
 @pytest.fixture
 def tensor_model(tmp_path):
-    """(schema, repository) of a regression taking one float64 tensor of shape (-1, 3)."""
+    """(MLmodel, repository) of a regression taking one float64 tensor of shape (-1, 3)."""
     features = np.arange(24, dtype=np.float64).reshape(8, 3)
     model = LinearRegression().fit(features, features.sum(axis=1))
     triton_sklearn.save_model(model, tmp_path / "tensor", input_example=features[:2], triton_model_name="tensor")
-    return Model.load(str(tmp_path / "tensor")).get_input_schema(), tmp_path / "tensor" / "model_repository" / "tensor"
+    return Model.load(str(tmp_path / "tensor")), tmp_path / "tensor" / "model_repository" / "tensor"
 
 
 def write(path, text):
@@ -80,8 +80,8 @@ def write(path, text):
     ids=["csv", "dataframe_split", "dataframe_records", "inputs records"],
 )
 def test_input_request_carries_the_file_values_when_model_takes_columns(column_model, tmp_path, content):
-    schema, repository = column_model
-    value = load_user_input(write(tmp_path / content[0], content[1]), schema)
+    mlmodel, repository = column_model
+    value = load_user_input(write(tmp_path / content[0], content[1]), mlmodel)
 
     request = input_request(value, repository, tmp_path / "requests")
 
@@ -102,8 +102,8 @@ def test_input_request_carries_the_file_values_when_model_takes_columns(column_m
     ids=["csv", "inputs", "instances"],
 )
 def test_input_request_carries_the_file_values_when_model_takes_one_tensor(tensor_model, tmp_path, content):
-    schema, repository = tensor_model
-    value = load_user_input(write(tmp_path / content[0], content[1]), schema)
+    mlmodel, repository = tensor_model
+    value = load_user_input(write(tmp_path / content[0], content[1]), mlmodel)
 
     request = input_request(value, repository, tmp_path / "requests")
 
@@ -113,8 +113,8 @@ def test_input_request_carries_the_file_values_when_model_takes_one_tensor(tenso
 
 
 def test_input_request_uses_the_binary_extension_when_the_file_holds_nan(tensor_model, tmp_path):
-    schema, repository = tensor_model
-    value = load_user_input(write(tmp_path / "input.json", '{"inputs": [[1.0, NaN, 3.0]]}'), schema)
+    mlmodel, repository = tensor_model
+    value = load_user_input(write(tmp_path / "input.json", '{"inputs": [[1.0, NaN, 3.0]]}'), mlmodel)
 
     request = input_request(value, repository, tmp_path / "requests")
 
@@ -127,10 +127,10 @@ def test_input_request_uses_the_binary_extension_when_the_file_holds_nan(tensor_
 @pytest.mark.parametrize(
     ("name", "text", "message"),
     [
-        ("input.json", "[1, 2, 3]", r"expected a JSON object with one of dataframe_split, .*; got a JSON list"),
-        ("input.json", '{"rows": [1]}', r"cannot read it as the model's input: .*dataframe_split"),
+        ("input.json", "[1, 2, 3]", r"MLflow's scoring server refuses this body: .*dataframe_split.*Received a list\."),
+        ("input.json", '{"rows": [1]}', r"MLflow's scoring server refuses this body: .*dataframe_split"),
         ("input.txt", "1,2,3", r"unknown file type .txt; expected .json or .csv"),
-        ("input.json", "{not json", r"cannot read it as the model's input"),
+        ("input.json", "{not json", r"MLflow's scoring server refuses this body: .*valid JSON formatted string"),
     ],
 )
 def test_load_user_input_names_the_file_and_the_formats_when_it_cannot_be_read(
@@ -146,7 +146,7 @@ def test_load_user_input_says_no_such_file_when_path_is_missing(column_model, tm
 
 
 def test_input_request_names_the_column_when_the_file_lacks_one(column_model, tmp_path):
-    schema, repository = column_model
+    mlmodel, repository = column_model
     value = pd.DataFrame({"age": [1.0], "visits": [2]})
 
     with pytest.raises(InputFileError, match="Column `city` is missing"):
@@ -154,12 +154,12 @@ def test_input_request_names_the_column_when_the_file_lacks_one(column_model, tm
 
 
 def tensor_model_of(tmp_path, dtype):
-    """(schema, repository) of a regression taking one ``dtype`` tensor of shape (-1, 3)."""
+    """(MLmodel, repository) of a regression taking one ``dtype`` tensor of shape (-1, 3)."""
     features = np.arange(24).reshape(8, 3).astype(dtype)
     model = LinearRegression().fit(features, features.sum(axis=1))
     name = f"tensor_{np.dtype(dtype).name}"
     triton_sklearn.save_model(model, tmp_path / name, input_example=features[:2], triton_model_name=name)
-    return Model.load(str(tmp_path / name)).get_input_schema(), tmp_path / name / "model_repository" / name
+    return Model.load(str(tmp_path / name)), tmp_path / name / "model_repository" / name
 
 
 @pytest.mark.parametrize(
@@ -190,10 +190,10 @@ def tensor_model_of(tmp_path, dtype):
     ids=["fraction-for-int", "text-for-int", "overflowing-float32", "integer-float32-cannot-hold"],
 )
 def test_load_user_input_names_the_column_and_dtype_when_a_csv_value_would_change(tmp_path, dtype, csv, message):
-    schema, _ = tensor_model_of(tmp_path, dtype)
+    mlmodel, _ = tensor_model_of(tmp_path, dtype)
 
     with pytest.raises(InputFileError, match=message):
-        load_user_input(write(tmp_path / "input.csv", csv), schema)
+        load_user_input(write(tmp_path / "input.csv", csv), mlmodel)
 
 
 @pytest.mark.parametrize(
@@ -205,9 +205,9 @@ def test_load_user_input_names_the_column_and_dtype_when_a_csv_value_would_chang
     ids=["whole-floats-for-int", "decimals-for-float32"],
 )
 def test_load_user_input_reads_a_csv_as_the_tensor_dtype_when_every_value_fits(tmp_path, dtype, csv, expected):
-    schema, _ = tensor_model_of(tmp_path, dtype)
+    mlmodel, _ = tensor_model_of(tmp_path, dtype)
 
-    value = load_user_input(write(tmp_path / "input.csv", csv), schema)
+    value = load_user_input(write(tmp_path / "input.csv", csv), mlmodel)
 
     assert value.dtype == dtype
     np.testing.assert_array_equal(value, np.array(expected, dtype=dtype))
@@ -216,10 +216,10 @@ def test_load_user_input_reads_a_csv_as_the_tensor_dtype_when_every_value_fits(t
 def test_load_user_input_splits_the_params_off_and_the_request_carries_them_when_the_body_has_params(
     column_model, tmp_path
 ):
-    schema, repository = column_model
+    mlmodel, repository = column_model
     body = {"dataframe_records": [{"age": 70.5, "city": "Bergen", "visits": 9}], "params": {"scale": 2.5, "tag": "x"}}
 
-    value, params = load_user_input(write(tmp_path / "input.json", json.dumps(body)), schema)
+    value, params = load_user_input(write(tmp_path / "input.json", json.dumps(body)), mlmodel)
     request = input_request(value, repository, tmp_path / "requests", params=params)
 
     assert params == {"scale": 2.5, "tag": "x"}
@@ -228,11 +228,11 @@ def test_load_user_input_splits_the_params_off_and_the_request_carries_them_when
 
 
 def test_load_user_input_quotes_mlflows_refusal_when_the_body_has_two_formats(column_model, tmp_path):
-    schema, _ = column_model
+    mlmodel, _ = column_model
     rows = [{"age": 70.5, "city": "Bergen", "visits": 9}]
     path = write(tmp_path / "input.json", json.dumps({"inputs": rows, "dataframe_records": rows, "params": {}}))
 
     with pytest.raises(
-        InputFileError, match=r"cannot read it as the model's input: .*\['inputs', 'dataframe_records'\]"
+        InputFileError, match=r"MLflow's scoring server refuses this body: .*\['inputs', 'dataframe_records'\]"
     ):
-        load_user_input(path, schema)
+        load_user_input(path, mlmodel)

@@ -329,9 +329,9 @@ def test_input_request_marks_json_nulls_in_the_masks_when_check_reads_a_user_fil
     user_file = tmp_path / "input.json"
     rows = [[None, None, "2020-01-01T00:00:00.5"], [1.0, "a", None]]
     user_file.write_text(json.dumps({"dataframe_split": {"columns": ["size", "city", "when"], "data": rows}}))
-    schema = mlflow.models.Model.load(str(package / "MLmodel")).get_input_schema()
+    mlmodel = mlflow.models.Model.load(str(package / "MLmodel"))
 
-    request = input_request(load_user_input(user_file, schema), package / "model_repository" / "columns", tmp_path)
+    request = input_request(load_user_input(user_file, mlmodel), package / "model_repository" / "columns", tmp_path)
 
     body = json.loads(request.body_path.read_text(encoding="utf-8"))
     assert {entry["name"]: entry["data"] for entry in body["inputs"]} == {

@@ -53,6 +53,8 @@ CALLED = [
     ("mlflow.utils.requirements_utils", "_get_pinned_requirement", 1, ()),
     ("mlflow.utils.requirements_utils", "_get_requires_recursive", 1, ()),
     ("mlflow.utils.requirements_utils", "_normalize_package_name", 1, ()),
+    ("mlflow.pyfunc.scoring_server", "_parse_json_data", 3, ()),
+    ("mlflow.models.utils", "_enforce_params_schema", 2, ()),
 ]
 READ = [
     ("mlflow.sklearn", "_SklearnModelWrapper"),  # its _SUPPORTED_CUSTOM_PREDICT_FN

@@ -438,3 +438,43 @@ def test_pyfunc_save_model_ships_numpy_datetime_params_as_iso_text_that_reach_pr
     expected = mlflow.pyfunc.load_model(str(tmp_path / "echo")).predict(frame, params=params)
     answered = drive_model_py(repository, read_request(repository)[1], parameters=body["parameters"])
     assert answered[next(iter(answered))].tolist() == [value.encode() for value in expected["when"]]
+
+
+# -- #52: without a signature the example is predicted with its params, as MLflow's own inference does -------------
+
+
+class CountsScaled(mlflow.pyfunc.PythonModel):
+    """Integer counts times a float parameter: the output's type is the parameter's doing."""
+
+    def predict(self, context, model_input, params=None):
+        return model_input[["count"]] * params["scale"]
+
+
+@pytest.mark.parametrize("max_batch_size", [0, 4], ids=["unbatched", "batched"])
+def test_pyfunc_save_model_infers_the_signature_mlflow_infers_when_the_example_params_decide_the_output(
+    tmp_path, drive_model_py, read_request, max_batch_size
+):
+    """MLflow's inference predicts the example with the params schema it infers from them (a pyfunc without one
+    drops params, and this model's predict fails with KeyError): the logged signature and answer are MLflow's."""
+    import pandas as pd
+
+    from mlflow_triton import pyfunc
+
+    frame = pd.DataFrame({"count": [1, 2, 3]})
+    example = (frame, {"scale": 1.5})
+    mlflow.pyfunc.save_model(tmp_path / "mlflow", python_model=CountsScaled(), input_example=example)
+    pyfunc.save_model(
+        CountsScaled(),
+        tmp_path / "package",
+        input_example=example,
+        triton_model_name="m",
+        max_batch_size=max_batch_size,
+    )
+
+    recorded = Model.load(str(tmp_path / "package" / "MLmodel")).signature
+    assert recorded == Model.load(str(tmp_path / "mlflow" / "MLmodel")).signature
+    repository = tmp_path / "package" / "model_repository" / "m"
+    body, arrays = read_request(repository)
+    answered = drive_model_py(repository, arrays, parameters=body["parameters"])
+    expected = mlflow.pyfunc.load_model(str(tmp_path / "package")).predict(frame, params={"scale": 1.5})
+    np.testing.assert_array_equal(next(iter(answered.values())).reshape(-1), expected["count"].to_numpy())
