@@ -88,13 +88,13 @@ def _from_json(path, model):
     """A JSON body read by ``mlflow.pyfunc.scoring_server.invocations``'s own parsing (``_parse_json_data``)."""
     import pandas as pd
 
-    from mlflow_triton import _mlflow_private
+    from mlflow_triton import mlflow_private
 
     input_schema = model.get_input_schema()
     try:
-        value, params = _mlflow_private.parse_json_body(path.read_bytes(), model, input_schema)
+        value, params = mlflow_private.parse_json_body(path.read_bytes(), model, input_schema)
         if params is not None and not isinstance(params, dict):  # MLflow ignores them without a params schema
-            params = _mlflow_private.enforce_params_schema(params, model.get_params_schema()) or None
+            params = mlflow_private.enforce_params_schema(params, model.get_params_schema()) or None
     except Exception as error:  # MlflowException: MLflow's scoring server answers such a body 400 with this message
         said = getattr(error, "message", None) or str(error)
         raise InputFileError(f"--input {path}: MLflow's scoring server refuses this body: {said}") from None

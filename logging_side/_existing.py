@@ -30,13 +30,13 @@ from mlflow_triton.repository.names import default_model_name
 
 from . import (
     _framework,
-    _mlflow_private,
     _model_requirements,
     _options,
     _packaging,
     _protocol,
     _repository_files,
     _serving_requirements,
+    mlflow_private,
 )
 from .errors import (
     ExamplePredictionError,
@@ -207,7 +207,7 @@ def _lineage(model_uri: str) -> dict[str, Any]:
     found = {}
     if model_uri.startswith("models:/"):
         try:
-            parsed = _mlflow_private.parse_model_uri(model_uri)
+            parsed = mlflow_private.parse_model_uri(model_uri)
             if parsed.model_id is not None:
                 found["model_id"] = parsed.model_id
             else:
@@ -239,7 +239,7 @@ def _lineage(model_uri: str) -> dict[str, Any]:
 def _model_id_in(source):
     """The LoggedModel id of a version's source ``models:/m-<id>`` (MLflow 3 leaves ``model_id`` unset)."""
     if source and source.startswith("models:/m-"):
-        return _mlflow_private.parse_model_uri(source).model_id
+        return mlflow_private.parse_model_uri(source).model_id
     return None
 
 
@@ -383,7 +383,7 @@ def add_repository_command(
     def registered_uri(info: ModelInfo) -> str | None:
         if info.registered_model_version is None:
             return None
-        registered = options.get("registered_model_name") or _mlflow_private.parse_model_uri(model_uri).name
+        registered = options.get("registered_model_name") or mlflow_private.parse_model_uri(model_uri).name
         return f"models:/{registered}/{info.registered_model_version}"
 
     def remember(info: ModelInfo) -> None:

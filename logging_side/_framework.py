@@ -14,7 +14,7 @@ from typing import Any
 import mlflow
 from mlflow.models import Model
 
-from . import _mlflow_private
+from . import mlflow_private
 from .errors import InvalidArgumentError
 
 # save_model parameters this package sets itself (besides each flavor's model_argument); callers use the wrapper's
@@ -133,5 +133,5 @@ def save_example(package: Any, input_example: Any) -> None:
     """Save ``input_example`` as the example of the MLflow package saved at ``package`` (MLmodel rewritten), as it
     is: where a flavor's own saving would change it, or did not save one."""
     mlmodel = Model.load(os.path.join(package, "MLmodel"))
-    _mlflow_private.save_example(mlmodel, input_example, str(package))
+    mlflow_private.save_example(mlmodel, input_example, str(package))
     mlmodel.save(os.path.join(package, "MLmodel"))

@@ -19,7 +19,7 @@ from mlflow.models import Model
 
 from mlflow_triton.repository.layout import REPOSITORY_DIRECTORY
 
-from . import _build, _mlflow_private, _undo
+from . import _build, _undo, mlflow_private
 
 if TYPE_CHECKING:
     from ._options import Destination
@@ -63,7 +63,7 @@ def _logged_model_in(destination, flavor):
     experiment)."""
     run_id = destination.run_id
     run_params = mlflow.MlflowClient().get_run(run_id).data.params if run_id else {}
-    return _mlflow_private.create_logged_model(
+    return mlflow_private.create_logged_model(
         name=destination.name,
         source_run_id=run_id,
         experiment_id=destination.experiment_id,

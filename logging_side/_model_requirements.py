@@ -37,7 +37,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from mlflow_triton.repository.serving_pins import ANSWER_DISTRIBUTIONS
 
-from . import _mlflow_private
+from . import mlflow_private
 
 # Never recorded: MLflow itself (the serving requirements name mlflow-skinny), setuptools (MLflow excludes it), and
 # numpy, pandas and pyarrow, which the serving requirements pin (:func:`_serving_requirements.answer_pins`: a numpy 2
@@ -64,7 +64,7 @@ def distributions_needed(objects):
             if not top_level or top_level in _NOT_INSTALLED:
                 continue
             for distribution in provided_by.get(top_level, ()):
-                name = _mlflow_private.normalize_package_name(distribution)
+                name = mlflow_private.normalize_package_name(distribution)
                 if name not in _EXCLUDED:
                     needed.setdefault(name, {}).setdefault(_describe(obj, origin))
     return {name: list(users) for name, users in needed.items()}
@@ -87,7 +87,7 @@ def complete_requirements(options, needed, declared_by_caller):
     current = list(options.get("pip_requirements") or [])
     added = _pruned(needed, _names(current))
     if added:  # else left alone: a flavor may settle its defaults later (transformers does, when saving)
-        options["pip_requirements"] = current + [_mlflow_private.pinned_requirement(name) for name in added]
+        options["pip_requirements"] = current + [mlflow_private.pinned_requirement(name) for name in added]
     return options, []
 
 
@@ -100,14 +100,14 @@ def missing_from(needed, requirement_lines):
 
 def pinned(name):
     """``name==<installed version>``, as MLflow pins a requirement."""
-    return _mlflow_private.pinned_requirement(name)
+    return mlflow_private.pinned_requirement(name)
 
 
 def _pruned(needed, declared):
     """The distributions of ``needed`` that neither ``declared`` nor another needed one already brings."""
     brought = set()
     for name in set(needed) | set(declared):
-        brought.update(_mlflow_private.requires_recursive(name))
+        brought.update(mlflow_private.requires_recursive(name))
     return sorted(name for name in needed if name not in declared and name not in brought)
 
 
@@ -132,7 +132,7 @@ def _describe(obj, origin):
 
 def _missing_message(distribution, users, options):
     given = "pip_requirements" if options.get("pip_requirements") is not None else "conda_env"
-    requirement = _mlflow_private.pinned_requirement(distribution)
+    requirement = mlflow_private.pinned_requirement(distribution)
     return (
         f"{'; '.join(users[:3])}{' and more' if len(users) > 3 else ''} need(s) the installed distribution "
         f"{distribution!r}, which the {given} you passed do(es) not list: Triton's serving environment is built "
@@ -148,11 +148,11 @@ def _names(lines):
     for line in lines:
         text = str(line).strip()
         try:
-            names.add(_mlflow_private.normalize_package_name(Requirement(text).name))
+            names.add(mlflow_private.normalize_package_name(Requirement(text).name))
         except InvalidRequirement:  # a conda spelling (``python=3.11``), a pip option, a path or URL
             match = _CONDA_NAME.match(text)
             if match and not text.startswith(("-", ".", "/")):
-                names.add(_mlflow_private.normalize_package_name(match.group(0)))
+                names.add(mlflow_private.normalize_package_name(match.group(0)))
     return names
 
 

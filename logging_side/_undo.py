@@ -24,7 +24,7 @@ from mlflow.store.artifact.artifact_repository_registry import get_artifact_repo
 from mlflow.utils.file_utils import local_file_uri_to_path
 from mlflow.utils.uri import is_local_uri
 
-from . import _mlflow_private
+from . import mlflow_private
 
 # Characters that MLflow's filter-string parser cannot take inside a quoted name: it accepts no
 # escape for quotes (checked with MLflow 3.17: `\'`, `''` and double quoting fail or match nothing),
@@ -131,5 +131,5 @@ def model_versions(client, name):
 def _last_logged_model_id():
     """MLflow's id of the LoggedModel most recently created in this thread (None if unknown)."""
     with contextlib.suppress(Exception):
-        return _mlflow_private.last_logged_model_id()
+        return mlflow_private.last_logged_model_id()
     return None

@@ -31,7 +31,7 @@ from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 from mlflow.pyfunc.model import PythonModel, PythonModelContext
 
-from . import _custom_code, _framework, _mlflow_private, _options, _packaging, flavors
+from . import _custom_code, _framework, _options, _packaging, flavors, mlflow_private
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError, ValidationError
 
@@ -74,7 +74,7 @@ class _PythonFunction(_framework.Framework):
     def pyfunc_adapter(self, model: Any, options: dict[str, Any], model_meta: Model) -> PyFuncModel:
         model_config = options.get("model_config")
         if isinstance(model_config, (str, os.PathLike)):
-            model_config = _mlflow_private.model_config_from_file(os.fspath(model_config))
+            model_config = mlflow_private.model_config_from_file(os.fspath(model_config))
         if options.get("loader_module") is not None:
             if model is not None:
                 raise InvalidArgumentError("python_model and loader_module exclude each other: pass one of them")
@@ -97,7 +97,7 @@ class _PythonFunction(_framework.Framework):
                 ) from error
             kept = _keep(downloads)
         adapter = PyFuncModel(
-            model_meta, _mlflow_private.python_model_wrapper(python_model, context, model_meta.signature)
+            model_meta, mlflow_private.python_model_wrapper(python_model, context, model_meta.signature)
         )
         if kept is not None:
             weakref.finalize(adapter, shutil.rmtree, kept, True)
@@ -131,11 +131,11 @@ def _in_memory_copy(model: Any, model_config: Any, signature: Any) -> PythonMode
                 f"python_model {os.fspath(model)!r}: no such file; a model from code is the path of a Python file "
                 "that calls mlflow.models.set_model(model)"
             )
-        _mlflow_private.forget_model_set_by_code()
+        mlflow_private.forget_model_set_by_code()
         try:
-            model = _mlflow_private.load_model_code(str(path), model_config)
+            model = mlflow_private.load_model_code(str(path), model_config)
         except Exception as error:
-            if _mlflow_private.model_set_by_code() is None and "set_model" in str(error):
+            if mlflow_private.model_set_by_code() is None and "set_model" in str(error):
                 raise InvalidArgumentError(
                     f"python_model {str(path)!r} does not call mlflow.models.set_model(model)"
                 ) from None
@@ -152,7 +152,7 @@ def _in_memory_copy(model: Any, model_config: Any, signature: Any) -> PythonMode
                 "python_model='model.py'"
             ) from error
     if not isinstance(model, PythonModel):
-        model = _mlflow_private.function_python_model(model, signature)
+        model = mlflow_private.function_python_model(model, signature)
     return model
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _architecture, _custom_code, _framework, _mlflow_private, _options, _packaging, flavors
+from . import _architecture, _custom_code, _framework, _options, _packaging, flavors, mlflow_private
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError, require_extra
 
@@ -124,7 +124,7 @@ class _PyTorch(_framework.Framework):
         return _module_device(model)
 
     def pyfunc_adapter(self, model: Module, options: dict[str, Any], model_meta: Model) -> PyFuncModel:
-        wrapper = _mlflow_private.pytorch_wrapper(model, self.current_device(model))
+        wrapper = mlflow_private.pytorch_wrapper(model, self.current_device(model))
         return PyFuncModel(model_meta, wrapper)
 
     def architecture(self, model: Module, package_path: Any, declared_init_kwargs: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import mlflow.sklearn
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _custom_code, _framework, _mlflow_private, _options, _packaging, flavors
+from . import _custom_code, _framework, _options, _packaging, flavors, mlflow_private
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import InvalidArgumentError
 
@@ -56,9 +56,9 @@ class _Sklearn(_framework.Framework):
         if not hasattr(model, predict_fn):
             raise InvalidArgumentError(
                 f"pyfunc_predict_fn {predict_fn!r}: the model has no such method; supported: "
-                + ", ".join(["predict", *_mlflow_private.sklearn_custom_predict_functions()])
+                + ", ".join(["predict", *mlflow_private.sklearn_custom_predict_functions()])
             )
-        return PyFuncModel(model_meta, _mlflow_private.sklearn_wrapper(model), predict_fn=predict_fn)
+        return PyFuncModel(model_meta, mlflow_private.sklearn_wrapper(model), predict_fn=predict_fn)
 
     def custom_code_warnings(self, model: Any, options: dict[str, Any]) -> list[str]:
         serialization_format = options.get("serialization_format") or _default_serialization_format()

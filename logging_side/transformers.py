@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
 from mlflow.pyfunc import PyFuncModel
 
-from . import _architecture, _framework, _mlflow_private, _options, _packaging, flavors
+from . import _architecture, _framework, _options, _packaging, flavors, mlflow_private
 from ._repository_files import FLAVOR_NAME as TRITON_FLAVOR_NAME
 from .errors import BatchingRefusedError, InvalidArgumentError, require_extra
 from .pytorch import _check_eval_mode, _module_device
@@ -117,7 +117,7 @@ class _Transformers(_framework.Framework):
                 "transformers_model must be a transformers.Pipeline with its tokenizer/processor, got "
                 f"{type(model).__name__}; build one with transformers.pipeline(task, model=..., tokenizer=...)"
             )
-        if not _mlflow_private.transformers_pipeline_has_pyfunc(model):
+        if not mlflow_private.transformers_pipeline_has_pyfunc(model):
             raise InvalidArgumentError(
                 f"{type(model).__name__} (task {model.task!r}) has no MLflow pyfunc interface, which the Triton "
                 "runtime serves through; this pipeline needs a separate serving adapter"
@@ -159,7 +159,7 @@ class _Transformers(_framework.Framework):
         prompt_template = options.get("prompt_template")
         if prompt_template is not None and model.task == "text-generation":
             model_config.setdefault("return_full_text", False)  # what mlflow.transformers.save_model records
-        wrapper = _mlflow_private.transformers_wrapper(
+        wrapper = mlflow_private.transformers_wrapper(
             model, flavor_config=flavor_config, model_config=model_config, prompt_template=prompt_template
         )
         return PyFuncModel(model_meta, wrapper)
@@ -191,7 +191,7 @@ def _check_llm_task_fits(task: str, pipeline_task: str) -> None:
     from mlflow.exceptions import MlflowException
 
     try:
-        _mlflow_private.validate_llm_inference_task(task, pipeline_task)
+        mlflow_private.validate_llm_inference_task(task, pipeline_task)
     except MlflowException as error:
         raise InvalidArgumentError(
             f"task {task!r}: {error.message} (llm/v1/chat and llm/v1/completions take a text-generation pipeline, "
@@ -228,14 +228,14 @@ def _default_requirements(model: Any, *, reads_images: bool = False) -> list[str
         pass
     from mlflow.transformers.peft import is_peft_model
 
-    packages = ["transformers", _mlflow_private.transformers_engine(model)]
+    packages = ["transformers", mlflow_private.transformers_engine(model)]
     if packages[-1] == "torch":
         packages += [name for name in ("torchvision", "accelerate") if importlib.util.find_spec(name)]
     if is_peft_model(model):
         packages.append("peft")
     if reads_images and "torchvision" not in packages:
         packages.append("pillow")
-    return [_mlflow_private.pinned_requirement(package) for package in packages]
+    return [mlflow_private.pinned_requirement(package) for package in packages]
 
 
 _FRAMEWORK = flavors.register(_Transformers())

@@ -1,7 +1,7 @@
-"""``_mlflow_private``: every use of MLflow's private API, pinned to the installed MLflow.
+"""``mlflow_private``: every use of MLflow's private API, pinned to the installed MLflow.
 
 The package promises ``mlflow>=3.14,<4`` (pyproject) and this test runs in every leg, the MLflow floor included:
-each private name still exists and takes the arguments ``_mlflow_private`` passes, and no other module of the
+each private name still exists and takes the arguments ``mlflow_private`` passes, and no other module of the
 logging side reaches into MLflow's private API.
 """
 
@@ -16,7 +16,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from mlflow_triton import _mlflow_private
+from mlflow_triton import mlflow_private
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 # Every part's modules but the door itself and the runtime (vendored into model.py, it cannot import the logging
@@ -25,7 +25,7 @@ OUTSIDE_THE_DOOR = sorted(
     path
     for folder in ("logging_side", "repository", "command_line", "local_triton", "export", "deploy", "shared_contract")
     for path in (ROOT / folder).glob("*.py")
-    if path.name != "_mlflow_private.py"
+    if path.name != "mlflow_private.py"
 )
 # The runtime's one private use: on an error path only, inside a try that falls back to MLflow's own message.
 RUNTIME_CALLED = [("mlflow.models.utils", "_enforce_type", 2, ("required",))]
@@ -109,7 +109,7 @@ def _private_names_in(tree):
             found.update((node.module, alias.name) for alias in node.names if alias.name.startswith("_"))
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             owner = ast.unparse(node.value)
-            if owner in ("mlflow_model", "fluent"):  # modules imported by name in _mlflow_private
+            if owner in ("mlflow_model", "fluent"):  # modules imported by name in mlflow_private
                 found.add(
                     ({"mlflow_model": "mlflow.models.model", "fluent": "mlflow.tracking.fluent"}[owner], node.attr)
                 )
@@ -117,7 +117,7 @@ def _private_names_in(tree):
 
 
 def test_the_pinned_names_are_exactly_those_mlflow_private_uses():
-    tree = ast.parse(inspect.getsource(_mlflow_private))
+    tree = ast.parse(inspect.getsource(mlflow_private))
 
     assert _private_names_in(tree) == {(module, name) for module, name, _, _ in CALLED} | set(READ)
 

@@ -4,7 +4,8 @@ The package promises ``mlflow>=3.14,<4``, and MLflow may change or remove any of
 every use is here, one function per name with why it is needed, and
 ``tests/unit/logging_side/test_mlflow_private.py`` pins each one (it exists, it takes the arguments passed here, the
 installed MLflow is within the supported range) in every test leg, the MLflow floor included. Each name is imported
-on use: the flavor modules import their frameworks.
+on use: the flavor modules import their frameworks. ``local`` reads an ``--input`` body through it too, so the module
+is named without an underscore (docs/layout.md, "Module names"); it is not part of the documented API.
 """
 
 from typing import Any
