@@ -8,7 +8,7 @@ Each model (``--case``) is served:
   directory, as every batched repository is since runtime 2.11 (issue #52);
 * **d'** -- MLServer 1.7.1 with its MLflow runtime and adaptive batching (``max_batch_size`` 16 requests,
   ``max_batch_time`` 5 ms) on the unbatched package (``benchmarks/peers.py``);
-* **e** -- ``export_onnx(backend="python")`` of the unbatched package (onnxruntime behind its front, Triton's
+* **e** -- ``export_onnx(backend="python")`` of the unbatched package (onnxruntime in one Python model, Triton's
   dynamic batcher, no MLflow) on a second ``tritonserver`` with the export's own serving environment.
 
 a and a' share one ``tritonserver`` (bundled 2.51) with the model's serving environment. The cases:
@@ -122,7 +122,7 @@ class Case:
             **(batched if self.batched else {}),
             "d'": "MLServer 1.7.1 (MLflow runtime) with adaptive batching",
             "e": f"the ONNX export of the unbatched package (export_onnx(backend='python', max_batch_size="
-            f"{self.export_max_batch_size}): onnxruntime behind its front, dynamic batching, no MLflow) on a second "
+            f"{self.export_max_batch_size}): onnxruntime in one Python model, dynamic batching, no MLflow) on a second "
             "tritonserver with the export's own serving environment",
         }
 
@@ -651,9 +651,11 @@ def report(measured: dict, info: dict, load_end: str, command: str = "python -m 
     for cell in cells:
         t, rss = cell["targets"], cell.get("rss_mb", {})
         share = []
-        if ceilings:
+        if ceilings and cell["rows"] != 1:  # the ceiling is the 1-text request's: other texts, other padding
+            share = ["—"]
+        elif ceilings:
             ceiling, _ = ceiling_at(ceilings, cell["clients"])
-            share = [f"{t['e']['rps'] * cell['rows'] / ceiling:.2f}"]
+            share = [f"{t['e']['rps'] / ceiling:.2f}"]
         rows.append(
             [
                 cell["rows"],
@@ -739,7 +741,8 @@ def _ceiling_lines(ceilings: list[dict]) -> list[str]:
         _table(["measured", *(f"batch {batch}" for batch in batches)], rows),
         "",
         "At c clients the served load forms executions of at most c requests: the best rate over batches of at most "
-        "c, in the lower of the two measurements, is e's ceiling at that cell (`e / ceiling`).",
+        "c, in the lower of the two measurements, is e's ceiling at that cell (`e / ceiling`; 1-text cells only: the "
+        "8-text requests are other texts, padded to other lengths).",
         "",
     ]
 

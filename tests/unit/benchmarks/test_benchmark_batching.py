@@ -138,6 +138,7 @@ def test_report_of_a_text_export_tables_its_networks_rates_and_each_cells_share_
     row = dict(zip(header, _table_row(text, 2)))
     assert row["e / ceiling"] == "0.91"
     assert dict(zip(header, _table_row(text, 1)))["e / ceiling"] == "0.67"  # 200 of the 300 a lone request gets
+    assert dict(zip(header, _table_row(text, 3)))["e / ceiling"] == "—"  # 1,000 texts: not the 1-text request's
     assert "Ceiling of e" not in report(_measured("embeddings"), INFO, "2.00")
 
 
