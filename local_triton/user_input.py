@@ -91,8 +91,9 @@ def _from_json(path, model):
     from mlflow_triton import mlflow_private
 
     input_schema = model.get_input_schema()
+    body = path.read_bytes()  # an OSError is the file's, said by load_user_input
     try:
-        value, params = mlflow_private.parse_json_body(path.read_bytes(), model, input_schema)
+        value, params = mlflow_private.parse_json_body(body, model, input_schema)
         if params is not None and not isinstance(params, dict):  # MLflow ignores them without a params schema
             params = mlflow_private.enforce_params_schema(params, model.get_params_schema()) or None
     except Exception as error:  # MlflowException: MLflow's scoring server answers such a body 400 with this message
