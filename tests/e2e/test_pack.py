@@ -101,7 +101,9 @@ def test_check_passes_from_a_bare_start_when_the_packed_sklearn_example_is_check
     assert oct((model_dir / "env.tar.gz").stat().st_mode & 0o777) == "0o644"
 
 
-def test_check_passes_from_a_bare_start_when_a_batched_model_is_packed_with_its_zero_row_guard(tmp_path):
+def test_check_passes_from_a_bare_start_when_a_batched_model_is_packed_as_one_model_directory(tmp_path):
+    """Since runtime 2.11 a batched repository is one model directory (no zero-row guard's front beside it): pack
+    carries its environment in that directory, and check proves it from a bare start."""
     import pandas as pd
     from sklearn.linear_model import LogisticRegression
 
@@ -110,16 +112,17 @@ def test_check_passes_from_a_bare_start_when_a_batched_model_is_packed_with_its_
 
     frame = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": [0.5, 0.1, 0.9, 0.3]})
     model = LogisticRegression().fit(frame, [0, 1, 0, 1])
-    sklearn.save_model(model, tmp_path / "guarded", input_example=frame.iloc[:3], max_batch_size=8)
-    [packed] = pack_models([str(tmp_path / "guarded")], tmp_path / "repository", progress=None)
+    sklearn.save_model(model, tmp_path / "batched", input_example=frame.iloc[:3], max_batch_size=8)
+    [packed] = pack_models([str(tmp_path / "batched")], tmp_path / "repository", progress=None)
     printed = []
 
     status = check_command([str(tmp_path / "repository")], work_dir=tmp_path / "check", out=printed.append)
 
-    assert sorted(p.name for p in (tmp_path / "repository").iterdir()) == ["guarded", "guarded_batched"]
-    front_config = (packed.directory / "config.pbtxt").read_text()
-    assert 'string_value: "$$TRITON_MODEL_DIRECTORY/../guarded_batched/env.tar.gz"' in front_config
-    assert (packed.directory / STUB).is_file() and not (packed.directory / "env.tar.gz").exists()
+    assert sorted(p.name for p in (tmp_path / "repository").iterdir()) == ["batched"]
+    config = (packed.directory / "config.pbtxt").read_text()
+    assert "max_batch_size: 8" in config
+    assert 'string_value: "$$TRITON_MODEL_DIRECTORY/env.tar.gz"' in config
+    assert (packed.directory / STUB).is_file() and (packed.directory / "env.tar.gz").is_file()
     assert status == 0 and printed[0].startswith(f"PASS {packed.directory}: Triton 2.51.0 answered"), printed
 
 
