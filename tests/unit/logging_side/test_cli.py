@@ -114,16 +114,25 @@ def test_help_imports_neither_mlflow_nor_the_local_part_nor_the_export_when_prin
 
 
 # The program as the console script runs it, with a real SIGINT sent to itself when the command's runner first
-# imports MLflow (seconds of start-up on a real machine), before the command's frame takes over.
+# imports MLflow (seconds of start-up on a real machine), before the command's frame takes over, or, for check and
+# serve, when they first look for the bundled Triton (without one, as in the numpy 2 leg, they import no MLflow).
 CTRL_C_WHILE_STARTING = """
 import os, signal, sys
 
-class CtrlCOnImport:
+class CtrlCOnImport:  # SIGINT when MLflow is imported, or when check/serve look for the bundled Triton
     def find_spec(self, name, path=None, target=None):
         if name == "mlflow":
-            sys.meta_path.remove(self)
-            os.kill(os.getpid(), signal.SIGINT)
+            self.ctrl_c()
         return None
+
+    def find_distributions(self, context=None):
+        if getattr(context, "name", None) == "nvidia-pytriton":
+            self.ctrl_c()
+        return []
+
+    def ctrl_c(self):
+        sys.meta_path.remove(self)
+        os.kill(os.getpid(), signal.SIGINT)
 
 sys.meta_path.insert(0, CtrlCOnImport())
 from mlflow_triton.cli import console
