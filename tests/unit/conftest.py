@@ -8,6 +8,7 @@ experiment whose artifacts live under the test's own ``tmp_path``.
 import contextlib
 import dataclasses
 import json
+import os
 import pathlib
 import shutil
 import tempfile
@@ -203,3 +204,16 @@ def drive_model_py():
         return fake_pb_utils.outputs_of(response)
 
     return drive
+
+
+@pytest.fixture(scope="session", autouse=True)
+def default_tracking_store_outside_the_checkout(tmp_path_factory):
+    """A test that uses MLflow's default tracking URI (``sqlite:///mlflow.db`` in the current directory) writes it
+    into a session directory, never into the checkout, where a later leg with another MLflow would meet its schema."""
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        yield
+        return
+    database = tmp_path_factory.mktemp("default-tracking") / "mlflow.db"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{database}")
+        yield
