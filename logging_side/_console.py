@@ -36,8 +36,7 @@ def console() -> int:
     try:
         import numpy  # noqa: F401  every command needs it; imported whole here, never interrupted half-way
 
-        from mlflow_triton.cli import console as run
-        from mlflow_triton.command_line import ignore_stops, interrupted_while_starting
+        from mlflow_triton.cli import console as run  # the command line with it
     except KeyboardInterrupt:
         held.arrived = True
     finally:
