@@ -58,11 +58,14 @@ class StoreLocation:
     model_name: str  # the model Triton sees in that repository
     scheme: str  # "s3", "gs", "as" or "local"
     batched_model_name: str | None = None  # a guarded batched model: the model behind its front (load both)
+    stream_model_name: str | None = None  # a streaming repository: the streaming model beside this one (load both)
 
     @property
     def models(self) -> tuple[str, ...]:
-        """Every model Triton must load for this one (a guarded batched model: its front and the batched one)."""
-        return (self.model_name, self.batched_model_name) if self.batched_model_name else (self.model_name,)
+        """Every model Triton must load for this one (a guarded batched model: its front and the batched one; a
+        streaming repository: the one-shot model and the streaming one)."""
+        beside = self.batched_model_name or self.stream_model_name
+        return (self.model_name, beside) if beside else (self.model_name,)
 
     @property
     def is_object_store(self) -> bool:
@@ -98,6 +101,8 @@ def locate_repository(
     location = _address(str(model_uri), f"{artifact_uri.rstrip('/')}/{repository_folder}", repository_uri, model_name)
     if flavor.get("batched_model_name"):
         location = dataclasses.replace(location, batched_model_name=str(flavor["batched_model_name"]))
+    if flavor.get("stream_model_name"):
+        location = dataclasses.replace(location, stream_model_name=str(flavor["stream_model_name"]))
     if check_access and location.scheme == "s3":
         _check_s3_readable(location)
     return location

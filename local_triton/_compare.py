@@ -81,8 +81,9 @@ _ONE_ANSWER = object()
 # draws per call (MLflow refuses a ChatAgentResponse without one and says to use ``str(uuid.uuid4())``; its Responses
 # helpers draw ``uuid4`` where the source has none, mlflow/types/responses.py), and a Responses answer's
 # ``created_at`` is the time of the call in float seconds (mlflow/types/responses_helpers.py). An ``id`` is judged as a
-# UUID only where the oracle's is one: any other id is compared by value.
-BODY_VOLATILE_KEYS = {"id": UUID, "created": CALL_TIME, "created_at": CALL_TIME}
+# UUID only where the oracle's is one: any other id is compared by value. A ResponsesAgent's stream events name their
+# output item by ``item_id`` (the same per-call uuid4).
+BODY_VOLATILE_KEYS = {"id": UUID, "item_id": UUID, "created": CALL_TIME, "created_at": CALL_TIME}
 
 
 def output_codec(model_dir):
@@ -136,6 +137,13 @@ def protocol_outputs(pyfunc_model, model_dir, body=None, content_type=JSON_CONTE
             raise ScoringRefusal(f"MLflow's scoring code refuses {what}: {answer.reason}")
         answers.append(response_tensors(answer)[RESPONSE_TENSOR].ravel()[0])
     return {RESPONSE_TENSOR: np.array(answers, dtype=object)}
+
+
+def stream_chunks(pyfunc_model, body):
+    """The chunks ``pyfunc.predict_stream`` yields for ``body`` (bytes), each as the JSON text the streaming model
+    sends: MLflow's parser and ``predict_stream`` through the runtime's own protocol code, in MLflow's serving mark."""
+    with serving_environment():
+        return list(MlflowProtocol(pyfunc_model).stream(body))
 
 
 def volatile_outputs(model_dir):
@@ -266,6 +274,19 @@ def _compare_volatile(want, got, rule):
         index = int(np.flatnonzero(~same)[0])
         how = f"{VOLATILE} ({rule}): element {index} is not one (got {_shown(got.ravel()[index])})"
     return {"equal": bool(same.all()), "how": how}
+
+
+def compare_chunks(want, got):
+    """A stream's chunks (JSON texts, in order) against ``pyfunc.predict_stream``'s: ``{"equal": bool, "how": str}``,
+    each chunk compared as :data:`MLFLOW_BODY`; ``how`` names the first chunk that differs."""
+    if len(got) != len(want):
+        return {"equal": False, "how": f"{len(got)} chunk(s), expected {len(want)} (pyfunc.predict_stream's)"}
+    how = f"{len(want)} chunk(s) in order, each as {MLFLOW_BODY}"
+    for number, (wanted, answered) in enumerate(zip(want, got), start=1):
+        result = _compare_body(np.array([wanted.encode()], dtype=object), np.array([answered.encode()], dtype=object))
+        if not result["equal"]:
+            return {"equal": False, "how": f"chunk {number} of {len(want)}: {result['how']}"}
+    return {"equal": True, "how": how}
 
 
 def _compare_body(want, got):

@@ -21,7 +21,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from mlflow_triton.command_line import ProgressLike, as_progress
-from mlflow_triton.repository.guard import files_directory, served_directories
+from mlflow_triton.repository.guard import files_directory, served_directories, stream_model
+from mlflow_triton.repository.layout import STREAM_REQUEST_FILE
 
 from ._download import empty_download_dir
 from ._server import LOOPBACK, TritonServer, check_port_free, is_loopback
@@ -30,6 +31,7 @@ from .installation import TritonInstallation
 from .send import RequestFiles, curl_command, shipped_request
 from .serving_env import ensure_env_for_requirements, requirement_lines
 from .sources import ModelSource, resolve_model
+from .stream import stream_commands
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -292,6 +294,11 @@ def _listing(server, served, log_path):
             lines.append("    (ships no request file)")
         else:
             lines.append(f"    {curl_command(server.url, model.name, request)}")
+        streaming = stream_model(model.directory)
+        if streaming is not None:  # its one-shot model's request, streamed: over HTTP, then over gRPC
+            lines += ["", f"  {streaming}  (streams {model.name}'s answers chunk by chunk)"]
+            request_path = model.directory.with_name(streaming) / STREAM_REQUEST_FILE
+            lines += [f"    {line}" for line in stream_commands(server.url, server.grpc_url, streaming, request_path)]
     lines += ["", "Press Ctrl-C (or send SIGTERM) to stop the server."]
     return "\n".join(lines)
 

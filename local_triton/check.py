@@ -24,8 +24,14 @@ from tritonclient.grpc import model_config_pb2
 
 from mlflow_triton.command_line import ProgressLike, as_progress, without_user_info
 from mlflow_triton.repository.config import DEVICE_KINDS, ENV_PATH_PARAMETER, read_model_config
-from mlflow_triton.repository.guard import files_directory, served_directories
-from mlflow_triton.repository.layout import CONFIG_FILE, REQUIREMENTS_FILE
+from mlflow_triton.repository.guard import files_directory, served_directories, stream_model
+from mlflow_triton.repository.layout import (
+    CONFIG_FILE,
+    MLMODEL_FILE,
+    REQUIREMENTS_FILE,
+    VALIDATION_FILE,
+    artifact_directory,
+)
 from mlflow_triton.repository.tracing import UNTRACED_SERVER_ENVIRONMENT, untraced
 from mlflow_triton.runtime.protocol import JSON_CONTENT_TYPE
 from mlflow_triton.shared_contract import MlflowTritonError
@@ -36,6 +42,7 @@ from ._compare import (
     VOLATILE,
     ScoringRefusal,
     compare,
+    compare_chunks,
     expected_outputs,
     export_tolerance,
     load_input_example,
@@ -43,6 +50,7 @@ from ._compare import (
     predict_outputs,
     protocol_outputs,
     speaks_mlflow_protocol,
+    stream_chunks,
     volatile_outputs,
 )
 from ._download import empty_download_dir
@@ -52,6 +60,7 @@ from .installation import TritonInstallation
 from .send import RequestFiles, send_request, shipped_request
 from .serving_env import ensure_serving_env, env_summary
 from .sources import resolve_model
+from .stream import grpc_chunks, http_chunks, shipped_body
 from .user_input import body_request, input_request, load_user_input, rows_of, split_params
 
 __all__ = [
@@ -64,6 +73,9 @@ __all__ = [
     "write_report",
 ]
 
+#: The streaming transports ``check`` proves a streaming model over (the report's ``streams`` keys).
+GRPC_STREAM = "gRPC stream"
+HTTP_STREAM = "HTTP generate_stream"
 #: The Python backend's parameter naming an environment the model directory carries (``mlflow-triton pack``).
 _MODEL_DIRECTORY = "$$TRITON_MODEL_DIRECTORY"
 
@@ -88,6 +100,7 @@ class ValidationReport:
     environment_note: str | None = None  # where the serving, oracle and logging environments differ (_oracle_env)
     logs: dict = dataclasses.field(default_factory=dict)
     triton_log_tail: str | None = None
+    streams: dict = dataclasses.field(default_factory=dict)  # a streaming model's chunks per transport, compared
 
     def line(self) -> str:
         """``PASS|FAIL <model>: <reason>`` on one line (a multi-line reason is joined with `` | ``)."""
@@ -99,6 +112,15 @@ class ValidationReport:
         """The report's JSON form; no URL in it carries user info (an error may have quoted one)."""
         facts = json.loads(without_user_info(json.dumps(dataclasses.asdict(self))))
         return {"real_triton_validation": True, **facts}
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamCheck:
+    """A streaming repository's ``<name>_stream``: the shipped body and the chunks ``pyfunc.predict_stream`` yields."""
+
+    model: str
+    body: str
+    expected: list[str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,7 +214,7 @@ def validate_model(
             f"repository {source.repository} (Triton model {source.name!r}); computing the expected outputs "
             "with mlflow.pyfunc ..."
         )
-        expected, extra, predict_again = _expected_answers(source, input_file, work_dir)
+        expected, extra, predict_again, stream = _expected_answers(source, input_file, work_dir)
         report.seconds["prepare"] = round(time.monotonic() - started, 1)
     except Exception as error:  # a FAIL line for this model; Ctrl-C and SIGTERM (BaseException) stop the check
         report.reason = _failure_text(error)
@@ -209,10 +231,32 @@ def validate_model(
         extra_requests=extra,
         repository_address=repository_address,
         server_environment=server_environment,
+        stream=stream,
     )
     if any(not result["equal"] for result in report.comparison.values()):
         report.reason += _not_deterministic(expected, predict_again, volatile_outputs(source.files))
+    elif report.passed and stream is None and _streams(source.files):
+        added_from = _source_uri(source, model_uri)
+        report.reason += (
+            f"; its pyfunc also streams (predict_stream): `mlflow-triton add-repository {added_from} --stream` adds a "
+            "model that serves its chunks over gRPC streams and HTTP generate_stream"
+        )
     return report
+
+
+def _source_uri(source, model_uri):
+    """The model a repository was added from (validation.json's ``source``), else ``model_uri`` itself."""
+    path = source.files / VALIDATION_FILE
+    recorded = json.loads(path.read_text(encoding="utf-8")).get("source", {}) if path.is_file() else {}
+    return recorded.get("model_uri") or model_uri
+
+
+def _streams(model_dir):
+    """Whether the MLflow model in the directory's ``1/artifact`` can stream (``streamable`` in its MLmodel)."""
+    from mlflow.models import Model
+
+    mlmodel = artifact_directory(model_dir) / MLMODEL_FILE
+    return mlmodel.is_file() and bool((Model.load(str(mlmodel)).flavors.get("python_function") or {}).get("streamable"))
 
 
 def _not_deterministic(expected, predict_again, volatile):
@@ -235,8 +279,8 @@ def _not_deterministic(expected, predict_again, volatile):
 
 
 def _expected_answers(source, input_file, work_dir):
-    """What Triton should answer to the shipped request and to ``input_file`` (``pyfunc`` is the oracle), and a
-    function that predicts the saved example once more."""
+    """What Triton should answer to the shipped request and to ``input_file`` (``pyfunc`` is the oracle), a
+    function that predicts the saved example once more, and for a streaming repository the :class:`StreamCheck`."""
     import mlflow.pyfunc
 
     try:
@@ -246,7 +290,7 @@ def _expected_answers(source, input_file, work_dir):
             f"mlflow.pyfunc could not load {source.uri}: {type(error).__name__}: {error}"
         ) from None
     if source.text_export is not None:
-        return _text_export_answers(source, pyfunc_model, input_file)
+        return (*_text_export_answers(source, pyfunc_model, input_file), None)
     if speaks_mlflow_protocol(source.files):  # the oracle is MLflow's /invocations code on the same body
         expected = _predicted_body(pyfunc_model, source.files)
         extra = []
@@ -263,7 +307,7 @@ def _expected_answers(source, input_file, work_dir):
                     rows=None,
                 )
             )
-        return expected, extra, lambda: _predicted_body(pyfunc_model, source.files)
+        return expected, extra, lambda: _predicted_body(pyfunc_model, source.files), _stream_check(source, pyfunc_model)
     example, params = load_input_example(source.files), load_input_example_params(source.files)
     expected = _predicted(pyfunc_model, example, source.files, "the saved input example", params)
     extra = []
@@ -282,7 +326,23 @@ def _expected_answers(source, input_file, work_dir):
     def predict_again():  # on the example read afresh: predict may have changed the one it was given
         return predict_outputs(pyfunc_model, load_input_example(source.files), source.files, params)
 
-    return expected, extra, predict_again
+    return expected, extra, predict_again, None
+
+
+def _stream_check(source, pyfunc_model):
+    """The :class:`StreamCheck` of a streaming repository (``None`` for another): the shipped body's chunks as
+    ``pyfunc.predict_stream`` yields them."""
+    model = stream_model(source.repository)
+    if model is None:
+        return None
+    body = shipped_body(source.files)
+    try:
+        expected = stream_chunks(pyfunc_model, body.encode("utf-8"))
+    except Exception as error:  # MLflow's refusal or the model's own predict_stream
+        raise OraclePredictionError(
+            f"pyfunc.predict_stream could not stream the shipped body: {type(error).__name__}: {error}"
+        ) from None
+    return StreamCheck(model, body, expected)
 
 
 def _text_export_answers(source, pyfunc_model, input_file):
@@ -336,8 +396,10 @@ def validate_repository(
     extra_requests: Sequence[ExtraRequest] = (),
     repository_address: str | None = None,
     server_environment: dict[str, str] | None = None,
+    stream: StreamCheck | None = None,
 ) -> ValidationReport:
-    """Serve a copy of ``model_dir`` from a fresh repository under ``work_dir``, send its shipped request, compare.
+    """Serve a copy of ``model_dir`` from a fresh repository under ``work_dir``, send its shipped request, compare;
+    with ``stream``, also stream its body from the streaming model over gRPC and HTTP ``generate_stream``.
 
     With ``repository_address`` (a model repository Triton reads itself, such as ``s3://…``, holding the
     same model directory), Triton loads the model from there and ``model_dir`` only gives the requests and
@@ -388,6 +450,9 @@ def validate_repository(
                 for extra in extra_requests:
                     what = f"the request made from the {extra.label}"
                     answers.append((extra, send_request(server.url, served.name, extra.request)))
+                if stream is not None:
+                    what = f"the shipped body streamed from {stream.model}"
+                    _stream_answers(report, server, stream)
             except InferenceError as error:
                 report.triton_log_tail = server.log_tail(40)
                 report.reason = f"Triton rejected {what} (HTTP {error.status}): {error.triton_error}"
@@ -404,6 +469,24 @@ def validate_repository(
     except Exception as error:  # a FAIL line for this model; Ctrl-C and SIGTERM (BaseException) stop the check
         report.reason = f"{type(error).__name__}: {error}"
     return report
+
+
+def _stream_answers(report, server, stream):
+    """Stream ``stream.body`` from the streaming model over both transports; compare the chunks, time the first."""
+    transports = (
+        (GRPC_STREAM, lambda: grpc_chunks(server.grpc_url, stream.model, stream.body)),
+        (HTTP_STREAM, lambda: http_chunks(server.url, stream.model, stream.body)),
+    )
+    for transport, chunks in transports:
+        started, first, got = time.monotonic(), None, []
+        for chunk in chunks():
+            first = time.monotonic() - started if first is None else first
+            got.append(chunk)
+        report.streams[transport] = {
+            **compare_chunks(stream.expected, got),
+            "first_chunk_seconds": None if first is None else round(first, 3),
+            "last_chunk_seconds": round(time.monotonic() - started, 3),
+        }
 
 
 def _serving_environment(served, carried, installation, report, say):
@@ -467,6 +550,20 @@ def _failure_text(error):
 
 
 def _verdict(report):
+    passed, reason = _one_shot_verdict(report)
+    if not passed or not report.streams:
+        return passed, reason
+    unequal = [(transport, result) for transport, result in report.streams.items() if not result["equal"]]
+    if unequal:
+        return False, "; ".join(
+            f"the stream over {t} differs from pyfunc.predict_stream: {r['how']}" for t, r in unequal
+        )
+    how = next(iter(report.streams.values()))["how"]
+    transports = " and ".join(report.streams)
+    return True, f"{reason}; and streamed the shipped body over {transports} like pyfunc.predict_stream ({how})"
+
+
+def _one_shot_verdict(report):
     oracle = _oracle(report.comparison)
     unequal = [n for n, result in report.comparison.items() if not result["equal"]]
     failed_inputs = [entry for entry in report.inputs if not entry["equal"]]

@@ -95,6 +95,7 @@ def add_repository(
     zero_row_guard: bool = True,
     await_registration_for: int = DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
     protocol: str = _protocol.AUTO_PROTOCOL,
+    stream: bool = False,
 ) -> "ModelInfo":
     """Log a new MLflow model: the source's files unchanged plus the ``triton`` flavor and ``model_repository/``.
 
@@ -145,7 +146,7 @@ def _add_repository(
     gets the repository's validation.json record once it is written, before the model is logged."""
     if not isinstance(model_uri, str) or not model_uri:
         raise InvalidArgumentError(f"model_uri must be a non-empty string, got {model_uri!r}")
-    _protocol.check_protocol(triton.protocol, triton.max_batch_size)  # before the source is looked up
+    _protocol.check_protocol(triton.protocol, triton.max_batch_size, triton.stream)  # before the source is looked up
     lineage = _lineage(model_uri)
     if registered_model_name is None:
         registered_model_name = lineage.get("registered_model_name")
@@ -153,6 +154,8 @@ def _add_repository(
         source = _download(model_uri, pathlib.Path(workspace) / "source")
         mlmodel = Model.load(str(source / "MLmodel"))
         _check_flavors(model_uri, mlmodel)
+        if triton.stream:
+            _protocol.check_streamable(mlmodel, f"Model {model_uri!r}")
         lineage.update({key: value for key, value in _ids_in(mlmodel).items() if lineage.get(key) is None})
         example = _example(model_uri, mlmodel, source, read_input)
         loaded = _load(model_uri, source)
@@ -427,4 +430,4 @@ def _report_lines(validation):
     """What the command says of the written repository: the serving requirements it added, then its kind and why."""
     added = validation.get(_serving_requirements.ADDED, {})
     lines = [f"serving requirements: added {line!r}: {why}" for line, why in added.items()]
-    return [*lines, _protocol.kind_line(validation)]
+    return [*lines, *_protocol.kind_lines(validation)]

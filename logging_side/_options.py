@@ -93,6 +93,12 @@ class TritonOptions:
         "protocol (the body ``mlflow models serve`` accepts, in one BYTES tensor; docs/repository.md), as "
         'validation.json\'s ``protocol_chosen_because`` says; ``"tensors"`` or ``"mlflow"`` chooses one.',
     )
+    stream: bool = _option(
+        False,
+        "``True``: the repository also holds ``<triton_model_name>_stream``, which streams the chunks of the "
+        "model's ``predict_stream`` over Triton's gRPC streams and HTTP ``generate_stream`` (MLflow's serving "
+        "protocol; ``max_batch_size=0``; docs/repository.md); the one-shot model keeps its name and answers.",
+    )
 
     @classmethod
     def of(cls, arguments: Mapping[str, Any]) -> TritonOptions:

@@ -99,6 +99,7 @@ def _prepared(framework, model, input_example, signature, triton, options, defau
         ),
         lineage=lineage,
         protocol=triton.protocol,
+        stream=triton.stream,
     )
 
 
@@ -115,15 +116,18 @@ def _decide(
     batching=_batching.NO_BATCHING,
     lineage=None,
     protocol=_protocol.AUTO_PROTOCOL,
+    stream=False,
 ):
     """Check the arguments, predict the example in memory and derive the mapping; writes nothing."""
-    _protocol.check_protocol(protocol, batching.max_batch_size)
+    _protocol.check_protocol(protocol, batching.max_batch_size, stream)
     options = dict(options)
     declared_init_kwargs = options.pop("architecture_init_kwargs", None)
     example_input, example_params = _split_example(input_example)
     _check_arguments(framework, example_input, device, validate_saved_model, signature, declared_init_kwargs)
     check_example(example_input)
     triton_model_name = check_model_name(triton_model_name)
+    if stream:
+        check_model_name(triton_model_name + _protocol.STREAM_SUFFIX)
     framework.check_native_options(options)
     forced = framework.task_signature(options)
     if forced is not None:
@@ -144,9 +148,10 @@ def _decide(
     recorded_warnings = custom_code + tuple(missing)
     for message in recorded_warnings:
         _caller.warn(message, CustomCodeWarning)
-    if protocol == _protocol.MLFLOW_PROTOCOL:
+    if stream or protocol == _protocol.MLFLOW_PROTOCOL:
+        why = _protocol.STREAMS if stream else f"{_protocol.ASKED}{protocol!r}"
         signature, layout, tensors, validation, typed = _protocol_parts(
-            framework, model, signature, input_example, options, f"{_protocol.ASKED}{protocol!r}"
+            framework, model, signature, input_example, options, why, stream
         )
     elif protocol == _protocol.TENSORS_PROTOCOL or batching.enabled:  # MLflow's protocol does not batch
         try:
@@ -225,14 +230,14 @@ def _chosen_parts(framework, model, input_example, signature, options, validate_
         raise type(refusal)(f"{refusal} (MLflow's serving protocol cannot serve it either: {said})") from refusal
 
 
-def _protocol_parts(framework, model, signature, input_example, options, why):
+def _protocol_parts(framework, model, signature, input_example, options, why, stream=False):
     """MLflow's serving protocol: ``(signature, layout, tensors, validation, the Plan's fields)``, the example's
-    serving body answered in memory as Triton will answer it (``_protocol.prove_saved_model``); params travel in the
-    body: no mapping, no batching. ``why``: the reason it was chosen."""
+    serving body answered in memory as Triton will answer it (``_protocol.prove_saved_model``), and streamed with
+    ``stream``; params travel in the body: no mapping, no batching. ``why``: the reason it was chosen."""
     layout, tensors, validation = _protocol.prove_saved_model(
-        framework, model, signature, input_example, options, framework.current_device(model)
+        framework, model, signature, input_example, options, framework.current_device(model), stream
     )
-    return signature, layout, tensors, validation, {"protocol_reason": why}
+    return signature, layout, tensors, validation, {"protocol_reason": why, "stream": stream}
 
 
 def _typed_parts(

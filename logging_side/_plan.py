@@ -40,3 +40,4 @@ class Plan:
     lineage: dict[str, Any] | None = None  # where the model came from (add_repository), recorded in validation.json
     output_mapping: dict[str, Any] | None = None  # outputs mapped from the example's prediction: why
     protocol_reason: str | None = None  # why the repository speaks its protocol (``_protocol``)
+    stream: bool = False  # also write ``<name>_stream``, the model decoupled, streaming predict_stream

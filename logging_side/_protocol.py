@@ -10,6 +10,11 @@ anything is written: the native package is saved to a temporary directory as the
 ``mlflow.pyfunc`` as Triton will load it, and the example's MLflow serving body (the ``serving_input_example.json``
 MLflow saved beside it, or the one MLflow builds from the example) is answered in memory by the runtime's own protocol
 code; a refusal stops logging with MLflow's message. The shipped request is that body in the ``request`` tensor.
+
+With ``stream=True`` the repository also holds ``<name>_stream``, the same model decoupled, which answers the body one
+``response`` per chunk of ``pyfunc.predict_stream`` (Triton's gRPC streams and HTTP ``generate_stream``;
+docs/repository.md). Logging then also streams the serving body in memory through the runtime's code
+(:func:`prove_stream`) and refuses a model whose MLmodel says it cannot stream (``streamable``).
 """
 
 import pathlib
@@ -17,9 +22,11 @@ import tempfile
 
 import mlflow.pyfunc
 import numpy as np
+from mlflow.models import Model
 from mlflow.models.utils import SERVING_INPUT_FILENAME
 
 from mlflow_triton.repository.layout import TensorDeclaration, TensorLayout
+from mlflow_triton.runtime.errors import RequestError
 from mlflow_triton.runtime.protocol import OK, MlflowProtocol, response_tensors, serving_environment
 from mlflow_triton.shared_contract import (
     AUTO_PROTOCOL,
@@ -43,6 +50,9 @@ CHOICES = (AUTO_PROTOCOL, *PROTOCOLS)
 ASKED = "asked for with protocol="
 UNBATCHED = "batching needs the typed mapping (MLflow's protocol answers one body per request)"
 TYPED_CARRIES = "the typed mapping carries the model exactly (one typed tensor per field of the signature)"
+STREAMS = "stream=True: a stream speaks MLflow's serving protocol (a body in, one chunk per response)"
+#: The streaming model beside the one-shot one: ``<name>`` + this suffix.
+STREAM_SUFFIX = "_stream"
 #: The repository kinds, as a user meets them: what a client sends.
 KINDS = {
     TENSORS_PROTOCOL: "typed tensors (one tensor per field of the signature: requests as in request.json)",
@@ -50,15 +60,24 @@ KINDS = {
 }
 
 
-def kind_line(validation):
-    """The command's line naming the repository kind of ``validation`` (validation.json's record) and why."""
+def kind_lines(validation):
+    """The command's lines naming the repository kind of ``validation`` (validation.json's record) and why, and the
+    streaming model beside it, if any."""
     protocol = validation["protocol"]
     why = validation.get("protocol_chosen_because") or TYPED_CARRIES  # a repository written before it was recorded
-    return f"repository: {KINDS[protocol]}; chosen because {why}"
+    lines = [f"repository: {KINDS[protocol]}; chosen because {why}"]
+    stream = validation.get("stream")
+    if stream is not None:
+        lines.append(
+            f"streaming model: {stream['model']} (decoupled: gRPC streams and HTTP generate_stream, one chunk of "
+            f"predict_stream per response; the example streamed {stream['chunks']} chunk(s) in memory)"
+        )
+    return lines
 
 
-def check_protocol(protocol, max_batch_size):
-    """Refuse a ``protocol`` that is not one of :data:`CHOICES`, and batching with MLflow's protocol."""
+def check_protocol(protocol, max_batch_size, stream=False):
+    """Refuse a ``protocol`` that is not one of :data:`CHOICES`, batching with MLflow's protocol, and a ``stream``
+    that is not a bool or goes with the typed mapping or batching."""
     if protocol not in CHOICES:
         raise InvalidArgumentError(
             f"protocol {protocol!r} is not supported; supported: {', '.join(repr(p) for p in CHOICES)} "
@@ -70,6 +89,18 @@ def check_protocol(protocol, max_batch_size):
         raise InvalidArgumentError(
             f"max_batch_size={max_batch_size}: protocol {MLFLOW_PROTOCOL!r} answers one body per request, as "
             "`mlflow models serve` does; use max_batch_size=0 with it"
+        )
+    if not isinstance(stream, bool):
+        raise InvalidArgumentError(f"stream must be True or False, got {stream!r}")
+    if stream and protocol == TENSORS_PROTOCOL:
+        raise InvalidArgumentError(
+            f"stream=True with protocol={TENSORS_PROTOCOL!r}: a stream speaks MLflow's serving protocol (the body in, "
+            f"one chunk of predict_stream per response); use protocol={AUTO_PROTOCOL!r} or {MLFLOW_PROTOCOL!r}"
+        )
+    if stream and max_batch_size:
+        raise InvalidArgumentError(
+            f"max_batch_size={max_batch_size} with stream=True: a stream answers one body per request, as "
+            "pyfunc.predict_stream takes one input; use max_batch_size=0 with it"
         )
 
 
@@ -109,9 +140,10 @@ def protocol_layout(flavor):
     )
 
 
-def prove_saved_model(framework, model, signature, input_example, options, device):
+def prove_saved_model(framework, model, signature, input_example, options, device, stream=False):
     """``(layout, tensors, validation)`` for MLflow's protocol: the package saved and loaded as it will be served,
-    its serving example answered 200 by the runtime's protocol code (:func:`prove_serving_body`)."""
+    its serving example answered 200 by the runtime's protocol code (:func:`prove_serving_body`), and with
+    ``stream`` also streamed (:func:`prove_stream`)."""
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-protocol-") as workspace:
         package = pathlib.Path(workspace) / "model"
         framework.save_native(model, package, signature, input_example, options)
@@ -123,7 +155,44 @@ def prove_saved_model(framework, model, signature, input_example, options, devic
             ) from None
         saved = package / SERVING_INPUT_FILENAME
         body = saved.read_text(encoding="utf-8") if saved.is_file() else serving_body(input_example)
-        return prove_serving_body(framework.flavor, predictor, body, device)
+        layout, tensors, validation = prove_serving_body(framework.flavor, predictor, body, device)
+        if stream:
+            check_streamable(Model.load(str(package / "MLmodel")), "the model")
+            validation["stream"] = prove_stream(predictor, body)
+        return layout, tensors, validation
+
+
+def check_streamable(mlmodel, what):
+    """Refuse ``stream=True`` for a model whose pyfunc has no ``predict_stream`` (its MLmodel's
+    ``python_function`` flavor is not ``streamable``), saying what to do."""
+    if not (mlmodel.flavors.get("python_function") or {}).get("streamable"):
+        raise InvalidArgumentError(
+            f"stream=True: {what} cannot stream: its pyfunc has no predict_stream (MLmodel's python_function flavor "
+            "is not streamable). Stream a PythonModel, ChatModel, ChatAgent or ResponsesAgent that defines "
+            "predict_stream (MLflow's transformers and other built-in flavors define none: wrap the model in a "
+            "PythonModel whose predict_stream yields its chunks), or leave stream=False"
+        )
+
+
+def prove_stream(predictor, body):
+    """validation.json's ``stream`` record: ``body`` streamed in memory by the runtime's protocol code, as the
+    ``<name>_stream`` model streams the shipped request; a refusal or an empty stream stops logging."""
+    with serving_environment():
+        try:
+            chunks = list(MlflowProtocol(predictor).stream(body.encode("utf-8")))
+        except RequestError as error:
+            raise ValidationError(f"The example's MLflow serving body cannot be streamed: {error}") from None
+        except Exception as error:
+            raise ValidationError(
+                f"predict_stream failed on the example's MLflow serving body: {type(error).__name__}: {error}"
+            ) from None
+    if not chunks:
+        raise ValidationError("predict_stream yielded no chunk for the example's MLflow serving body")
+    return {
+        "chunks": len(chunks),
+        "how": "the example's MLflow serving body streamed by pyfunc.predict_stream through the runtime's protocol "
+        "module, as the streaming model answers the shipped request",
+    }
 
 
 def serving_body(input_example):

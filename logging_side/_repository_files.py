@@ -14,22 +14,24 @@ from typing import TYPE_CHECKING
 import mlflow
 from mlflow.models import Model
 
-from mlflow_triton.repository.config import build_config, wire_arrays, write_config
-from mlflow_triton.repository.guard import forward_target
+from mlflow_triton.repository.config import build_config, decoupled_config, read_model_config, wire_arrays, write_config
+from mlflow_triton.repository.guard import STREAM_PARAMETER, forward_target, stream_model
 from mlflow_triton.repository.layout import (
     ARTIFACT_DIRECTORY,
     CONFIG_FILE,
     MODEL_FILE,
     REPOSITORY_DIRECTORY,
     REQUIREMENTS_FILE,
+    STREAM_REQUEST_FILE,
     VALIDATION_FILE,
     VERSION_DIRECTORY,
 )
 from mlflow_triton.repository.request_files import wire_parameters, write_request
 from mlflow_triton.repository.serving_pins import ANSWER_DISTRIBUTIONS, PREDICTED_WITH, installed_versions
 from mlflow_triton.runtime import RUNTIME_VERSION
+from mlflow_triton.shared_contract import REQUEST_TENSOR
 
-from . import _batching, _model_py, _model_requirements, _serving_requirements
+from . import _batching, _model_py, _model_requirements, _protocol, _serving_requirements
 
 if TYPE_CHECKING:
     from ._plan import Plan
@@ -99,6 +101,8 @@ def write_repository(repository, plan: Plan, validation):
         report["output_mapping"] = plan.output_mapping
     if plan.protocol_reason is not None:
         report["protocol_chosen_because"] = plan.protocol_reason
+    if "stream" in validation:
+        report["stream"] = {"model": plan.triton_model_name + _protocol.STREAM_SUFFIX, **validation["stream"]}
     if plan.batching.enabled:
         report["batching"] = {
             "max_batch_size": plan.batching.max_batch_size,
@@ -107,6 +111,23 @@ def write_repository(repository, plan: Plan, validation):
             "zero_row_requests": _batching.ZERO_ROW_REQUESTS,
         }
     (repository / VALIDATION_FILE).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+
+def write_stream_model(repository, plan: Plan):
+    """Write ``<name>_stream`` beside the one-shot model directory ``repository``: its copy, decoupled, with the
+    shipped body as a ``generate_stream`` request (``STREAM_REQUEST_FILE``), and name it in the one-shot model's
+    config (``STREAM_PARAMETER``: Triton loads both)."""
+    config = read_model_config(repository / CONFIG_FILE)
+    name = config.name + _protocol.STREAM_SUFFIX
+    streaming = repository.with_name(name)
+    shutil.copytree(repository, streaming, symlinks=False)
+    write_config(decoupled_config(config, name), streaming / CONFIG_FILE)
+    [body] = plan.tensors[REQUEST_TENSOR].tolist()
+    (streaming / STREAM_REQUEST_FILE).write_text(
+        json.dumps({REQUEST_TENSOR: body.decode("utf-8")}) + "\n", encoding="utf-8"
+    )
+    config.parameters[STREAM_PARAMETER].string_value = name
+    write_config(config, repository / CONFIG_FILE)
 
 
 def _write_requirements(repository):
@@ -157,11 +178,12 @@ def _pinned(name):
 
 def add_triton_flavor(package, triton_model_name, mapping_version):
     """Add the ``triton`` flavor, which names the repository, to the MLmodel of the package at ``package``; a
-    guarded batched model also names the batched model behind its front (``batched_model_name``: Triton must load
-    both, ``mlflow_triton.repository.guard``)."""
+    guarded batched model also names the batched model behind its front (``batched_model_name``), a streaming
+    repository its streaming model (``stream_model_name``): Triton loads both (``mlflow_triton.repository.guard``)."""
     mlmodel_path = package / "MLmodel"
     model = Model.load(str(mlmodel_path))
     behind = forward_target(package / REPOSITORY_DIRECTORY / triton_model_name)
+    streaming = stream_model(package / REPOSITORY_DIRECTORY / triton_model_name)
     model.add_flavor(
         FLAVOR_NAME,
         data=f"{REPOSITORY_DIRECTORY}/{triton_model_name}",
@@ -169,5 +191,6 @@ def add_triton_flavor(package, triton_model_name, mapping_version):
         mapping_version=mapping_version,
         runtime_version=RUNTIME_VERSION,
         **({"batched_model_name": behind} if behind else {}),
+        **({"stream_model_name": streaming} if streaming else {}),
     )
     model.save(str(mlmodel_path))

@@ -449,6 +449,12 @@ def _add_repository_arguments(parser: argparse.ArgumentParser) -> None:
         f"answer in the BYTES tensor `response`) or {AUTO_PROTOCOL} (default: {TENSORS_PROTOCOL} where it carries the "
         f"model exactly, else {MLFLOW_PROTOCOL}; validation.json says why)",
     )
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="also write <triton model name>_stream, which streams the chunks of the model's predict_stream over "
+        f"Triton's gRPC streams and HTTP generate_stream ({MLFLOW_PROTOCOL} protocol; docs/repository.md)",
+    )
     add_tracking_uri(parser)
 
 
@@ -465,7 +471,7 @@ def _run_add_repository(args: argparse.Namespace) -> int:
         read_input = functools.partial(load_user_input, args.input)
     return add_repository_command(
         args.model_uri,
-        TritonOptions(triton_model_name=args.triton_model_name, protocol=args.protocol),
+        TritonOptions(triton_model_name=args.triton_model_name, protocol=args.protocol, stream=args.stream),
         read_input=read_input,
         registered_model_name=args.registered_model_name,
         name=args.name,

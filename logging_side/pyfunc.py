@@ -241,6 +241,7 @@ def log_model(
     max_batch_size: int = 0,
     max_queue_delay_microseconds: int | None = None,
     protocol: Literal["auto", "tensors", "mlflow"] = "auto",
+    stream: bool = False,
     zero_row_guard: bool = True,
     **kwargs: Any,
 ) -> ModelInfo:
@@ -293,6 +294,7 @@ def save_model(
     max_queue_delay_microseconds: int | None = None,
     zero_row_guard: bool = True,
     protocol: Literal["auto", "tensors", "mlflow"] = "auto",
+    stream: bool = False,
     **kwargs: Any,
 ) -> None:
     """Write the same package as ``log_model`` to a new local directory ``path`` (it must not exist;

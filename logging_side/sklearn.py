@@ -141,6 +141,7 @@ def log_model(
     max_queue_delay_microseconds: int | None = None,
     zero_row_guard: bool = True,
     protocol: Literal["auto", "tensors", "mlflow"] = "auto",
+    stream: bool = False,
     **kwargs: Any,
 ) -> ModelInfo:
     """Log a fitted scikit-learn model (e.g. a Pipeline) with its Triton repository.
@@ -176,6 +177,7 @@ def save_model(
     max_queue_delay_microseconds: int | None = None,
     zero_row_guard: bool = True,
     protocol: Literal["auto", "tensors", "mlflow"] = "auto",
+    stream: bool = False,
     **kwargs: Any,
 ) -> None:
     """Write the same package as ``log_model`` to a new local directory ``path`` (it must not exist).

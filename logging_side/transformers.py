@@ -262,6 +262,7 @@ def log_model(
     max_queue_delay_microseconds: int | None = None,
     zero_row_guard: bool = True,
     protocol: Literal["auto", "tensors", "mlflow"] = "auto",
+    stream: bool = False,
     **kwargs: Any,
 ) -> ModelInfo:
     """Log a Transformers pipeline (model plus tokenizer/processor) with its Triton repository.
@@ -306,6 +307,7 @@ def save_model(
     max_queue_delay_microseconds: int | None = None,
     zero_row_guard: bool = True,
     protocol: Literal["auto", "tensors", "mlflow"] = "auto",
+    stream: bool = False,
     architecture_init_kwargs: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> None:

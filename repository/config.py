@@ -32,6 +32,16 @@ DEVICE_KINDS = {
 }
 
 
+def decoupled_config(config, model_name):
+    """A copy of ``config`` named ``model_name`` and decoupled (``model_transaction_policy { decoupled: true }``):
+    a streaming model, which Triton serves over gRPC streams and HTTP ``generate_stream`` only."""
+    streaming = model_config_pb2.ModelConfig()
+    streaming.CopyFrom(config)
+    streaming.name = model_name
+    streaming.model_transaction_policy.decoupled = True
+    return streaming
+
+
 def build_config(model_name, layout, device="cpu", max_queue_delay_microseconds=None):
     """A ``ModelConfig`` for the Python backend from a ``TensorLayout``.
 

@@ -8,6 +8,10 @@ others through BLS. Nothing writes them any more: a batched repository is one mo
 Triton refuse a 0-row request itself (``repository.config``, docs/batching.md). Those repositories keep serving as
 written, each directory's ``1/model.py`` carrying its own runtime.
 
+A streaming repository (``stream=True``, docs/repository.md) is two model directories of its own kind: ``<name>/``,
+the one-shot model, whose config names ``<name>_stream/`` (:data:`STREAM_PARAMETER`), the same model decoupled.
+Each carries all its files and can be served alone; serving ``<name>`` loads both.
+
 Every part that reads a repository asks here which directories Triton must load (:func:`served_directories`) and
 where the model's files are — the MLflow model, the contract, ``requirements.txt``, the shipped request,
 ``validation.json`` (:func:`files_directory`: the batched directory behind a front).
@@ -28,17 +32,21 @@ from .layout import CONFIG_FILE
 __all__ = [
     "FORWARD_PARAMETER",
     "FRONT_PARAMETER",
+    "STREAM_PARAMETER",
     "checked_zero_row_guard",
     "files_directory",
     "forward_target",
     "front_of",
     "served_directories",
+    "stream_model",
 ]
 
 #: In a front's config: the batched model it forwards to.
 FORWARD_PARAMETER = "mlflow_triton_forward_to"
 #: In a batched model's config: the front that forwards to it.
 FRONT_PARAMETER = "mlflow_triton_front"
+#: In a streaming repository's one-shot model's config: the streaming (decoupled) model beside it.
+STREAM_PARAMETER = "mlflow_triton_stream_model"
 
 
 def checked_zero_row_guard(value: object) -> bool:
@@ -62,8 +70,14 @@ def front_of(model_directory: str | os.PathLike[str]) -> str | None:
     return _parameter(model_directory, FRONT_PARAMETER)
 
 
+def stream_model(model_directory: str | os.PathLike[str]) -> str | None:
+    """The streaming model beside a one-shot model (``<name>_stream``), or ``None`` for any other model directory."""
+    return _parameter(model_directory, STREAM_PARAMETER)
+
+
 def served_directories(model_directory: str | os.PathLike[str]) -> tuple[pathlib.Path, ...]:
-    """The model directories Triton must load to serve ``model_directory``: itself, and the batched model behind it.
+    """The model directories Triton must load to serve ``model_directory``: itself, and the batched model behind it
+    or the streaming model beside it.
 
     The batched model behind a front cannot be served alone (a 0-row request sent to it stops Triton 2.51):
     ``ModelSourceError`` naming the front's directory, the one to serve."""
@@ -75,7 +89,7 @@ def served_directories(model_directory: str | os.PathLike[str]) -> tuple[pathlib
             f"mlflow-triton), which cannot be served alone: a request without rows sent to it stops Triton; serve "
             f"the front, {path.with_name(front)} (Triton then loads both)"
         )
-    target = forward_target(path)
+    target = forward_target(path) or stream_model(path)
     return (path,) if target is None else (path, path.with_name(target))
 
 

@@ -22,6 +22,8 @@ CONFIG_FILE = "config.pbtxt"
 MODEL_FILE = "model.py"
 REQUIREMENTS_FILE = "requirements.txt"
 VALIDATION_FILE = "validation.json"
+#: A streaming model's ready-to-send ``generate_stream`` body: ``{"request": <the body of request.json's tensor>}``.
+STREAM_REQUEST_FILE = "stream_request.json"
 ARCHITECTURE_FILE = "architecture.json"
 #: MLflow's descriptor of a package (``mlflow.models.model.MLMODEL_FILE_NAME``): ``<version>/artifact/MLmodel`` marks a
 #: complete copy of the logged model.

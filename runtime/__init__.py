@@ -6,4 +6,4 @@ It is never imported from the installed package inside Triton: the logging side 
 (``logging_side/_model_py.py``). Importing it here lets tests and the logging side exercise the very same codecs.
 """
 
-RUNTIME_VERSION = "2.11.0"
+RUNTIME_VERSION = "2.12.0"

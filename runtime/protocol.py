@@ -12,10 +12,19 @@ refusal MLflow's error code and message (never its stack trace) and the exceptio
 (``triton_model.py``) turns a 200 into the ``response`` tensor, MLflow's 4xx into ``INVALID_ARG`` and its 5xx into
 ``INTERNAL``. The logging side proves the example's serving body with the same class, and ``check`` computes the
 answer Triton must give with it.
+
+A streaming repository's model (decoupled: ``model_transaction_policy { decoupled: true }``) takes the same tensors
+and answers one ``response`` per chunk: :meth:`MlflowProtocol.stream` reads the JSON body with MLflow's own parser
+(``scoring_server._parse_json_data``, as ``invocations`` does), calls ``pyfunc.predict_stream(data, params=params)``
+and yields each chunk as JSON text, as MLflow's agent server writes a server-sent event's data (``json.dumps``;
+MLflow's ``NumpyEncoder`` for numpy values). The body is read as it is, a ``"stream"`` key included (MLflow's
+agent interfaces carry it in their request). MLflow's refusals (its 4xx) raise ``RequestError`` with MLflow's error
+code and message; the model's own exceptions pass through.
 """
 
 import contextlib
 import dataclasses
+import json
 import os
 
 import numpy as np
@@ -49,6 +58,14 @@ class ProtocolAnswer:
         return None if self.heading is None else f"{self.heading}: {self.message}"
 
 
+def mlflow_json_parser():
+    """``mlflow.pyfunc.scoring_server._parse_json_data(data, metadata, input_schema)``: the parser ``invocations``
+    reads a JSON body with (``.data``, ``.params``), the same from MLflow 3.14 to 3.17."""
+    from mlflow.pyfunc import scoring_server
+
+    return scoring_server._parse_json_data
+
+
 def mlflow_invocations():
     """``mlflow.pyfunc.scoring_server.invocations(data, content_type, model, input_schema)``.
 
@@ -67,6 +84,7 @@ class MlflowProtocol:
         self.predictor = predictor
         self.input_schema = predictor.metadata.get_input_schema()
         self._invocations = mlflow_invocations()
+        self._parse_json = mlflow_json_parser()
 
     def answer(self, body, content_type=JSON_CONTENT_TYPE):
         """What MLflow's scoring server answers to ``body`` (bytes) sent with ``content_type``."""
@@ -75,12 +93,46 @@ class MlflowProtocol:
         try:
             result = self._invocations(body, content_type, self.predictor, self.input_schema)
         except MlflowException as error:  # MLflow's app answers it with serialize_as_json() and its HTTP status
-            status = error.get_http_status_code()
-            heading = f"MLflow answered HTTP {status} ({error.error_code})"
-            return ProtocolAnswer(status, error.serialize_as_json(), heading, error.message, error)
+            return _refusal(error)
         if result.status == OK:
             return ProtocolAnswer(OK, result.response)
         return ProtocolAnswer(result.status, result.response, f"MLflow answered HTTP {result.status}", result.response)
+
+    def stream(self, body, content_type=JSON_CONTENT_TYPE):
+        """The chunks ``pyfunc.predict_stream`` yields for the JSON ``body``, each as JSON text.
+
+        MLflow's refusal of the body or of a value (an ``MlflowException`` with a 4xx status) raises
+        ``RequestError``; any other exception of the model's passes through. Closing this generator closes the
+        model's (a client that cancelled): its ``finally`` blocks run."""
+        from mlflow.exceptions import MlflowException
+        from mlflow.utils.proto_json_utils import NumpyEncoder
+
+        if content_type.split(";")[0].strip().lower() != JSON_CONTENT_TYPE:
+            raise RequestError(
+                f"Tensor {CONTENT_TYPE_TENSOR} is {content_type!r}: a stream takes a JSON body ({JSON_CONTENT_TYPE!r})"
+            )
+        chunks = None
+        try:
+            parsed = self._parse_json(body, self.predictor.metadata, self.input_schema)
+            chunks = iter(self.predictor.predict_stream(parsed.data, params=parsed.params))
+            for chunk in chunks:
+                yield json.dumps(chunk, cls=NumpyEncoder)
+        except MlflowException as error:
+            answer = _refusal(error)
+            if answer.status >= 500:
+                raise
+            raise RequestError(answer.reason) from None
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+
+
+def _refusal(error):
+    """MLflow's answer to the ``MlflowException`` ``error``: its status, JSON body, heading and message."""
+    status = error.get_http_status_code()
+    heading = f"MLflow answered HTTP {status} ({error.error_code})"
+    return ProtocolAnswer(status, error.serialize_as_json(), heading, error.message, error)
 
 
 def protocol_request(arrays):

@@ -43,7 +43,11 @@ nothing counts its rows.
 
 A contract with protocol ``mlflow`` (MLflow's serving protocol, ``protocol.py``) maps no tensors: each request's
 ``request`` body is answered by MLflow's own ``/invocations`` code, MLflow's 4xx are ``INVALID_ARG`` with its
-error code and message, its 5xx ``INTERNAL``.
+error code and message, its 5xx ``INTERNAL``. Where its config is decoupled (``model_transaction_policy { decoupled:
+true }``: a streaming repository's ``<name>_stream``), ``execute`` sends one response per chunk of MLflow's
+``predict_stream`` through each request's response sender, as the chunk is produced, then the final flag; it stops
+the model's generator when the client cancels or disconnects. A failure ends the stream with one error response after
+the chunks already sent: MLflow's 4xx ``INVALID_ARG``, the model's own exception ``INTERNAL``.
 
 Messages name the tensor or column, the element index and the expected type,
 and are cut to ``MAX_MESSAGE_LENGTH`` characters. Request errors found by this
@@ -73,6 +77,7 @@ from ..shared_contract.contract import (
     JSON_CONTENT,
     MLFLOW_PROTOCOL,
     REQUEST_TENSOR,
+    RESPONSE_TENSOR,
     contract_from_model_config,
 )
 from .batching import (
@@ -92,6 +97,7 @@ from .protocol import (
     enter_serving_environment,
     leave_serving_environment,
     protocol_request,
+    response_array,
     response_tensors,
 )
 
@@ -125,12 +131,22 @@ class TritonPythonModel:
         self.predictor = _load(artifact, contract.flavor, self.device)
         self.params_schema = params_schema_of(self.predictor)
         self.protocol = MlflowProtocol(self.predictor) if speaks_mlflow else None
+        self.streams = _decoupled(model_config)
+        if self.streams and not speaks_mlflow:
+            raise ModelLoadError(
+                f"The config is decoupled (model_transaction_policy) but the contract's protocol is "
+                f"{contract.protocol!r}: only protocol {MLFLOW_PROTOCOL!r} streams; {REFETCH_HINT}"
+            )
         if speaks_mlflow:
             enter_serving_environment()
         else:
             leave_serving_environment()
 
     def execute(self, requests):
+        if self.streams:
+            for request in requests:
+                self._stream(request)
+            return None
         if self.protocol is not None:
             return [self._answer_body(request) for request in requests]
         if self.batching and len(requests) > 1:
@@ -148,12 +164,7 @@ class TritonPythonModel:
     def _answer_body(self, request):
         """MLflow's serving protocol: MLflow's answer to the body; its 4xx are the client's (``INVALID_ARG``)."""
         try:
-            arrays = {}
-            for name in (REQUEST_TENSOR, CONTENT_TYPE_TENSOR):
-                tensor = pb_utils.get_input_tensor_by_name(request, name)
-                if tensor is not None:
-                    arrays[name] = tensor.as_numpy()
-            answer = self.protocol.answer(*protocol_request(arrays))
+            answer = self.protocol.answer(*protocol_request(_body_arrays(request)))
         except Exception as error:
             return _failure_response(error)
         if answer.reason is None:
@@ -163,6 +174,33 @@ class TritonPythonModel:
         if answer.status < 500:  # MLflow's message, never its stack trace
             return _failure_response(RequestError(answer.reason))
         return _failure_response(PredictionError(_withheld(answer.heading, answer.error or RuntimeError(answer.body))))
+
+    def _stream(self, request):
+        """Send each chunk of ``predict_stream`` as its own response, then the final flag; stop when the client has
+        cancelled (checked before each chunk is asked for); a failure is the stream's last response."""
+        sender = request.get_response_sender()
+        sent = 0
+        try:
+            chunks = self.protocol.stream(*protocol_request(_body_arrays(request)))
+            try:
+                while not sender.is_cancelled():
+                    chunk = next(chunks, None)
+                    if chunk is None:
+                        break
+                    sender.send(
+                        pb_utils.InferenceResponse(
+                            output_tensors=[pb_utils.Tensor(RESPONSE_TENSOR, response_array(chunk))]
+                        )
+                    )
+                    sent += 1
+            finally:
+                chunks.close()
+        except Exception as error:
+            if not isinstance(error, RequestError):
+                error = PredictionError(_withheld(f"predict_stream failed after {sent} chunk(s)", error))
+            sender.send(_failure_response(error), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            return
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
 
     def _answer_decoded(self, fields, empty_tensor, params=None):
         try:
@@ -286,6 +324,21 @@ class TritonPythonModel:
 
     def finalize(self):
         self.predictor = None
+
+
+def _body_arrays(request):
+    """``{tensor name: array}`` of MLflow's serving protocol's tensors in ``request``."""
+    arrays = {}
+    for name in (REQUEST_TENSOR, CONTENT_TYPE_TENSOR):
+        tensor = pb_utils.get_input_tensor_by_name(request, name)
+        if tensor is not None:
+            arrays[name] = tensor.as_numpy()
+    return arrays
+
+
+def _decoupled(model_config):
+    """Whether Triton runs this model decoupled (its config's ``model_transaction_policy``): a stream's model."""
+    return bool((model_config.get("model_transaction_policy") or {}).get("decoupled"))
 
 
 def _parameters_key(request):

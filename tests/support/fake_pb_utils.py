@@ -1,8 +1,9 @@
 """A small stand-in for Triton's ``triton_python_backend_utils``.
 
 Just enough of the real module's surface for the runtime: Tensor,
-InferenceRequest (with its ``parameters()`` JSON text, and BLS ``exec()`` to the models a test registers in
-``MODELS``), InferenceResponse, TritonError (with the backend's error
+InferenceRequest (with its ``parameters()`` JSON text, BLS ``exec()`` to the models a test registers in
+``MODELS``, and a decoupled model's ``get_response_sender()``: a :class:`ResponseSender` that records what is sent
+and can play a client that cancels), InferenceResponse, TritonError (with the backend's error
 codes), Logger and get_input_tensor_by_name. It drives the generated model.py
 in-process for fast tests; real Triton runs in tests/e2e.
 
@@ -104,6 +105,40 @@ class Tensor:
         return list(self._array.shape)
 
 
+#: ``ResponseSender.send``'s flag that ends a decoupled request's responses, as in the real backend.
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+
+
+class ResponseSender:
+    """A decoupled request's response sender: ``sent`` holds ``(response or None, flags)`` in the order sent.
+    ``cancel_after``: :meth:`is_cancelled` says True once that many responses were sent (a client that cancels or
+    disconnects); the real sender refuses anything after the final flag, and so does this one."""
+
+    def __init__(self, cancel_after=None):
+        self.sent = []
+        self.cancel_after = cancel_after
+        self.cancel_checks = 0
+
+    def send(self, response=None, flags=0):
+        if self.sent and self.sent[-1][1] & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+            raise RuntimeError("Unable to send response: the final flag was already sent")
+        self.sent.append((response, flags))
+
+    def is_cancelled(self):
+        self.cancel_checks += 1
+        return self.cancel_after is not None and len(self.sent) >= self.cancel_after
+
+    @property
+    def responses(self):
+        """The responses sent (not the final flag's ``None``)."""
+        return [response for response, _ in self.sent if response is not None]
+
+    @property
+    def finished(self):
+        """Whether the last thing sent carried the final flag."""
+        return bool(self.sent) and bool(self.sent[-1][1] & TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+
 #: BLS: ``InferenceRequest(model_name=NAME, ...).exec()`` calls ``MODELS[NAME](request)`` (a test registers them).
 MODELS = {}
 
@@ -112,8 +147,9 @@ class InferenceRequest:
     """``parameters``: the request's ``parameters``, as the JSON text the real backend gives (``"{}"`` when
     none) or as a dict, written as that text. With ``model_name`` it is a BLS request: :meth:`exec` answers it."""
 
-    def __init__(self, inputs, requested_output_names=(), parameters="{}", model_name=None):
+    def __init__(self, inputs, requested_output_names=(), parameters="{}", model_name=None, sender=None):
         self.model_name = model_name
+        self.sender = sender or ResponseSender()
         self._inputs = list(inputs)
         self._requested = list(requested_output_names)
         if parameters is None or isinstance(parameters, dict):
@@ -129,6 +165,9 @@ class InferenceRequest:
 
     def requested_output_names(self):
         return self._requested
+
+    def get_response_sender(self):
+        return self.sender
 
     def exec(self):
         """The answer of the model registered under ``model_name`` in ``MODELS``."""
