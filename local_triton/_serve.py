@@ -26,12 +26,12 @@ from mlflow_triton.repository.layout import STREAM_REQUEST_FILE
 
 from ._download import empty_download_dir
 from ._server import LOOPBACK, TritonServer, check_port_free, is_loopback
+from ._stream import stream_commands
 from .errors import PortInUseError, RepositoryAssemblyError, ServingEnvError
 from .installation import TritonInstallation
 from .send import RequestFiles, curl_command, shipped_request
 from .serving_env import ensure_env_for_requirements, requirement_lines
 from .sources import ModelSource, resolve_model
-from .stream import stream_commands
 
 __all__ = [
     "DEFAULT_PORTS",

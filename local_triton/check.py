@@ -55,12 +55,12 @@ from ._compare import (
 )
 from ._download import empty_download_dir
 from ._server import BARE_PATH, TritonServer
+from ._stream import grpc_chunks, http_chunks, shipped_body
 from .errors import InferenceError, ModelSourceError, OraclePredictionError, TritonStartError
 from .installation import TritonInstallation
 from .send import RequestFiles, send_request, shipped_request
 from .serving_env import ensure_serving_env, env_summary
 from .sources import resolve_model
-from .stream import grpc_chunks, http_chunks, shipped_body
 from .user_input import body_request, input_request, load_user_input, rows_of, split_params
 
 __all__ = [

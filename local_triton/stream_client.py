@@ -8,8 +8,8 @@ from pathlib import Path
 
 from mlflow_triton.shared_contract import REQUEST_TENSOR
 
+from ._stream import grpc_chunks
 from .errors import InferenceError
-from .stream import grpc_chunks
 
 
 def main(argv: list[str]) -> int:

@@ -75,7 +75,7 @@ def http_chunks(url: str, model_name: str, body: str, *, timeout: float = 120.0)
     """Each chunk Triton streams for ``body`` over HTTP ``generate_stream``, as its event arrives."""
     endpoint = stream_endpoint(url, model_name)
     parsed = urllib.parse.urlsplit(endpoint)
-    connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=timeout)
+    connection = http.client.HTTPConnection(parsed.hostname or "localhost", parsed.port, timeout=timeout)
     try:
         connection.request(
             "POST", parsed.path, json.dumps({REQUEST_TENSOR: body}), {"Content-Type": "application/json"}
