@@ -28,6 +28,7 @@ LONGEST_FIRST = (
     "test_faults.py",
     "test_export_text_triton.py",
     "test_pretrained_triton.py",
+    "test_streaming_triton.py",
     "test_existing_models_triton.py",
     "test_mlflow_protocol_triton.py",
     "test_mlflow_interfaces_triton.py",
