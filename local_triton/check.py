@@ -116,9 +116,10 @@ class ValidationReport:
 
 @dataclasses.dataclass(frozen=True)
 class StreamCheck:
-    """A streaming repository's ``<name>_stream``: the shipped body and the chunks ``pyfunc.predict_stream`` yields."""
+    """A streaming repository's ``<name>_stream`` (``model``: ``None`` for a repository without one whose model
+    streams the shipped body: ``check`` then says how to add it): the body and the chunks ``predict_stream`` yields."""
 
-    model: str
+    model: str | None
     body: str
     expected: list[str]
 
@@ -235,7 +236,7 @@ def validate_model(
     )
     if any(not result["equal"] for result in report.comparison.values()):
         report.reason += _not_deterministic(expected, predict_again, volatile_outputs(source.files))
-    elif report.passed and stream is None and _streams(source.files):
+    elif report.passed and stream is not None and stream.model is None:
         added_from = _source_uri(source, model_uri)
         report.reason += (
             f"; its pyfunc also streams (predict_stream): `mlflow-triton add-repository {added_from} --stream` adds a "
@@ -251,8 +252,8 @@ def _source_uri(source, model_uri):
     return recorded.get("model_uri") or model_uri
 
 
-def _streams(model_dir):
-    """Whether the MLflow model in the directory's ``1/artifact`` can stream (``streamable`` in its MLmodel)."""
+def _streamable(model_dir):
+    """Whether the MLflow model in the directory's ``1/artifact`` says it streams (``streamable`` in its MLmodel)."""
     from mlflow.models import Model
 
     mlmodel = artifact_directory(model_dir) / MLMODEL_FILE
@@ -330,19 +331,22 @@ def _expected_answers(source, input_file, work_dir):
 
 
 def _stream_check(source, pyfunc_model):
-    """The :class:`StreamCheck` of a streaming repository (``None`` for another): the shipped body's chunks as
-    ``pyfunc.predict_stream`` yields them."""
+    """The :class:`StreamCheck` of a streaming repository: the shipped body's chunks as ``pyfunc.predict_stream``
+    yields them; for a repository without a streaming model, one whose ``model`` is ``None`` where the model streams
+    that body (a ``ChatModel`` is always marked streamable, and may not stream), else ``None``."""
     model = stream_model(source.repository)
-    if model is None:
+    if model is None and not _streamable(source.files):
         return None
     body = shipped_body(source.files)
     try:
         expected = stream_chunks(pyfunc_model, body.encode("utf-8"))
     except Exception as error:  # MLflow's refusal or the model's own predict_stream
+        if model is None:
+            return None
         raise OraclePredictionError(
             f"pyfunc.predict_stream could not stream the shipped body: {type(error).__name__}: {error}"
         ) from None
-    return StreamCheck(model, body, expected)
+    return StreamCheck(model, body, expected) if expected or model is not None else None
 
 
 def _text_export_answers(source, pyfunc_model, input_file):
@@ -450,7 +454,7 @@ def validate_repository(
                 for extra in extra_requests:
                     what = f"the request made from the {extra.label}"
                     answers.append((extra, send_request(server.url, served.name, extra.request)))
-                if stream is not None:
+                if stream is not None and stream.model is not None:
                     what = f"the shipped body streamed from {stream.model}"
                     _stream_answers(report, server, stream)
             except InferenceError as error:

@@ -157,3 +157,37 @@ def test_check_names_the_first_chunk_that_differs(got, says):
 
     result = compare_chunks(['{"d": "a"}', '{"d": "b"}'], got)
     assert not result["equal"] and result["how"].startswith(says), result
+
+
+class Chat(mlflow.pyfunc.ChatModel):
+    """A ChatModel without a predict_stream of its own: MLflow marks it streamable all the same."""
+
+    def predict(self, context, messages, params):
+        from mlflow.types.llm import ChatChoice, ChatCompletionResponse, ChatMessage
+
+        return ChatCompletionResponse(choices=[ChatChoice(index=0, message=ChatMessage(role="assistant", content="!"))])
+
+
+def streaming_oracle(repository):
+    from types import SimpleNamespace
+
+    from mlflow_triton.local.check import _stream_check
+
+    source = SimpleNamespace(repository=repository, files=repository)
+    return _stream_check(source, mlflow.pyfunc.load_model(str(repository / "1" / "artifact")))
+
+
+def test_checks_oracle_for_a_streaming_repository_is_predict_streams_chunks_of_the_shipped_body(saved):
+    found = streaming_oracle(saved / "letters")
+    assert found.model == "letters_stream"
+    assert found.expected == ['{"letter": "a"}', '{"letter": "b"}', '{"letter": "c"}']
+
+
+def test_check_offers_a_stream_only_for_a_repository_whose_model_streams_its_body(tmp_path):
+    mlflow_triton.pyfunc.save_model(Letters(), tmp_path / "once", input_example=EXAMPLE, protocol="mlflow")
+    example = {"messages": [{"role": "user", "content": "hi"}]}
+    mlflow_triton.pyfunc.save_model(Chat(), tmp_path / "chat", input_example=example)
+
+    offered = streaming_oracle(tmp_path / "once" / "model_repository" / "once")
+    assert offered.model is None and len(offered.expected) == 3
+    assert streaming_oracle(tmp_path / "chat" / "model_repository" / "chat") is None  # NotImplementedError: no offer
