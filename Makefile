@@ -92,6 +92,7 @@ lint: venv
 bench: venv
 	$(VENV)/bin/python -m benchmarks.run
 	$(VENV)/bin/python -m benchmarks.batching
+	$(VENV)/bin/python -m benchmarks.streaming
 
 # 10,000 valid and hostile requests on the real Triton; exits 1 on a wrong answer, a runtime-detected client
 # error answered 5xx, an unexpected answer, a server not ready afterwards or stub RSS growth over 20 MiB.
