@@ -186,7 +186,8 @@ def load_model(model_uri: str, dst_path: str | os.PathLike[str] | None = None) -
     For a model logged with ``max_batch_size`` that is the front of its zero-row guard (the model clients call);
     the batched model it forwards to is its sibling ``<name>_batched``, and Triton needs the whole folder
     (``model_repository/``): ``mlflow_triton.repository.guard.served_directories`` lists what to load and
-    ``files_directory`` where the model's files are.
+    ``files_directory`` where the model's files are. A streaming repository's one-shot model has its streaming
+    model ``<name>_stream`` beside it in the same folder (``stream=True``; both listed there too).
 
     Works for run, LoggedModel and Registry URIs (``models:/<name>/<version>``,
     ``models:/<name>@<alias>``) and local paths. Weights are not loaded and
