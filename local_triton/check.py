@@ -346,7 +346,9 @@ def _stream_check(source, pyfunc_model):
         raise OraclePredictionError(
             f"pyfunc.predict_stream could not stream the shipped body: {type(error).__name__}: {error}"
         ) from None
-    return StreamCheck(model, body, expected) if expected or model is not None else None
+    if model is None and not expected:
+        return None
+    return StreamCheck(model, body, expected)
 
 
 def _text_export_answers(source, pyfunc_model, input_file):
@@ -459,7 +461,8 @@ def validate_repository(
                     _stream_answers(report, server, stream)
             except InferenceError as error:
                 report.triton_log_tail = server.log_tail(40)
-                report.reason = f"Triton rejected {what} (HTTP {error.status}): {error.triton_error}"
+                status = "" if error.status == 200 else f" (HTTP {error.status})"  # 200: an error inside a stream
+                report.reason = f"Triton rejected {what}{status}: {error.triton_error}"
                 return report
             report.seconds["inference"] = round(time.monotonic() - started, 2)
         _compare_answers(report, files_directory(model_dir), expected, response, answers)
@@ -483,9 +486,12 @@ def _stream_answers(report, server, stream):
     )
     for transport, chunks in transports:
         started, first, got = time.monotonic(), None, []
-        for chunk in chunks():
-            first = time.monotonic() - started if first is None else first
-            got.append(chunk)
+        try:
+            for chunk in chunks():
+                first = time.monotonic() - started if first is None else first
+                got.append(chunk)
+        except InferenceError as error:  # which transport's stream ended so, and after how many chunks
+            raise InferenceError(error.status, f"over {transport}, {error.triton_error}", error.url) from None
         report.streams[transport] = {
             **compare_chunks(stream.expected, got),
             "first_chunk_seconds": None if first is None else round(first, 3),

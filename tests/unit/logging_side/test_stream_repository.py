@@ -191,3 +191,25 @@ def test_check_offers_a_stream_only_for_a_repository_whose_model_streams_its_bod
     offered = streaming_oracle(tmp_path / "once" / "model_repository" / "once")
     assert offered.model is None and len(offered.expected) == 3
     assert streaming_oracle(tmp_path / "chat" / "model_repository" / "chat") is None  # NotImplementedError: no offer
+
+
+def test_a_stream_that_ends_in_an_error_is_named_by_its_transport_and_chunks_sent(monkeypatch):
+    from types import SimpleNamespace
+
+    from mlflow_triton.local import check
+    from mlflow_triton.local.errors import InferenceError
+
+    def failing(url, model, body):
+        yield '{"letter": "a"}'
+        raise InferenceError(200, "after 1 chunk(s): predict_stream failed after 1 chunk(s): KeyError", url)
+
+    monkeypatch.setattr(check, "grpc_chunks", failing)
+    report = check.ValidationReport(model="letters")
+    server = SimpleNamespace(grpc_url="127.0.0.1:1", url="http://127.0.0.1:2")
+    stream = check.StreamCheck("letters_stream", "{}", ['{"letter": "a"}', '{"letter": "b"}'])
+
+    with pytest.raises(InferenceError) as ended:
+        check._stream_answers(report, server, stream)
+    assert ended.value.triton_error == (
+        "over gRPC stream, after 1 chunk(s): predict_stream failed after 1 chunk(s): KeyError"
+    )
