@@ -22,6 +22,16 @@ print(inside, is_tracing_enabled())
 """
 
 
+def run_fresh(script, directory):
+    """``script`` in a fresh interpreter in ``directory``, without any MLflow variable (no tracking URI)."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("MLFLOW_")}
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=directory, env=environment, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.split()
+
+
 @pytest.mark.parametrize(
     ("before", "left"),
     [
@@ -30,18 +40,9 @@ print(inside, is_tracing_enabled())
     ],
 )
 def test_untraced_turns_tracing_off_and_back_as_it_was_leaving_no_store_behind(tmp_path, before, left):
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("MLFLOW_")}
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT.format(before=before)],
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    said = run_fresh(SCRIPT.format(before=before), tmp_path)
 
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["False", "False" if before else "True"]
+    assert said == ["False", "False" if before else "True"]
     assert sorted(path.name for path in tmp_path.iterdir()) == left  # no ./mlflow.db (it was left before the fix)
 
 
@@ -50,11 +51,7 @@ def test_untraced_inside_a_traced_process_turns_tracing_back_on(tmp_path):
         before=f"mlflow.set_tracking_uri('sqlite:///{tmp_path / 'store.db'}')\n"
         "@mlflow.trace\ndef f():\n    return 1\nf()"
     )
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("MLFLOW_")}
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120
-    )
+    said = run_fresh(script, tmp_path)
 
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split()[-2:] == ["False", "True"]
+    assert said[-2:] == ["False", "True"]
     assert "mlflow.db" not in [path.name for path in tmp_path.iterdir()]
