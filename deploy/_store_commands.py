@@ -49,8 +49,10 @@ def locate_command(
         location = locate_repository(model_uri, artifacts_destination=artifacts_destination, check_access=check_access)
         out(location.address)
         loads = " ".join(f"--load-model={name}" for name in location.models)
-        behind = f" (behind it: {location.batched_model_name!r}, load both)" if location.batched_model_name else ""
-        if location.stream_model_name:
+        behind = ""
+        if location.batched_model_name:
+            behind = f" (behind it: {location.batched_model_name!r}, load both)"
+        elif location.stream_model_name:
             behind = f" (beside it, streaming: {location.stream_model_name!r}, load both)"
         say.say(
             f"Triton model {location.model_name!r}{behind}: tritonserver --model-repository {location.address} "

@@ -28,7 +28,6 @@ import numpy as np
 
 from mlflow_triton.repository.config import declarations, read_config, wire_arrays
 from mlflow_triton.repository.layout import CONFIG_FILE, MLMODEL_FILE, artifact_directory
-from mlflow_triton.repository.request_files import JSON_REQUEST
 from mlflow_triton.runtime.codecs import StructureCodec
 from mlflow_triton.runtime.protocol import (
     JSON_CONTENT_TYPE,
@@ -38,7 +37,9 @@ from mlflow_triton.runtime.protocol import (
     response_tensors,
     serving_environment,
 )
-from mlflow_triton.shared_contract import MLFLOW_PROTOCOL, REQUEST_TENSOR, RESPONSE_TENSOR
+from mlflow_triton.shared_contract import MLFLOW_PROTOCOL, RESPONSE_TENSOR
+
+from ._stream import shipped_body
 
 __all__ = [
     "FLOAT_TOLERANCES",
@@ -127,8 +128,7 @@ def protocol_outputs(pyfunc_model, model_dir, body=None, content_type=JSON_CONTE
     tensor holds both answers, and where they differ (a value the model
     draws at random on every call, as Prophet's intervals) :func:`compare` judges Triton's answer by its JSON type."""
     if body is None:
-        shipped = json.loads((Path(model_dir) / JSON_REQUEST).read_text(encoding="utf-8"))
-        body = next(entry for entry in shipped["inputs"] if entry["name"] == REQUEST_TENSOR)["data"][0].encode("utf-8")
+        body = shipped_body(model_dir).encode("utf-8")
     answers = []
     for _ in range(2):
         with serving_environment():

@@ -3,8 +3,8 @@
 Triton serves a decoupled model over HTTP ``POST /v2/models/<name>/generate_stream`` (server-sent events: each
 ``data:`` line a JSON object whose ``response`` is one chunk, or whose ``error`` ends the stream) and over gRPC
 streams (``ModelStreamInfer``); it refuses it over HTTP ``/infer`` and gRPC unary calls. Both transports take the
-body ``mlflow models serve`` accepts in the ``request`` tensor, as the one-shot model does. :func:`stream_over_http`
-and :func:`stream_over_grpc` return the chunks (each the JSON text the model sent) in order, or raise
+body ``mlflow models serve`` accepts in the ``request`` tensor, as the one-shot model does. :func:`http_chunks`
+and :func:`grpc_chunks` yield the chunks (each the JSON text the model sent) as they arrive, or raise
 ``InferenceError`` with Triton's error text; :func:`stream_commands` spells both clients out for a person.
 """
 
@@ -21,21 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mlflow_triton.repository.layout import CONFIG_FILE
+from mlflow_triton.repository.request_files import JSON_REQUEST
 from mlflow_triton.shared_contract import REQUEST_TENSOR, RESPONSE_TENSOR
 
 from .errors import InferenceError
 
-__all__ = [
-    "grpc_chunks",
-    "http_chunks",
-    "is_streaming",
-    "shipped_body",
-    "stream_commands",
-    "stream_endpoint",
-    "stream_over_grpc",
-    "stream_over_http",
-]
+__all__ = ["grpc_chunks", "http_chunks", "shipped_body", "stream_commands", "stream_endpoint"]
 
 _EVENT_DATA = "data:"
 # The HTTP status Triton's HTTP front end answers for the error a gRPC stream carries (its own mapping).
@@ -44,31 +35,13 @@ _GRPC_AS_HTTP = {"StatusCode.INVALID_ARGUMENT": 400, "StatusCode.NOT_FOUND": 404
 
 def shipped_body(model_dir: str | os.PathLike[str]) -> str:
     """The body in the ``request`` tensor of the directory's shipped ``request.json``."""
-    shipped = json.loads((Path(model_dir) / "request.json").read_text(encoding="utf-8"))
+    shipped = json.loads((Path(model_dir) / JSON_REQUEST).read_text(encoding="utf-8"))
     [body] = next(entry["data"] for entry in shipped["inputs"] if entry["name"] == REQUEST_TENSOR)
     return body
 
 
-def is_streaming(model_dir: str | os.PathLike[str]) -> bool:
-    """Whether the model directory's config is decoupled (a streaming model)."""
-    from mlflow_triton.repository.config import read_model_config
-
-    path = Path(model_dir) / CONFIG_FILE
-    return path.is_file() and read_model_config(path).model_transaction_policy.decoupled
-
-
 def stream_endpoint(url: str, model_name: str) -> str:
     return f"{url.rstrip('/')}/v2/models/{urllib.parse.quote(model_name)}/generate_stream"
-
-
-def stream_over_http(url: str, model_name: str, body: str, *, timeout: float = 120.0) -> list[str]:
-    """The chunks Triton streams for ``body`` over HTTP ``generate_stream``."""
-    return list(http_chunks(url, model_name, body, timeout=timeout))
-
-
-def stream_over_grpc(grpc_url: str, model_name: str, body: str, *, timeout: float = 120.0) -> list[str]:
-    """The chunks Triton streams for ``body`` over a gRPC stream."""
-    return list(grpc_chunks(grpc_url, model_name, body, timeout=timeout))
 
 
 def http_chunks(url: str, model_name: str, body: str, *, timeout: float = 120.0) -> Iterator[str]:

@@ -38,6 +38,4 @@ def build(plan: Plan, path: pathlib.Path) -> None:
         _repository_files.copy_native_package(staging, artifact)
         validation = plan.validation or _validation.validate_saved_artifact(plan.layout, plan.tensors, artifact)
         _repository_files.write_repository(repository, plan, validation)
-        if plan.stream:
-            _repository_files.write_stream_model(repository, plan)
         _repository_files.add_triton_flavor(staging, plan.triton_model_name, plan.layout.contract.version)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from mlflow.models import ModelSignature
 
+from mlflow_triton.repository.guard import stream_model_name
 from mlflow_triton.repository.names import check_model_name, default_model_name
 from mlflow_triton.repository.tracing import untraced
 from mlflow_triton.runtime.protocol import outside_serving_environment
@@ -127,7 +128,7 @@ def _decide(
     check_example(example_input)
     triton_model_name = check_model_name(triton_model_name)
     if stream:
-        check_model_name(triton_model_name + _protocol.STREAM_SUFFIX)
+        check_model_name(stream_model_name(triton_model_name))
     framework.check_native_options(options)
     forced = framework.task_signature(options)
     if forced is not None:

@@ -51,8 +51,6 @@ ASKED = "asked for with protocol="
 UNBATCHED = "batching needs the typed mapping (MLflow's protocol answers one body per request)"
 TYPED_CARRIES = "the typed mapping carries the model exactly (one typed tensor per field of the signature)"
 STREAMS = "stream=True: a stream speaks MLflow's serving protocol (a body in, one chunk per response)"
-#: The streaming model beside the one-shot one: ``<name>`` + this suffix.
-STREAM_SUFFIX = "_stream"
 #: The repository kinds, as a user meets them: what a client sends.
 KINDS = {
     TENSORS_PROTOCOL: "typed tensors (one tensor per field of the signature: requests as in request.json)",

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import mlflow
 from mlflow.models import Model
 
-from mlflow_triton.repository.config import build_config, decoupled_config, read_model_config, wire_arrays, write_config
-from mlflow_triton.repository.guard import STREAM_PARAMETER, forward_target, stream_model
+from mlflow_triton.repository.config import build_config, decoupled_config, wire_arrays, write_config
+from mlflow_triton.repository.guard import STREAM_PARAMETER, forward_target, stream_model, stream_model_name
 from mlflow_triton.repository.layout import (
     ARTIFACT_DIRECTORY,
     CONFIG_FILE,
@@ -31,7 +31,7 @@ from mlflow_triton.repository.serving_pins import ANSWER_DISTRIBUTIONS, PREDICTE
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.shared_contract import REQUEST_TENSOR
 
-from . import _batching, _model_py, _model_requirements, _protocol, _serving_requirements
+from . import _batching, _model_py, _model_requirements, _serving_requirements
 
 if TYPE_CHECKING:
     from ._plan import Plan
@@ -53,9 +53,13 @@ def copy_native_package(source, destination):
 
 
 def write_repository(repository, plan: Plan, validation):
-    """Write the repository's files for ``plan``; ``validation`` is the check's record (``_validation``)."""
+    """Write the repository's files for ``plan``; ``validation`` is the check's record (``_validation``). With
+    ``plan.stream``, also the streaming model beside it (:func:`_write_stream_model`)."""
     layout = plan.layout
     config = build_config(plan.triton_model_name, layout, plan.device, plan.batching.max_queue_delay_microseconds)
+    streaming = stream_model_name(plan.triton_model_name) if plan.stream else None
+    if streaming is not None:  # Triton loads both: the one-shot model names the streaming one
+        config.parameters[STREAM_PARAMETER].string_value = streaming
     write_config(config, repository / CONFIG_FILE)
     (repository / VERSION_DIRECTORY / MODEL_FILE).write_text(_model_py.compose_model_py(), encoding="utf-8")
     environment = _write_requirements(repository)
@@ -101,8 +105,8 @@ def write_repository(repository, plan: Plan, validation):
         report["output_mapping"] = plan.output_mapping
     if plan.protocol_reason is not None:
         report["protocol_chosen_because"] = plan.protocol_reason
-    if "stream" in validation:
-        report["stream"] = {"model": plan.triton_model_name + _protocol.STREAM_SUFFIX, **validation["stream"]}
+    if streaming is not None:
+        report["stream"] = {"model": streaming, **validation["stream"]}
     if plan.batching.enabled:
         report["batching"] = {
             "max_batch_size": plan.batching.max_batch_size,
@@ -111,23 +115,23 @@ def write_repository(repository, plan: Plan, validation):
             "zero_row_requests": _batching.ZERO_ROW_REQUESTS,
         }
     (repository / VALIDATION_FILE).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    if streaming is not None:
+        _write_stream_model(repository, config, streaming, plan.tensors)
 
 
-def write_stream_model(repository, plan: Plan):
-    """Write ``<name>_stream`` beside the one-shot model directory ``repository``: its copy, decoupled, with the
-    shipped body as a ``generate_stream`` request (``STREAM_REQUEST_FILE``), and name it in the one-shot model's
-    config (``STREAM_PARAMETER``: Triton loads both)."""
-    config = read_model_config(repository / CONFIG_FILE)
-    name = config.name + _protocol.STREAM_SUFFIX
+def _write_stream_model(repository, config, name, tensors):
+    """``<name>_stream`` beside the one-shot model directory ``repository``: its copy, decoupled (``config``, the
+    one-shot model's, renamed, without ``STREAM_PARAMETER``), with the shipped body as a ``generate_stream`` request
+    (``STREAM_REQUEST_FILE``)."""
     streaming = repository.with_name(name)
     shutil.copytree(repository, streaming, symlinks=False)
-    write_config(decoupled_config(config, name), streaming / CONFIG_FILE)
-    [body] = plan.tensors[REQUEST_TENSOR].tolist()
+    decoupled = decoupled_config(config, name)
+    del decoupled.parameters[STREAM_PARAMETER]
+    write_config(decoupled, streaming / CONFIG_FILE)
+    [body] = tensors[REQUEST_TENSOR].tolist()
     (streaming / STREAM_REQUEST_FILE).write_text(
         json.dumps({REQUEST_TENSOR: body.decode("utf-8")}) + "\n", encoding="utf-8"
     )
-    config.parameters[STREAM_PARAMETER].string_value = name
-    write_config(config, repository / CONFIG_FILE)
 
 
 def _write_requirements(repository):

@@ -37,8 +37,10 @@ __all__ = [
     "files_directory",
     "forward_target",
     "front_of",
+    "STREAM_SUFFIX",
     "served_directories",
     "stream_model",
+    "stream_model_name",
 ]
 
 #: In a front's config: the batched model it forwards to.
@@ -47,6 +49,8 @@ FORWARD_PARAMETER = "mlflow_triton_forward_to"
 FRONT_PARAMETER = "mlflow_triton_front"
 #: In a streaming repository's one-shot model's config: the streaming (decoupled) model beside it.
 STREAM_PARAMETER = "mlflow_triton_stream_model"
+#: The streaming model's name: the one-shot model's followed by this.
+STREAM_SUFFIX = "_stream"
 
 
 def checked_zero_row_guard(value: object) -> bool:
@@ -68,6 +72,11 @@ def forward_target(model_directory: str | os.PathLike[str]) -> str | None:
 def front_of(model_directory: str | os.PathLike[str]) -> str | None:
     """The front model that forwards to ``model_directory`` (a guarded batched model), or ``None``."""
     return _parameter(model_directory, FRONT_PARAMETER)
+
+
+def stream_model_name(model_name: str) -> str:
+    """The name of the streaming model beside the one-shot model ``model_name``."""
+    return model_name + STREAM_SUFFIX
 
 
 def stream_model(model_directory: str | os.PathLike[str]) -> str | None:

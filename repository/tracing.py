@@ -30,10 +30,9 @@ def untraced() -> Iterator[None]:
     """MLflow tracing off in this process while the block runs, and back on after it where it was on before."""
     import mlflow.tracing
     from mlflow.tracing import provider as tracing_provider
-    from mlflow.tracing.provider import is_tracing_enabled
 
     holder = tracing_provider.provider
-    was_on = is_tracing_enabled()
+    was_on = tracing_provider.is_tracing_enabled()
     set_up = getattr(getattr(holder, "once", None), "_done", True)
     if was_on:
         mlflow.tracing.disable()
