@@ -21,7 +21,6 @@ import mlflow
 import numpy as np
 from mlflow.models import Model
 from mlflow.models.model import DEFAULT_AWAIT_MAX_SLEEP_SECONDS, ModelInfo
-from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FILE_NAME
 from mlflow.store.artifact.utils.models import get_model_name_and_version
 
 from mlflow_triton.command_line import Progress, os_error_text, run_command, unreachable
@@ -261,7 +260,9 @@ def _download(model_uri, destination):
         raise InvalidArgumentError(f"model_uri {model_uri!r} cannot be read: {error}") from None
     local = pathlib.Path(local)
     # Written by MLflow's download of a models:/ URI (the version it came from), not one of the source's files.
-    (local / REGISTERED_MODEL_META_FILE_NAME).unlink(missing_ok=True)
+    meta = mlflow_private.registered_model_meta_file()
+    if meta is not None:
+        (local / meta).unlink(missing_ok=True)
     if not local.resolve().is_relative_to(destination.resolve()):  # never work on the source itself
         shutil.copytree(local, destination / "model", symlinks=False)
         local = destination / "model"

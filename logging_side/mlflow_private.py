@@ -115,6 +115,17 @@ def model_set_by_code() -> Any:
     return getattr(mlflow_model, "__mlflow_model__", None)
 
 
+def registered_model_meta_file() -> str | None:
+    """``mlflow.store.artifact.models_artifact_repo.REGISTERED_MODEL_META_FILE_NAME``: the file MLflow 3.14 to 3.17
+    add to a download of a ``models:/`` URI (which version it came from), not one of the model's own files; ``None``
+    from MLflow 3.18, which writes no such file and has no such name."""
+    try:
+        from mlflow.store.artifact.models_artifact_repo import REGISTERED_MODEL_META_FILE_NAME
+    except ImportError:
+        return None
+    return str(REGISTERED_MODEL_META_FILE_NAME)
+
+
 def parse_model_uri(uri: str) -> Any:
     """``mlflow.store.artifact.utils.models._parse_model_uri``: the parts of a ``models:/`` URI (``name``,
     ``model_id``), as MLflow resolves it."""

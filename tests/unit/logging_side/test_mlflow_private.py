@@ -91,6 +91,14 @@ def test_the_runtimes_private_callable_exists_and_takes_the_arguments_passed(mod
     inspect.signature(target).bind(*[None] * positional, **dict.fromkeys(keywords))
 
 
+def test_the_registered_model_meta_file_is_mlflows_name_where_mlflow_has_one():
+    import mlflow.store.artifact.models_artifact_repo as repo
+
+    expected = getattr(repo, "REGISTERED_MODEL_META_FILE_NAME", None)  # gone in MLflow 3.18, which writes no such file
+    assert mlflow_private.registered_model_meta_file() == expected
+    assert expected is not None or Version(mlflow.__version__) >= Version("3.18")
+
+
 def test_the_private_values_read_exist_with_the_shape_used():
     import mlflow.models.model
     import mlflow.sklearn
