@@ -61,9 +61,9 @@ class ProtocolAnswer:
 def mlflow_json_parser():
     """``mlflow.pyfunc.scoring_server._parse_json_data(data, metadata, input_schema)``: the parser ``invocations``
     reads a JSON body with (``.data``, ``.params``), the same from MLflow 3.14 to 3.17."""
-    from mlflow.pyfunc import scoring_server
+    from mlflow.pyfunc.scoring_server import _parse_json_data
 
-    return scoring_server._parse_json_data
+    return _parse_json_data
 
 
 def mlflow_invocations():

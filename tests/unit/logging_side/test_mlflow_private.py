@@ -20,15 +20,20 @@ from mlflow_triton import mlflow_private
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 # Every part's modules but the door itself and the runtime (vendored into model.py, it cannot import the logging
-# side: its one private use is pinned below).
+# side: its private uses are pinned below).
 OUTSIDE_THE_DOOR = sorted(
     path
     for folder in ("logging_side", "repository", "command_line", "local_triton", "export", "deploy", "shared_contract")
     for path in (ROOT / folder).glob("*.py")
     if path.name != "mlflow_private.py"
 )
-# The runtime's one private use: on an error path only, inside a try that falls back to MLflow's own message.
-RUNTIME_CALLED = [("mlflow.models.utils", "_enforce_type", 2, ("required",))]
+# The runtime's private uses: ``_enforce_type`` on an error path only, inside a try that falls back to MLflow's own
+# message; ``_parse_json_data``, the parser of MLflow's /invocations, which a streaming model reads its body with
+# (``runtime/protocol.py``, ``mlflow_json_parser``).
+RUNTIME_CALLED = [
+    ("mlflow.models.utils", "_enforce_type", 2, ("required",)),
+    ("mlflow.pyfunc.scoring_server", "_parse_json_data", 3, ()),
+]
 
 # (module, name, positional arguments passed, keyword arguments passed); None: read, not called.
 CALLED = [
@@ -84,7 +89,9 @@ def test_each_private_callable_exists_and_takes_the_arguments_passed(module, nam
 
 @pytest.mark.parametrize(("module", "name", "positional", "keywords"), RUNTIME_CALLED)
 def test_the_runtimes_private_callable_exists_and_takes_the_arguments_passed(module, name, positional, keywords):
-    source = (ROOT / "runtime" / "triton_model.py").read_text(encoding="utf-8")
+    source = "".join(
+        (ROOT / "runtime" / name).read_text(encoding="utf-8") for name in ("triton_model.py", "protocol.py")
+    )
     target = getattr(importlib.import_module(module), name)
 
     assert f"from {module} import {name}" in source
