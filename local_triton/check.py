@@ -339,7 +339,7 @@ def _stream_check(source, pyfunc_model):
         return None
     body = shipped_body(source.files)
     try:
-        expected = stream_chunks(pyfunc_model, body.encode("utf-8"))
+        expected = stream_chunks(_streamed_pyfunc(source, model, pyfunc_model), body.encode("utf-8"))
     except Exception as error:  # MLflow's refusal or the model's own predict_stream
         if model is None:
             return None
@@ -349,6 +349,20 @@ def _stream_check(source, pyfunc_model):
     if model is None and not expected:
         return None
     return StreamCheck(model, body, expected)
+
+
+def _streamed_pyfunc(source, model, pyfunc_model):
+    """The pyfunc whose ``predict_stream`` the streaming model ``model`` serves: ``pyfunc_model`` (the source's), or
+    where the streaming model's artifact is another MLflow model than the one-shot model's (a Transformers
+    text-generation package streams through a pyfunc around it), that model, loaded from the repository."""
+    if model is None:
+        return pyfunc_model
+    import mlflow.pyfunc
+
+    served = artifact_directory(source.repository.with_name(model))
+    if (served / MLMODEL_FILE).read_bytes() == (artifact_directory(source.files) / MLMODEL_FILE).read_bytes():
+        return pyfunc_model
+    return mlflow.pyfunc.load_model(str(served))
 
 
 def _text_export_answers(source, pyfunc_model, input_file):

@@ -14,7 +14,8 @@ code; a refusal stops logging with MLflow's message. The shipped request is that
 With ``stream=True`` the repository also holds ``<name>_stream``, the same model decoupled, which answers the body one
 ``response`` per chunk of ``pyfunc.predict_stream`` (Triton's gRPC streams and HTTP ``generate_stream``;
 docs/repository.md). Logging then also streams the serving body in memory through the runtime's code
-(:func:`prove_stream`) and refuses a model whose MLmodel says it cannot stream (``streamable``).
+(:func:`prove_stream`) and refuses a model whose MLmodel says it cannot stream (``streamable``), except a
+Transformers text-generation package, which streams its generated text through a pyfunc of its own (``_text_stream``).
 """
 
 import pathlib
@@ -40,6 +41,7 @@ from mlflow_triton.shared_contract import (
     mlflow_protocol_contract,
 )
 
+from . import _text_stream
 from .errors import InvalidArgumentError, ValidationError
 
 #: ``AUTO_PROTOCOL`` (the default): the typed mapping where it carries the model exactly, MLflow's serving protocol
@@ -145,36 +147,57 @@ def prove_saved_model(framework, model, signature, input_example, options, devic
     with tempfile.TemporaryDirectory(prefix="mlflow-triton-protocol-") as workspace:
         package = pathlib.Path(workspace) / "model"
         framework.save_native(model, package, signature, input_example, options)
-        try:
-            predictor = mlflow.pyfunc.load_model(str(package))
-        except Exception as error:
-            raise ValidationError(
-                f"mlflow.pyfunc.load_model failed on the saved package: {type(error).__name__}: {error}"
-            ) from None
+        mlmodel = Model.load(str(package / "MLmodel"))
+        if stream:  # before the body is proved: a model that cannot stream is refused for that first
+            check_streamable(mlmodel, "the model")
+        predictor = _load_saved(package)
         saved = package / SERVING_INPUT_FILENAME
         body = saved.read_text(encoding="utf-8") if saved.is_file() else serving_body(input_example)
         layout, tensors, validation = prove_serving_body(framework.flavor, predictor, body, device)
         if stream:
-            check_streamable(Model.load(str(package / "MLmodel")), "the model")
-            validation["stream"] = prove_stream(predictor, body)
+            if _text_stream.streams_generated_text(mlmodel):
+                streaming = _text_stream.save_stream_package(package, pathlib.Path(workspace) / "stream")
+                predictor = _load_saved(streaming, "the streaming package")
+                validation["stream"] = prove_stream(predictor, body, _text_stream.HOW)
+            else:
+                validation["stream"] = prove_stream(predictor, body)
         return layout, tensors, validation
+
+
+def _load_saved(package, what="the saved package"):
+    try:
+        return mlflow.pyfunc.load_model(str(package))
+    except Exception as error:
+        raise ValidationError(f"mlflow.pyfunc.load_model failed on {what}: {type(error).__name__}: {error}") from None
 
 
 def check_streamable(mlmodel, what):
     """Refuse ``stream=True`` for a model whose pyfunc has no ``predict_stream`` (its MLmodel's
-    ``python_function`` flavor is not ``streamable``), saying what to do."""
-    if not (mlmodel.flavors.get("python_function") or {}).get("streamable"):
-        raise InvalidArgumentError(
-            f"stream=True: {what} cannot stream: its pyfunc has no predict_stream (MLmodel's python_function flavor "
-            "is not streamable). Stream a PythonModel, ChatModel, ChatAgent or ResponsesAgent that defines "
-            "predict_stream (MLflow's transformers and other built-in flavors define none: wrap the model in a "
-            "PythonModel whose predict_stream yields its chunks), or leave stream=False"
-        )
+    ``python_function`` flavor is not ``streamable``) and that is no Transformers text-generation package, saying
+    what to do."""
+    flavors = mlmodel.flavors
+    if (flavors.get("python_function") or {}).get("streamable") or _text_stream.streams_generated_text(mlmodel):
+        return
+    raise InvalidArgumentError(
+        f"stream=True: {what} cannot stream: its pyfunc has no predict_stream (MLmodel's python_function flavor is "
+        "not streamable). Stream a PythonModel, ChatModel, ChatAgent or ResponsesAgent that defines predict_stream, "
+        f"or a Transformers {_text_stream.TEXT_GENERATION!r} pipeline saved without an llm/v1 task (it streams its "
+        "generated text); MLflow's other built-in flavors define none: wrap the model in a PythonModel whose "
+        "predict_stream yields its chunks, or leave stream=False"
+    )
 
 
-def prove_stream(predictor, body):
+#: validation.json's account of the stream's proof, for a model that streams its own ``predict_stream``.
+STREAMED_HOW = (
+    "the example's MLflow serving body streamed by pyfunc.predict_stream through the runtime's protocol module, as "
+    "the streaming model answers the shipped request"
+)
+
+
+def prove_stream(predictor, body, how=STREAMED_HOW):
     """validation.json's ``stream`` record: ``body`` streamed in memory by the runtime's protocol code, as the
-    ``<name>_stream`` model streams the shipped request; a refusal or an empty stream stops logging."""
+    ``<name>_stream`` model streams the shipped request; a refusal or an empty stream stops logging. ``how``: what
+    was streamed, for the record."""
     with serving_environment():
         try:
             chunks = list(MlflowProtocol(predictor).stream(body.encode("utf-8")))
@@ -186,11 +209,7 @@ def prove_stream(predictor, body):
             ) from None
     if not chunks:
         raise ValidationError("predict_stream yielded no chunk for the example's MLflow serving body")
-    return {
-        "chunks": len(chunks),
-        "how": "the example's MLflow serving body streamed by pyfunc.predict_stream through the runtime's protocol "
-        "module, as the streaming model answers the shipped request",
-    }
+    return {"chunks": len(chunks), "how": how}
 
 
 def serving_body(input_example):

@@ -19,6 +19,7 @@ from mlflow_triton.repository.guard import STREAM_PARAMETER, forward_target, str
 from mlflow_triton.repository.layout import (
     ARTIFACT_DIRECTORY,
     CONFIG_FILE,
+    MLMODEL_FILE,
     MODEL_FILE,
     REPOSITORY_DIRECTORY,
     REQUIREMENTS_FILE,
@@ -31,7 +32,7 @@ from mlflow_triton.repository.serving_pins import ANSWER_DISTRIBUTIONS, PREDICTE
 from mlflow_triton.runtime import RUNTIME_VERSION
 from mlflow_triton.shared_contract import REQUEST_TENSOR
 
-from . import _batching, _model_py, _model_requirements, _serving_requirements
+from . import _batching, _model_py, _model_requirements, _serving_requirements, _text_stream
 
 if TYPE_CHECKING:
     from ._plan import Plan
@@ -122,9 +123,16 @@ def write_repository(repository, plan: Plan, validation):
 def _write_stream_model(repository, config, name, tensors):
     """``<name>_stream`` beside the one-shot model directory ``repository``: its copy, decoupled (``config``, the
     one-shot model's, renamed, without ``STREAM_PARAMETER``), with the shipped body as a ``generate_stream`` request
-    (``STREAM_REQUEST_FILE``)."""
+    (``STREAM_REQUEST_FILE``). A Transformers text-generation package is served there through the MLflow model that
+    streams it (``_text_stream``), the package whole inside."""
     streaming = repository.with_name(name)
     shutil.copytree(repository, streaming, symlinks=False)
+    artifact = streaming / VERSION_DIRECTORY / ARTIFACT_DIRECTORY
+    if _text_stream.streams_generated_text(Model.load(str(artifact / MLMODEL_FILE))):
+        package = artifact.with_name(_text_stream.PIPELINE_ARTIFACT)
+        artifact.rename(package)
+        _text_stream.save_stream_package(package, artifact)
+        shutil.rmtree(package)
     decoupled = decoupled_config(config, name)
     del decoupled.parameters[STREAM_PARAMETER]
     write_config(decoupled, streaming / CONFIG_FILE)

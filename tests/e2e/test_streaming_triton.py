@@ -3,14 +3,16 @@
 Five models whose pyfunc streams (``tests/support/stream_models.py``: a ``ResponsesAgent``, a ``ChatAgent``, a
 ``ChatModel``, a custom ``PythonModel`` that sleeps between chunks and fails on request, and a tiny GPT-2 streamed
 through ``transformers.TextIteratorStreamer``) are logged with plain MLflow in a sqlite store and added with
-``add_repository(..., stream=True)`` (the ``ChatAgent`` with ``mlflow-triton add-repository --stream``). One Triton
-serves every ``<name>_stream`` and ``<name>`` directory. A stream's chunks, over HTTP ``generate_stream`` (server-sent
-events) and over gRPC streams, must be ``list(pyfunc.predict_stream(data, params))`` for the shipped request, the data
-and params read from the body by MLflow's own parser, each chunk compared as MLflow's JSON body (per-call ids by what
-they must be: UUIDs, the same one where the model repeats it; ``created`` as the time of the call). The first chunk
-must arrive while the model is still producing the rest; a model that raises mid-stream ends it after the chunks it
-sent with an error that withholds its message; 200 streams stopped by their clients leave the stub's memory where it
-was; 8 concurrent streams each get their own chunks; the one-shot ``<name>`` still answers as MLflow's scoring server.
+``add_repository(..., stream=True)`` (the ``ChatAgent`` with ``mlflow-triton add-repository --stream``); a sixth, the
+tiny GPT-2 text-generation pipeline itself, is logged with ``mlflow_triton.transformers.log_model(..., stream=True)``
+and streams its generated text. One Triton serves every ``<name>_stream`` and ``<name>`` directory. A stream's chunks,
+over HTTP ``generate_stream`` (server-sent events) and over gRPC streams, must be ``list(pyfunc.predict_stream(data,
+params))`` for the shipped request, the data and params read from the body by MLflow's own parser, each chunk compared
+as MLflow's JSON body (per-call ids by what they must be: UUIDs, the same one where the model repeats it; ``created`` as
+the time of the call). The first chunk must arrive while the model is still producing the rest; a model that raises
+mid-stream ends it after the chunks it sent with an error that withholds its message; 200 streams stopped by their
+clients leave the stub's memory where it was; 8 concurrent streams each get their own chunks; the one-shot ``<name>``
+still answers as MLflow's scoring server.
 """
 
 import dataclasses
@@ -36,12 +38,13 @@ from tritonclient.utils import InferenceServerException
 
 import mlflow_triton
 from mlflow_triton.errors import InvalidArgumentError
+from mlflow_triton.repository.layout import artifact_directory
 from tests.e2e.test_cli import UserStore
 from tests.e2e.test_cli import mlflow_triton as console
 from tests.e2e.test_mlflow_protocol_triton import answered_alike, same_body, serving
 from tests.support import stream_models
 from tests.support.mlflow_server import using_tracking
-from tests.support.stream_models import STREAMERS, ticker_body
+from tests.support.stream_models import PROMPT, STREAMERS, TEXT_GENERATION, ticker_body
 from tests.support.v2_http import post_infer
 
 pytestmark = pytest.mark.triton
@@ -71,6 +74,7 @@ def added(tmp_path_factory):
     said = console("add-repository", "models:/mirror/1", "--stream", store=UserStore(tracking_uri, root))
     assert said.returncode == 0 and "registered models:/mirror/2" in said.stdout, said.stdout + said.stderr
     versions["mirror"] = "2"
+    versions[TEXT_GENERATION] = "1"  # logged with its repository by mlflow_triton.transformers
     models = {}
     with using_tracking(tracking_uri):
         for name, version in versions.items():
@@ -426,7 +430,47 @@ def test_concurrent_streams_each_get_their_own_chunks_in_order(triton):
     assert got == {index: (ticker_chunks(f"concurrent-{index}", 3 + index), None) for index in range(8)}
 
 
-@pytest.mark.parametrize("name", list(STREAMERS))
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
+def test_a_text_generation_pipeline_streams_its_generated_text(added, triton, transport):
+    """The tiny GPT-2 pipeline logged with ``mlflow_triton.transformers`` and ``stream=True`` (MLflow's transformers
+    flavor has no ``predict_stream``): its chunks are what the streaming package it serves yields, JSON strings, and
+    together the text that ends the model's own ``pyfunc.predict`` answer (the prompt, then the generated text)."""
+    tracking_uri, _, models = added
+    source, repository = models[TEXT_GENERATION]
+    directory = repository / f"{TEXT_GENERATION}{STREAM_SUFFIX}"
+    body = shipped_body(directory)
+
+    streamed = TRANSPORTS[transport](triton, directory.name, body)
+
+    want = predicted_stream(str(artifact_directory(directory)), body)
+    with using_tracking(tracking_uri):
+        [answer] = mlflow.pyfunc.load_model(source).predict(PROMPT)
+    assert (streamed.status in (None, 200), streamed.error) == (True, None), streamed
+    assert streamed.chunks == want and len(want) > 1, (want, streamed.chunks)
+    assert answer == PROMPT + "".join(json.loads(chunk) for chunk in streamed.chunks), (answer, streamed.chunks)
+    assert json.loads(body) == {"inputs": PROMPT}
+
+
+def test_a_text_generation_stream_stopped_by_its_client_frees_the_instance(added, triton):
+    _, _, models = added
+    name = f"{TEXT_GENERATION}{STREAM_SUFFIX}"
+    directory = models[TEXT_GENERATION][1] / name
+    body = shipped_body(directory)
+    want = predicted_stream(str(artifact_directory(directory)), body)
+    streams = GrpcStreams(triton)
+
+    try:
+        cancelled = streams.stream(name, body, stop_after=1)
+        disconnected = http_stream(triton, name, body, stop_after=1)
+        whole = streams.stream(name, body)
+    finally:
+        streams.close()
+
+    assert (cancelled.chunks, disconnected.chunks) == (want[:1], want[:1])
+    assert (whole.chunks, whole.error) == (want, None)
+
+
+@pytest.mark.parametrize("name", [*STREAMERS, TEXT_GENERATION])
 def test_the_one_shot_model_answers_as_mlflows_scoring_server(added, triton, name):
     tracking_uri, _, models = added
     source, repository = models[name]
@@ -477,7 +521,7 @@ def test_add_repository_refuses_to_stream_a_model_without_predict_stream(added):
 
 def test_check_proves_every_streaming_model_over_both_transports(added):
     tracking_uri, root, models = added
-    uris = [f"models:/{name}/2" for name in models]
+    uris = [f"models:/{name}/{1 if name == TEXT_GENERATION else 2}" for name in models]
 
     checked = console("check", *uris, "--work-dir", str(root / "check"), store=UserStore(tracking_uri, root))
 

@@ -16,9 +16,11 @@ logs it to the active tracking store and registers it under its name. :data:`STR
   shows there.
 - ``gpt2``: a ``PythonModel`` around the tiny GPT-2 text-generation pipeline
   (``tiny_models.shared_text_generation_pipeline``, saved as an artifact) whose ``predict_stream`` runs ``generate``
-  (greedy, ``do_sample=False``) in a thread and yields each piece of ``transformers.TextIteratorStreamer``: MLflow
-  3.17's transformers flavor has no ``predict_stream``, so this is how a Transformers text generation streams.
+  (greedy, ``do_sample=False``) in a thread and yields each piece of ``transformers.TextIteratorStreamer`` as
+  ``{"text": piece}``: how a user streams a generation in a ``PythonModel`` of their own.
 
+:data:`TEXT_GENERATION` is the same tiny GPT-2 pipeline logged with ``mlflow_triton.transformers`` and ``stream=True``
+(its repository written at logging; version 1): its ``<name>_stream`` serves the streaming package around it.
 :data:`NOT_STREAMING` is a scikit-learn model (its pyfunc has no ``predict_stream``).
 """
 
@@ -204,6 +206,9 @@ STREAMERS = {
     "gpt2": (GPT2_CODE, {"text": "hello world"}),
 }
 NOT_STREAMING = "leaves"
+TEXT_GENERATION = "generate"
+#: The text-generation pipeline's example prompt and its saved generation settings (greedy).
+PROMPT, GREEDY = "hello world", {"max_new_tokens": 12, "do_sample": False}
 
 
 def _installed(name):
@@ -220,8 +225,9 @@ def requirements(name):
 
 
 def log_stream_models(root):
-    """Log and register every model of :data:`STREAMERS` and :data:`NOT_STREAMING` in the active tracking store
-    (a run of the active experiment); their code and the GPT-2 pipeline are written under ``root``.
+    """Log and register every model of :data:`STREAMERS`, :data:`NOT_STREAMING` and :data:`TEXT_GENERATION` in the
+    active tracking store (a run of the active experiment); their code and the GPT-2 pipeline are written under
+    ``root``.
     Returns ``{name: ModelInfo}``."""
     pipeline = root / "gpt2-pipeline"
     shared_text_generation_pipeline().save_pretrained(str(pipeline))
@@ -238,7 +244,24 @@ def log_stream_models(root):
                 registered_model_name=name,
             )
         logged[NOT_STREAMING] = log_not_streaming()
+        logged[TEXT_GENERATION] = log_text_generation()
     return logged
+
+
+def log_text_generation():
+    """The tiny GPT-2 pipeline logged with ``mlflow_triton.transformers`` and ``stream=True``, registered as
+    :data:`TEXT_GENERATION`."""
+    import mlflow_triton.transformers
+
+    return mlflow_triton.transformers.log_model(
+        shared_text_generation_pipeline(),
+        name=TEXT_GENERATION,
+        input_example=PROMPT,
+        model_config=GREEDY,
+        stream=True,
+        pip_requirements=requirements("gpt2"),
+        registered_model_name=TEXT_GENERATION,
+    )
 
 
 def log_not_streaming():

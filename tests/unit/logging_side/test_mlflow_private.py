@@ -34,6 +34,11 @@ RUNTIME_CALLED = [
     ("mlflow.models.utils", "_enforce_type", 2, ("required",)),
     ("mlflow.pyfunc.scoring_server", "_parse_json_data", 3, ()),
 ]
+# The text-generation streaming model (``logging_side/_text_stream_model.py``, saved into a package, which cannot
+# import the door): the loader contract of MLflow's pyfunc flavor, ``<loader_module>._load_pyfunc(data, config)``,
+# on the transformers flavor's loader, and the attributes of the wrapper it returns that the stream reads.
+STREAM_MODEL_CALLED = ("mlflow.transformers", "_load_pyfunc", 2, ())
+STREAM_MODEL_READ = ("pipeline", "model_config", "predict")
 
 # (module, name, positional arguments passed, keyword arguments passed); None: read, not called.
 CALLED = [
@@ -96,6 +101,19 @@ def test_the_runtimes_private_callable_exists_and_takes_the_arguments_passed(mod
 
     assert f"from {module} import {name}" in source
     inspect.signature(target).bind(*[None] * positional, **dict.fromkeys(keywords))
+
+
+def test_the_text_stream_models_loader_call_and_wrapper_reads_hold():
+    module, name, positional, keywords = STREAM_MODEL_CALLED
+    source = (ROOT / "logging_side" / "_text_stream_model.py").read_text(encoding="utf-8")
+    target = getattr(importlib.import_module(module), name)
+    wrapper = mlflow.transformers._TransformersWrapper
+
+    assert f"loader.{name}(data, model_config)" in source and '"loader_module"' in source
+    inspect.signature(target).bind(*[None] * positional, **dict.fromkeys(keywords))
+    assert all(f"wrapper.{attribute}" in source for attribute in STREAM_MODEL_READ)
+    init = inspect.getsource(wrapper.__init__)
+    assert callable(wrapper.predict) and "self.pipeline = " in init and "self.model_config = " in init
 
 
 def test_the_registered_model_meta_file_is_mlflows_name_where_mlflow_has_one():
