@@ -6,10 +6,11 @@ The model (:data:`MODEL_CODE`, models from code) is a ``PythonModel`` around a t
 tokenizer, 128 positions; no model hub) saved as an artifact: ``predict`` returns the generated text, and
 ``predict_stream`` runs the same generation with ``transformers.TextIteratorStreamer`` in a thread and yields each
 non-empty piece as ``{"delta": piece}``. Greedy, ``min_new_tokens = max_new_tokens`` (``--new-tokens``, 64), so every
-request generates the same number of tokens. (A pipeline logged with ``mlflow_triton.transformers`` and
-``stream=True`` streams through the same streamer, in a pyfunc of the package's own: docs/repository.md.) It is saved once with ``mlflow_triton.pyfunc.save_model(...,
-stream=True)``, which writes ``<name>/`` (one-shot: MLflow's serving protocol) and ``<name>_stream/`` (decoupled: one
-Triton response per chunk); both are served by one ``tritonserver`` (bundled 2.51), one instance each.
+request generates the same number of tokens. (A pipeline logged with ``mlflow_triton.transformers`` and ``stream=True``
+streams through the same streamer, in a pyfunc of the package's own: docs/repository.md.) It is saved once with
+``mlflow_triton.pyfunc.save_model(..., stream=True)``, which writes ``<name>/`` (one-shot: MLflow's serving protocol)
+and ``<name>_stream/`` (decoupled: one Triton response per chunk); both are served by one ``tritonserver`` (bundled
+2.51), one instance each.
 
 Targets, all sent MLflow's serving body for one prompt (``{"dataframe_split": ...}``):
 

@@ -8,8 +8,8 @@ around the package, saved whole as its one artifact.
   ``transformers.TextIteratorStreamer`` decodes it. It runs that same ``predict`` (MLflow's transformers wrapper,
   its saved ``model_config`` and the request's params) in a thread, with the streamer and a stopping criterion
   added to the pipeline's call. After the last piece it compares the pieces with the answer that call returned,
-  which ends with the generated text (a pipeline that returns the full text puts the prompt first): a stream that
-  would differ from it ends with an error instead of a wrong end.
+  the generated text (a pipeline that returns the full text puts the prompt first): a stream that would differ
+  from it ends with an error instead of a wrong end.
 - A consumer that stops reading (a cancelled or disconnected stream closes the generator) sets the stopping
   criterion: generation stops at the next token, and the thread is joined before the generator closes.
 
@@ -94,7 +94,7 @@ class TextGenerationStream(mlflow.pyfunc.PythonModel):
             worker.join()
         if "error" in outcome:
             raise outcome["error"]
-        _check_answer(outcome["answer"], "".join(pieces))
+        _check_answer(outcome["answer"], "".join(pieces), _prompt_text(model_input))
 
 
 def _load_pyfunc_implementation(package):
@@ -118,18 +118,31 @@ def _load_pyfunc_implementation(package):
     return loader._load_pyfunc(data, model_config) if model_config else loader._load_pyfunc(data)
 
 
-def _check_answer(answer, streamed):
-    """Raise unless ``answer`` (predict's, in the same call) is one text that ends with ``streamed``."""
+def _prompt_text(model_input):
+    """The one prompt of ``model_input`` as text (a string, or the one value of a one-row input), else ``None``."""
+    values = model_input
+    if hasattr(values, "to_numpy"):  # a DataFrame or Series of one row
+        values = values.to_numpy().ravel().tolist()
+    elif isinstance(values, dict):
+        values = list(values.values())
+    if isinstance(values, list) and len(values) == 1:
+        values = values[0]
+    return values if isinstance(values, str) else None
+
+
+def _check_answer(answer, streamed, prompt):
+    """Raise unless ``answer`` (predict's, in the same call) is one text that is ``streamed``, or ``prompt`` followed
+    by ``streamed`` (a pipeline that returns the full text)."""
     texts = answer if isinstance(answer, list) else [answer]
     if len(texts) != 1 or not isinstance(texts[0], str):
         raise MlflowException(
             f"A text-generation stream answers one text; predict answered {type(answer).__name__} {answer!r:.200}",
             INTERNAL_ERROR,
         )
-    if not texts[0].endswith(streamed):
+    if texts[0] not in (streamed, f"{prompt}{streamed}" if prompt is not None else streamed):
         raise MlflowException(
-            f"The streamed text {streamed!r:.200} is not the end of predict's answer {texts[0]!r:.200} (the pipeline "
-            "changes its text after decoding it); stream it with a PythonModel of your own",
+            f"The streamed text {streamed!r:.200} is not predict's answer {texts[0]!r:.200}, nor the prompt followed "
+            "by it (the pipeline changes its text after decoding it); stream it with a PythonModel of your own",
             INTERNAL_ERROR,
         )
 

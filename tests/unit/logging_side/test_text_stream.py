@@ -99,7 +99,17 @@ def test_a_stream_that_would_not_end_predicts_answer_ends_in_an_error(monkeypatc
     real = wrapper.predict
     monkeypatch.setattr(wrapper, "predict", lambda data, params=None: [real(data, params)[0] + " changed"])
 
-    with pytest.raises(MlflowException, match="is not the end of predict's answer"):
+    with pytest.raises(MlflowException, match="is not predict's answer"):
+        list(streaming.predict_stream(PROMPT))
+
+
+def test_an_answer_that_only_ends_with_the_stream_is_an_error(monkeypatch, streaming):
+    """predict's answer must be the pieces, or the prompt and then the pieces; another head is a difference."""
+    wrapper = streaming.unwrap_python_model()._wrapper
+    real = wrapper.predict
+    monkeypatch.setattr(wrapper, "predict", lambda data, params=None: [real(data, params)[0].replace(PROMPT, "x ", 1)])
+
+    with pytest.raises(MlflowException, match="nor the prompt followed by it"):
         list(streaming.predict_stream(PROMPT))
 
 
@@ -118,7 +128,7 @@ def test_add_repository_streams_a_pipeline_logged_with_plain_mlflow(tracking_sto
     local = mlflow.artifacts.download_artifacts(added.model_uri, dst_path=str(tmp_path))
     served = mlflow.pyfunc.load_model(str(artifact_directory(f"{local}/model_repository/plain_stream")))
     [answer] = mlflow.pyfunc.load_model(info.model_uri).predict(PROMPT)
-    assert answer.endswith("".join(served.predict_stream(PROMPT)))
+    assert answer == PROMPT + "".join(served.predict_stream(PROMPT))
 
 
 def test_an_llm_inference_task_is_refused_before_anything_is_written(tmp_path):
